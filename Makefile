@@ -1,0 +1,35 @@
+# The two set-up commands: `make demo` and `make test`. Each works alone on a fresh machine.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+TSTAMP  := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(TSTAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	# pycute (the pure-Python CuTe reference) for the benchmark's peer; no dependencies of its own.
+	$(BIN)/pip install -q --no-deps 'nvidia-cutlass==4.2.0'
+	touch $(STAMP) $@
+
+demo: $(STAMP)
+	$(BIN)/python -m patches demo
+
+test: $(TSTAMP)
+	$(BIN)/ruff check patches tests benchmarks
+	$(BIN)/python -m pytest -q -n auto
+
+bench: $(TSTAMP)
+	$(BIN)/python benchmarks/layout_algebra.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

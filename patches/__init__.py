@@ -1,0 +1,7 @@
+"""patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
+
+from .layouts import *  # noqa: F403
+from .layouts import __all__ as _layout_names
+
+__version__ = "0.1.0"
+__all__ = list(_layout_names)

@@ -1,0 +1,137 @@
+"""composition: R = A o B, the layout with R(i) = A(B(i)) on the domain of B."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import arith
+from . import check
+from . import inttuple as it
+from .coalesce import _show, coalesce_flat, join
+from .errors import LayoutError
+from .layout import Layout
+
+
+def composition(a: Layout, b: Any) -> Layout:
+    """``A o B``: B is a Layout, an extent, None (keep), or a by-mode tuple of those.
+
+    The answer is CuTe's; where B is inadmissible for A (its strides or extents cut A's modes
+    unevenly) and that answer would not satisfy R(i) = A(B(i)), a LayoutError says which mode failed.
+    """
+    if not isinstance(a, Layout):
+        raise LayoutError(f"composition: expected a Layout on the left, got {type(a).__name__} {a!r}")
+    if b is None:
+        return a
+    if isinstance(b, Layout):
+        return _compose(a, b)
+    if type(b) is tuple:
+        if len(b) > a.rank:
+            raise LayoutError(f"composition: the tiler {_show(b)} has {len(b)} modes but {a} has rank {a.rank}")
+        # CuTe drops the modes of A that a by-mode tiler does not reach.
+        return join([composition(a[i], t) for i, t in enumerate(b)])
+    if arith.is_value(b) and not isinstance(b, bool):
+        if type(b) is int and b <= 0:
+            raise LayoutError(f"composition: a tile extent must be positive, got {b}")
+        return _compose(a, Layout._make(b, 1))
+    raise LayoutError(f"composition: a tiler must be a Layout, an int, None or a tuple of those, got {b!r}")
+
+
+def compose_flat(a: Layout) -> tuple[tuple, tuple]:
+    """A's coalesced flat modes, with the last mode kept as the unbounded one (CuTe's coalesce_x)."""
+    s, d = a._shape, a._stride
+    if type(s) is not tuple:
+        return (s,), (d,)
+    shapes, strides = it.flatten(s), it.flatten(d)
+    if not shapes:
+        return (2,), (0,)
+    if arith.eq(shapes[-1], 1):
+        shapes = shapes[:-1] + (2,)
+    rs, rd = coalesce_flat(shapes, strides)
+    return tuple(rs), tuple(rd)
+
+
+def _compose(a: Layout, b: Layout) -> Layout:
+    a_s, a_d = compose_flat(a)
+    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride)
+    r = Layout._make(shape, stride)
+    if not exact:
+        _verify(a, b, r)
+    return r
+
+
+def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
+    if type(s) is tuple:
+        parts = [_tree(a_s, a_d, x, y) for x, y in zip(s, d)]
+        return (tuple(p[0] for p in parts), tuple(p[1] for p in parts), all(p[2] for p in parts))
+    return _leaf(a_s, a_d, s, d)
+
+
+def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
+    """Compose the flat A with one mode s:d of B; also say whether divisibility vouches for the answer."""
+    if arith.eq(d, 0):
+        return s, d, True
+    if len(a_s) == 1:
+        return s, d * a_d[0], True
+    exact = arith.lt(0, d)
+    rs: list = []
+    rd: list = []
+    rest_s, rest_d = s, d
+    for cs, cd in zip(a_s[:-1], a_d[:-1]):
+        r = rest_d if arith.lt(0, rest_d) else -rest_d
+        one = arith.eq(rest_s, 1)
+        if exact and not one:
+            exact = _exact_step(cs, r, rest_s)
+        next_shape = arith.ceil_div(cs, r)
+        next_stride = arith.ceil_div(r, cs) * arith.sign(rest_d)
+        if one or arith.eq(next_shape, 1):
+            rest_d = next_stride
+            continue
+        new_shape = arith.minimum(next_shape, rest_s)
+        rs.append(new_shape)
+        rd.append(rest_d * cd)
+        rest_s = arith.floor_div(rest_s, new_shape)
+        rest_d = next_stride
+    if not rs:
+        return rest_s, rest_d * a_d[-1], exact
+    if arith.eq(rest_s, 1):
+        if len(rs) == 1:
+            return rs[0], rd[0], exact
+        return tuple(rs), tuple(rd), exact
+    rs.append(rest_s)
+    rd.append(rest_d * a_d[-1])
+    return tuple(rs), tuple(rd), exact
+
+
+def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
+    """Whether stepping stride r (with rest_s elements left) through a mode of extent cs stays exact."""
+    if arith.divides(cs, r):                     # the stride skips the whole mode
+        return True
+    if arith.divides(r, cs):                     # the stride splits the mode evenly
+        q = arith.exact_div(cs, r)
+        return not arith.lt(q, rest_s) or arith.divides(q, rest_s)
+    return arith.lt((rest_s - 1) * r, cs)         # every remaining element lands inside this mode
+
+
+def _verify(a: Layout, b: Layout, r: Layout) -> None:
+    n = it.product(b._shape)
+    if it.product(r._shape) != n:
+        raise LayoutError(_why(a, b, f"the result would have size {it.product(r._shape)}, not size(B) = {n}"))
+    if n > check.MAX_POINTS:
+        raise LayoutError(_why(a, b, "its strides or extents do not divide A's modes evenly"))
+    idx = check.points(n)
+    bi = check.evaluate(b, idx)
+    if (bi < 0).any():
+        raise LayoutError(_why(a, b, "B reaches negative offsets"))
+    want = check.evaluate(a, bi, extend=True)
+    got = check.evaluate(r, idx)
+    bad = np.nonzero(want != got)[0]
+    if len(bad):
+        i = int(bad[0])
+        raise LayoutError(_why(a, b, f"B's strides or extents do not divide A's modes evenly "
+                                     f"(at i={i}: A(B(i)) = {want[i]}, CuTe's rule gives {got[i]})"))
+
+
+def _why(a: Layout, b: Layout, reason: str) -> str:
+    return f"composition {a} o {b} is inadmissible: {reason}"

@@ -1,0 +1,158 @@
+"""complement, right_inverse, left_inverse, nullspace, max_common_layout/vector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import arith
+from . import inttuple as it
+from .coalesce import _flat, _need_layout, coalesce, coalesce_flat, filter
+from .composition import composition
+from .errors import LayoutError
+from .layout import Layout
+
+
+def _shape_ceil_div(cot: Any, d: Any) -> Any:
+    """CuTe's ceil_div of a shape by an int: divide the modes left to right, carrying the rest."""
+    if type(cot) is not tuple:
+        return arith.ceil_div(cot, d)
+    out = []
+    for c in cot:
+        out.append(_shape_ceil_div(c, d))
+        d = arith.ceil_div(d, it.product(c))
+    return tuple(out)
+
+
+def _check_cotarget(cot: Any) -> None:
+    for x in it.flatten(cot) if type(cot) is tuple else (cot,):
+        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and x <= 0):
+            raise LayoutError(f"complement: the cotarget must be a positive int or a shape of them, got {cot!r}")
+
+
+def complement(layout: Layout, cotarget: Any = None) -> Layout:
+    """The layout C, ordered and disjoint from A, such that (A, C) covers ``cotarget`` (default cosize(A)).
+
+    A's stride-nonzero part must be injective and tractable: sorted by stride, each
+    shape*stride divides the next stride.
+    """
+    _need_layout(layout, "complement")
+    f = filter(layout)
+    if cotarget is None:
+        cotarget = cosize(f)
+    _check_cotarget(cotarget)
+    shapes, strides = _flat(f)
+    if arith.eq(strides[0], 0):                      # nothing but size-1 / stride-0 modes
+        return Layout._make(it.product(cotarget), 1)
+    for s, d in zip(shapes, strides):
+        if arith.lt(d, 0):
+            raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
+    order = sorted(range(len(strides)), key=strides.__getitem__)
+    rs: list = []
+    rd: list = [1]
+    for k in order:
+        s, d = shapes[k], strides[k]
+        cur = rd[-1]
+        if not arith.divides(cur, d):
+            prev = "1" if len(rd) == 1 else f"the span {cur} of the modes below it"
+            what = "overlaps the modes below it (not injective)" if arith.lt(d, cur) else "is not a multiple of " + prev
+            raise LayoutError(f"complement: in {layout}, the mode {s}:{d} {what}; "
+                              "complement needs an injective layout whose sorted strides each divide by the span below")
+        rs.append(arith.exact_div(d, cur))
+        rd.append(d * s)
+    rest = _shape_ceil_div(cotarget, rd[-1])
+    rs.append(it.product(rest))
+    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+
+
+def cosize(layout: Layout) -> Any:
+    """One past the largest offset: sum((s-1)*|d|) + 1."""
+    _need_layout(layout, "cosize")
+    total = 1
+    for s, d in zip(*_flat(layout)):
+        total = total + (s - 1) * (d if not arith.lt(d, 0) else -d)
+    return total
+
+
+def _prefix(shapes: tuple) -> list:
+    out = [1]
+    for s in shapes:
+        out.append(out[-1] * s)
+    return out
+
+
+def right_inverse(layout: Layout) -> Layout:
+    """R with A(R(i)) = i for every i < size(R): the largest such R that starts at stride 1."""
+    _need_layout(layout, "right_inverse")
+    shapes, strides = coalesce_flat(*_flat(layout))
+    pre = _prefix(shapes)
+    rs: list = []
+    rd: list = []
+    cur = 1
+    for k in sorted(range(len(strides)), key=strides.__getitem__):
+        if arith.eq(strides[k], cur):
+            rs.append(shapes[k])
+            rd.append(pre[k])
+            cur = shapes[k] * strides[k]
+    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+
+
+def left_inverse(layout: Layout) -> Layout:
+    """R with R(A(i)) = i for every i < size(A); A must be injective with strides that divide in order."""
+    _need_layout(layout, "left_inverse")
+    shapes, strides = coalesce_flat(*_flat(layout))
+    if not shapes:
+        return Layout._make(1, 0)
+    pre = _prefix(shapes)
+    rs: list = []
+    rd: list = [0]
+    prev, span = 1, 1
+    for k in sorted(range(len(strides)), key=strides.__getitem__):
+        s, d = shapes[k], strides[k]
+        if not arith.lt(0, d):
+            why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"
+            raise LayoutError(f"left_inverse: {layout} has {why}; a left inverse needs an injective layout")
+        if arith.lt(d, span):
+            raise LayoutError(f"left_inverse: {layout} is not injective (mode {s}:{d} overlaps offsets below {span})")
+        if not arith.divides(prev, d):
+            raise LayoutError(f"left_inverse: in {layout}, stride {d} is not a multiple of the next smaller stride {prev}")
+        rs.append(arith.exact_div(d, prev))
+        rd.append(pre[k])
+        prev, span = d, d * s
+    rs.append(s)
+    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+
+
+def nullspace(layout: Layout) -> Layout:
+    """The coordinates A maps to 0: the stride-0 modes, as a layout into A's domain."""
+    _need_layout(layout, "nullspace")
+    shapes, strides = _flat(layout)
+    pre = it.compact_col_major(shapes)
+    keep = [k for k, d in enumerate(strides) if arith.eq(d, 0)]
+    if not keep:
+        return Layout._make(1, 0)
+    if len(keep) == 1:
+        return Layout._make(shapes[keep[0]], pre[keep[0]])
+    return Layout._make(tuple(shapes[k] for k in keep), tuple(pre[k] for k in keep))
+
+
+def max_common_layout(a: Layout, b: Layout) -> Layout:
+    """The layout R of the longest run with a(R(i)) == i and b(R(i)) == i."""
+    _need_layout(a, "max_common_layout")
+    _need_layout(b, "max_common_layout")
+    inv_b = right_inverse(b)
+    common = coalesce(composition(a, inv_b))
+    first = common[0]
+    if arith.eq(first._stride, 1):
+        return composition(inv_b, first)
+    return Layout._make(1, 0)
+
+
+def max_common_vector(a: Layout, b: Layout) -> Any:
+    """The number of leading elements where a and b agree contiguously (at least 1)."""
+    _need_layout(a, "max_common_vector")
+    _need_layout(b, "max_common_vector")
+    common = coalesce(composition(a, right_inverse(b)))
+    first = common[0]
+    if arith.eq(first._stride, 1):
+        return first._shape
+    return 1

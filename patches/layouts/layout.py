@@ -1,0 +1,273 @@
+"""The Layout value: a shape and a stride (congruent nested tuples), a function from coordinates to offsets."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from . import inttuple as it
+from .errors import LayoutError
+
+MAX_VALUE = 2**63  # extents, strides and sizes must fit a signed 64-bit integer
+MAX_DEPTH = 32
+MAX_TEXT = 100_000
+
+
+class Layout:
+    """A CuTe layout ``shape:stride``; immutable, hashable, equal when structurally equal."""
+
+    __slots__ = ("_shape", "_stride", "_hash")
+
+    def __init__(self, shape: Any, stride: Any = None) -> None:
+        shape, stride = _checked(shape, stride)
+        self._shape = shape
+        self._stride = stride
+        self._hash = None
+
+    @classmethod
+    def _make(cls, shape: Any, stride: Any) -> Layout:
+        """Build without validation (for results the algebra has derived)."""
+        self = object.__new__(cls)
+        self._shape = shape
+        self._stride = stride
+        self._hash = None
+        return self
+
+    # -- structure -----------------------------------------------------------------
+    @property
+    def shape(self) -> Any:
+        return self._shape
+
+    @property
+    def stride(self) -> Any:
+        return self._stride
+
+    @property
+    def rank(self) -> int:
+        return len(self._shape) if type(self._shape) is tuple else 1
+
+    @property
+    def depth(self) -> int:
+        return it.depth(self._shape)
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __iter__(self) -> Iterator[Layout]:
+        for i in range(self.rank):
+            yield self[i]
+
+    def __getitem__(self, i: Any) -> Layout:
+        """Mode ``i`` (negative counts from the end); a tuple of indices walks down the hierarchy."""
+        if type(i) is tuple:
+            out = self
+            for j in i:
+                out = out[j]
+            return out
+        if type(i) is not int:
+            raise LayoutError(f"a mode index must be an int, got {i!r}")
+        if type(self._shape) is not tuple:
+            if i in (0, -1):
+                return self
+            raise LayoutError(f"mode {i} is out of range for rank-1 layout {self}")
+        n = len(self._shape)
+        if not -n <= i < n:
+            raise LayoutError(f"mode {i} is out of range for rank-{n} layout {self}")
+        return Layout._make(self._shape[i], self._stride[i])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self._shape == other._shape and self._stride == other._stride
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self._shape, self._stride))
+        return h
+
+    def __str__(self) -> str:
+        return it.to_str(self._shape) + ":" + it.to_str(self._stride)
+
+    def __repr__(self) -> str:
+        return f"Layout({self})"
+
+    def __reduce__(self) -> tuple:
+        return (Layout, (self._shape, self._stride))
+
+    # -- evaluation ----------------------------------------------------------------
+    def __call__(self, *coord: Any) -> Any:
+        """The offset at a coordinate (an index, or a flat or hierarchical coordinate).
+
+        A coordinate holding ``None`` (CuTe's ``_``) slices instead and returns the layout of the kept modes.
+        """
+        c = coord[0] if len(coord) == 1 else coord
+        if _has_none(c):
+            from .modes import slice_
+
+            return slice_(self, c)
+        _check_coord(c, self._shape)
+        return it.crd2idx(c, self._shape, self._stride)
+
+    # -- text ----------------------------------------------------------------------
+    @staticmethod
+    def parse(text: str) -> Layout:
+        """Read CuTe's printed form, e.g. ``((2,3),4):((1,2),0)``; never evaluates the text."""
+        return parse_layout(text)
+
+
+def make_layout(shape: Any, stride: Any = None) -> Layout:
+    """A layout of ``shape`` with ``stride`` (default: compact column-major, CuTe's LayoutLeft)."""
+    return Layout(shape, stride)
+
+
+# -- validation -----------------------------------------------------------------------
+
+
+def _check_tree(t: Any, what: str, leaf_ok, depth: int = 0) -> None:
+    if type(t) is tuple:
+        if depth >= MAX_DEPTH:
+            raise LayoutError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        for x in t:
+            _check_tree(x, what, leaf_ok, depth + 1)
+    elif isinstance(t, list):
+        raise LayoutError(f"{what} must be built of tuples, not lists: {t!r}")
+    else:
+        leaf_ok(t)
+
+
+def _extent_ok(x: Any) -> None:
+    if type(x) is not int:
+        if isinstance(x, bool) or not _is_value(x):
+            raise LayoutError(f"shape entries must be positive integers, got {x!r} ({type(x).__name__})")
+        return
+    if x <= 0:
+        raise LayoutError(f"shape entries must be positive integers, got {x}")
+    if x >= MAX_VALUE:
+        raise LayoutError(f"shape entry {x} does not fit in 64 bits")
+
+
+def _stride_ok(x: Any) -> None:
+    if type(x) is not int:
+        if isinstance(x, bool) or not _is_value(x):
+            raise LayoutError(f"stride entries must be integers, got {x!r} ({type(x).__name__})")
+        return
+    if not -MAX_VALUE < x < MAX_VALUE:
+        raise LayoutError(f"stride entry {x} does not fit in 64 bits")
+
+
+def _is_value(x: Any) -> bool:
+    from .arith import is_value
+
+    return is_value(x)
+
+
+def _checked(shape: Any, stride: Any) -> tuple:
+    if isinstance(shape, Layout):
+        raise LayoutError("make_layout takes a shape, not a Layout (use append/prepend or group_modes to combine)")
+    _check_tree(shape, "shape", _extent_ok)
+    if stride is None:
+        stride = it.compact_col_major(shape)
+    else:
+        _check_tree(stride, "stride", _stride_ok)
+        if not it.congruent(shape, stride):
+            raise LayoutError(
+                f"shape {it.to_str(shape)} and stride {it.to_str(stride)} have different profiles")
+    size = it.product(shape)
+    if type(size) is int and size >= MAX_VALUE:
+        raise LayoutError(f"layout size {size} does not fit in 64 bits")
+    return shape, stride
+
+
+def _has_none(c: Any) -> bool:
+    if c is None:
+        return True
+    if type(c) is tuple:
+        return any(_has_none(x) for x in c)
+    return False
+
+
+def _check_coord(c: Any, shape: Any) -> None:
+    """A coordinate must be non-negative ints inside the domain, with a profile that fits shape."""
+    if type(c) is tuple:
+        if type(shape) is not tuple:
+            if len(c) == 1:
+                return _check_coord(c[0], shape)
+            raise LayoutError(f"coordinate {it.to_str(c)} has more modes than shape {it.to_str(shape)}")
+        if len(c) != len(shape):
+            raise LayoutError(f"coordinate {it.to_str(c)} has rank {len(c)}, shape {it.to_str(shape)} has rank {len(shape)}")
+        for x, s in zip(c, shape):
+            _check_coord(x, s)
+        return
+    if type(c) is not int:
+        raise LayoutError(f"coordinates must be non-negative integers (or None to slice), got {c!r}")
+    n = it.product(shape)
+    if type(n) is int and not 0 <= c < n:
+        raise LayoutError(f"coordinate {c} is outside the mode of shape {it.to_str(shape)} (size {n})")
+
+
+# -- parsing ----------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\s*(?:(-?_?\d+)|([(),:]))")
+
+
+def parse_layout(text: str) -> Layout:
+    if not isinstance(text, str):
+        raise LayoutError(f"Layout.parse expects a string, got {type(text).__name__}")
+    if len(text) > MAX_TEXT:
+        raise LayoutError(f"layout text is too long ({len(text)} characters)")
+    tokens: list = []
+    pos = 0
+    stripped = text.rstrip()
+    while pos < len(stripped):
+        m = _TOKEN.match(stripped, pos)
+        if not m:
+            raise LayoutError(f"cannot parse layout text at position {pos}: {text[pos:pos + 20]!r}")
+        num, sym = m.groups()
+        if num is not None:
+            tokens.append(int(num.replace("_", "")))
+        else:
+            tokens.append(sym)
+        pos = m.end()
+    parser = _Parser(tokens, text)
+    shape = parser.tree()
+    parser.expect(":")
+    stride = parser.tree()
+    if parser.i != len(tokens):
+        raise LayoutError(f"unexpected text after the layout in {text!r}")
+    return Layout(shape, stride)
+
+
+class _Parser:
+    def __init__(self, tokens: list, text: str) -> None:
+        self.t, self.i, self.text = tokens, 0, text
+
+    def peek(self) -> Any:
+        return self.t[self.i] if self.i < len(self.t) else None
+
+    def expect(self, sym: str) -> None:
+        if self.peek() != sym:
+            raise LayoutError(f"expected {sym!r} in layout text {self.text!r}")
+        self.i += 1
+
+    def tree(self, depth: int = 0) -> Any:
+        tok = self.peek()
+        if type(tok) is int:
+            self.i += 1
+            return tok
+        if tok != "(":
+            raise LayoutError(f"expected a number or '(' in layout text {self.text!r}")
+        if depth >= MAX_DEPTH:
+            raise LayoutError(f"layout text is nested deeper than {MAX_DEPTH} levels")
+        self.i += 1
+        items = []
+        if self.peek() == ")":
+            self.i += 1
+            return ()
+        while True:
+            items.append(self.tree(depth + 1))
+            if self.peek() == ",":
+                self.i += 1
+                continue
+            self.expect(")")
+            return tuple(items)

@@ -1,0 +1,1 @@
+"""Staging: trace Python functions into a layout-typed IR (lands with the staging issue)."""
