@@ -9,7 +9,8 @@ Each function has a fast path for ``int`` and otherwise defers to the hook in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import LayoutError
 

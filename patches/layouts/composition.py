@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from . import arith
-from . import check
+from . import arith, check
 from . import inttuple as it
 from .coalesce import _show, coalesce_flat, join
 from .errors import LayoutError
@@ -34,7 +33,7 @@ def composition(a: Layout, b: Any) -> Layout:
     if arith.is_value(b) and not isinstance(b, bool):
         if type(b) is int and b <= 0:
             raise LayoutError(f"composition: a tile extent must be positive, got {b}")
-        return _compose(a, Layout._make(b, 1))
+        return _compose(a, Layout._make(b, 0 if arith.eq(b, 1) else 1))
     raise LayoutError(f"composition: a tiler must be a Layout, an int, None or a tuple of those, got {b!r}")
 
 
@@ -52,23 +51,31 @@ def compose_flat(a: Layout) -> tuple[tuple, tuple]:
     return tuple(rs), tuple(rd)
 
 
-def _compose(a: Layout, b: Layout) -> Layout:
+def _compose(a: Layout, b: Layout, verify: bool = True) -> Layout:
     a_s, a_d = compose_flat(a)
-    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride)
+    # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
+    # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
+    reach = [0] * len(a_s)
+    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach)
+    if exact and len(a_s) > 1:
+        for m in range(len(a_s) - 1):
+            if not arith.lt(reach[m], a_s[m]):
+                exact = False
+                break
     r = Layout._make(shape, stride)
-    if not exact:
+    if verify and not exact:
         _verify(a, b, r)
     return r
 
 
-def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
+def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     if type(s) is tuple:
-        parts = [_tree(a_s, a_d, x, y) for x, y in zip(s, d)]
+        parts = [_tree(a_s, a_d, x, y, reach) for x, y in zip(s, d)]
         return (tuple(p[0] for p in parts), tuple(p[1] for p in parts), all(p[2] for p in parts))
-    return _leaf(a_s, a_d, s, d)
+    return _leaf(a_s, a_d, s, d, reach)
 
 
-def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
+def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     """Compose the flat A with one mode s:d of B; also say whether divisibility vouches for the answer."""
     if arith.eq(d, 0):
         return s, d, True
@@ -78,7 +85,8 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
     rs: list = []
     rd: list = []
     rest_s, rest_d = s, d
-    for cs, cd in zip(a_s[:-1], a_d[:-1]):
+    for m in range(len(a_s) - 1):
+        cs, cd = a_s[m], a_d[m]
         r = rest_d if arith.lt(0, rest_d) else -rest_d
         one = arith.eq(rest_s, 1)
         if exact and not one:
@@ -89,6 +97,7 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any) -> tuple:
             rest_d = next_stride
             continue
         new_shape = arith.minimum(next_shape, rest_s)
+        reach[m] = reach[m] + (new_shape - 1) * r
         rs.append(new_shape)
         rd.append(rest_d * cd)
         rest_s = arith.floor_div(rest_s, new_shape)

@@ -19,7 +19,7 @@ def as_tiler_layout(t: Any, op: str) -> Layout:
     if arith.is_value(t) and not isinstance(t, bool):
         if type(t) is int and t <= 0:
             raise LayoutError(f"{op}: a tile extent must be positive, got {t}")
-        return Layout._make(t, 1)
+        return Layout._make(t, 0 if arith.eq(t, 1) else 1)
     raise LayoutError(f"{op}: a tiler must be a Layout, an int, None or a tuple of those, got {t!r}")
 
 

@@ -6,7 +6,8 @@ IntTuples. These helpers do no validation; ``layout.make_layout`` checks user in
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import arith
 from .errors import LayoutError

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import arith
+from . import arith, check
 from . import inttuple as it
 from .coalesce import _flat, _need_layout, coalesce, coalesce_flat, filter
-from .composition import composition
+from .composition import _compose, composition
 from .errors import LayoutError
 from .layout import Layout
 
@@ -42,26 +42,44 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     _check_cotarget(cotarget)
     shapes, strides = _flat(f)
     if arith.eq(strides[0], 0):                      # nothing but size-1 / stride-0 modes
-        return Layout._make(it.product(cotarget), 1)
-    for s, d in zip(shapes, strides):
+        n = it.product(cotarget)
+        return Layout._make(n, 0 if arith.eq(n, 1) else 1)
+    for d in strides:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
     order = sorted(range(len(strides)), key=strides.__getitem__)
     rs: list = []
     rd: list = [1]
+    tractable = True
     for k in order:
         s, d = shapes[k], strides[k]
         cur = rd[-1]
+        if arith.lt(d, cur):
+            raise LayoutError(f"complement: in {layout}, the mode {s}:{d} overlaps the modes below it "
+                              "(not injective); complement needs an injective layout")
         if not arith.divides(cur, d):
-            prev = "1" if len(rd) == 1 else f"the span {cur} of the modes below it"
-            what = "overlaps the modes below it (not injective)" if arith.lt(d, cur) else "is not a multiple of " + prev
-            raise LayoutError(f"complement: in {layout}, the mode {s}:{d} {what}; "
-                              "complement needs an injective layout whose sorted strides each divide by the span below")
-        rs.append(arith.exact_div(d, cur))
+            tractable = False
+        rs.append(arith.floor_div(d, cur))
         rd.append(d * s)
     rest = _shape_ceil_div(cotarget, rd[-1])
     rs.append(it.product(rest))
-    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+    c = coalesce(Layout._make(tuple(rs), tuple(rd)))
+    if not tractable:
+        _verify_complement(layout, f, cotarget, c)
+    return c
+
+
+def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> None:
+    """Where A is not tractable, CuTe's answer stands only if (A, C) is injective and covers the cotarget."""
+    why = ("its sorted strides do not each divide by the span below, and CuTe's rule then gives a C "
+           "with (A, C) not injective or not covering the cotarget")
+    n = it.product(f._shape) * it.product(c._shape)
+    if type(cotarget) is tuple or n > check.MAX_POINTS:
+        raise LayoutError(f"complement: {layout} is not tractable ({why.split(',')[0]})")
+    both = Layout._make((f._shape, c._shape), (f._stride, c._stride))
+    v = check.evaluate(both, check.points(n))
+    if len(set(v.tolist())) != n or not set(range(cotarget)) <= set(v.tolist()):
+        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why}")
 
 
 def cosize(layout: Layout) -> Any:
@@ -140,10 +158,13 @@ def max_common_layout(a: Layout, b: Layout) -> Layout:
     _need_layout(a, "max_common_layout")
     _need_layout(b, "max_common_layout")
     inv_b = right_inverse(b)
-    common = coalesce(composition(a, inv_b))
+    # Only the leading stride-1 run of a o inv_b is used; CuTe's rule may be wrong past it, so check that run.
+    common = coalesce(_compose(a, inv_b, verify=False))
     first = common[0]
     if arith.eq(first._stride, 1):
-        return composition(inv_b, first)
+        r = composition(inv_b, first)
+        _check_common(a, b, r, "max_common_layout")
+        return r
     return Layout._make(1, 0)
 
 
@@ -151,8 +172,21 @@ def max_common_vector(a: Layout, b: Layout) -> Any:
     """The number of leading elements where a and b agree contiguously (at least 1)."""
     _need_layout(a, "max_common_vector")
     _need_layout(b, "max_common_vector")
-    common = coalesce(composition(a, right_inverse(b)))
+    inv_b = right_inverse(b)
+    common = coalesce(_compose(a, inv_b, verify=False))
     first = common[0]
     if arith.eq(first._stride, 1):
+        _check_common(a, b, composition(inv_b, first), "max_common_vector")
         return first._shape
     return 1
+
+
+def _check_common(a: Layout, b: Layout, r: Layout, op: str) -> None:
+    """a(r(i)) == i == b(r(i)) on r's domain, or a LayoutError."""
+    n = it.product(r._shape)
+    if n > check.MAX_POINTS:
+        raise LayoutError(f"{op}: cannot establish the common run of {a} and {b} ({n} elements)")
+    idx = check.points(n)
+    x = check.evaluate(r, idx)
+    if not ((check.evaluate(a, x) == idx).all() and (check.evaluate(b, x) == idx).all()):
+        raise LayoutError(f"{op}: CuTe's rule gives a run on which {a} and {b} do not agree")

@@ -79,7 +79,9 @@ def group_modes(layout: Layout, begin: int, end: int | None = None) -> Layout:
     end = r if end is None else end
     if type(begin) is not int or type(end) is not int or not 0 <= begin < end <= r:
         raise LayoutError(f"group_modes: need 0 <= begin < end <= rank {r}, got begin={begin}, end={end}")
-    s, d = _as_tuple(layout._shape), _as_tuple(layout._stride)
+    if type(layout._shape) is not tuple:
+        return Layout._make((layout._shape,), (layout._stride,))
+    s, d = layout._shape, layout._stride
     return Layout._make(s[:begin] + (s[begin:end],) + s[end:], d[:begin] + (d[begin:end],) + d[end:])
 
 

@@ -77,9 +77,11 @@ def make_ordered_layout(shape: Any, order: Any) -> Layout:
     flat_order = it.flatten(order)
     if any(type(o) is not int or isinstance(o, bool) for o in flat_order):
         raise LayoutError(f"make_ordered_layout: order entries must be ints, got {_show(order)}")
-    if len(set(flat_order)) != len(flat_order):
-        raise LayoutError(f"make_ordered_layout: order {_show(order)} repeats a value, so the layout would not be compact")
     ref = it.flatten(_product_like(shape, order))
+    seen = [o for o, n in zip(flat_order, ref) if not arith.eq(n, 1)]
+    if len(set(seen)) != len(seen):
+        raise LayoutError(f"make_ordered_layout: order {_show(order)} gives the same rank to two modes of "
+                          f"shape {_show(shape)}, so the layout would not be compact")
 
     def build(s: Any, o: Any) -> Any:
         if type(o) is tuple:

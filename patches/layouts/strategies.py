@@ -1,0 +1,182 @@
+"""Generators of layouts for property and differential tests, offered to users as hypothesis strategies.
+
+One core drives both: a ``draw(lo, hi)`` integer source. Hypothesis strategies pass their
+``draw``; seeded differential tests pass ``random.Random(seed).randint``. The layouts cover
+nesting, stride 0, gaps between modes, size-1 modes, and admissible pairs for each operation.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from . import inttuple as it
+from .layout import Layout
+
+Draw = Callable[[int, int], int]
+
+_EXTENTS = (1, 2, 2, 2, 3, 4, 4, 4, 6, 8, 8, 16)
+
+
+def _pick(draw: Draw, seq: tuple | list) -> Any:
+    return seq[draw(0, len(seq) - 1)]
+
+
+MAX_SIZE = 1 << 12  # keeps pointwise property checks cheap
+
+
+def gen_shape(draw: Draw, max_rank: int = 3, max_depth: int = 2, extents: tuple = _EXTENTS,
+              max_size: int = MAX_SIZE) -> Any:
+    """A shape of at most max_size elements: an extent, or a tuple of up to max_rank sub-shapes."""
+    while True:
+        shape = _shape(draw, max_rank, max_depth, extents)
+        if it.product(shape) <= max_size:
+            return shape
+
+
+def _shape(draw: Draw, max_rank: int, max_depth: int, extents: tuple) -> Any:
+    if max_depth == 0 or draw(0, 3) == 0:
+        return _pick(draw, extents)
+    return tuple(_shape(draw, max_rank, max_depth - 1, extents) for _ in range(draw(1, max_rank)))
+
+
+def _permuted_compact(draw: Draw, flat: tuple, gaps: bool) -> list:
+    order = list(range(len(flat)))
+    for i in range(len(order) - 1, 0, -1):
+        j = draw(0, i)
+        order[i], order[j] = order[j], order[i]
+    strides = [0] * len(flat)
+    cur = draw(1, 3) if gaps else 1
+    for k in order:
+        strides[k] = cur
+        cur = cur * flat[k] * (_pick(draw, (1, 1, 2, 3)) if gaps else 1)
+    return strides
+
+
+def gen_layout(draw: Draw, kind: str = "any", max_rank: int = 3, max_depth: int = 2) -> Layout:
+    """A layout; kind is "compact" (a permuted compact layout), "injective" (compact with gaps,
+    so tractable), "random" (any strides, zeros included), or "any" (a mix)."""
+    shape = gen_shape(draw, max_rank, max_depth)
+    flat = it.flatten(shape)
+    if kind == "any":
+        kind = _pick(draw, ("compact", "injective", "random", "random", "broadcast"))
+    if kind == "compact":
+        strides = _permuted_compact(draw, flat, gaps=False)
+    elif kind == "injective":
+        strides = _permuted_compact(draw, flat, gaps=True)
+    elif kind == "broadcast":
+        strides = _permuted_compact(draw, flat, gaps=draw(0, 1) == 1)
+        strides = [0 if draw(0, 3) == 0 else d for d in strides]
+    else:
+        strides = [_pick(draw, (0, 1, 1, 2, 3, 4, 8, 16, 5, 12)) for _ in flat]
+    return Layout(shape, it.unflatten(tuple(strides), shape))
+
+
+def _factor_split(draw: Draw, n: int) -> list:
+    """A random ordered factorisation of n."""
+    out = []
+    while n > 1:
+        divs = [d for d in range(2, n + 1) if n % d == 0]
+        d = _pick(draw, divs)
+        out.append(d)
+        n //= d
+    return out or [1]
+
+
+def gen_tiler(draw: Draw, layout: Layout, admissible: bool = True) -> Any:
+    """A tiler for a divide of ``layout``: a Layout, an int, or a by-mode tuple (None keeps a mode).
+
+    Admissible tilers are compact layouts or extents whose sizes divide the mode they tile.
+    """
+    if not admissible:
+        r = draw(0, 2)
+        if r == 0:
+            return gen_layout(draw, "any", 2, 1)
+        if r == 1:
+            return _pick(draw, (1, 2, 3, 4, 5, 6, 8))
+        return tuple(gen_tiler(draw, m, False) for m in list(layout)[: draw(1, layout.rank)])
+    if layout.rank > 1 and draw(0, 1):
+        modes = list(layout)[: draw(1, layout.rank)]
+        return tuple(None if draw(0, 5) == 0 else gen_tiler(draw, m, True) for m in modes)
+    n = it.product(layout.shape)
+    size = 1
+    for f in _factor_split(draw, n):
+        if draw(0, 1):
+            size *= f
+    if draw(0, 2) == 0:
+        return size
+    factors = _factor_split(draw, size)
+    flat = tuple(factors)
+    strides = _permuted_compact(draw, flat, gaps=False)
+    if draw(0, 2) == 0 and n % (size * 2) == 0:
+        strides = [d * 2 for d in strides] if draw(0, 1) else strides
+    shape = flat[0] if len(flat) == 1 else flat
+    stride = strides[0] if len(flat) == 1 else tuple(strides)
+    return Layout(shape, stride)
+
+
+def gen_composable(draw: Draw) -> tuple:
+    """(A, B) where B's image tiles A's domain evenly (so A o B is admissible) or, one time in four, anything."""
+    a = gen_layout(draw, "any")
+    if draw(0, 3) == 0:
+        return a, gen_layout(draw, "any", 2, 2)
+    return a, gen_tiler_layout(draw, it.product(a.shape))
+
+
+def gen_tiler_layout(draw: Draw, n: int) -> Layout:
+    """A layout whose modes are factors of n with strides that divide n's factorisation evenly."""
+    factors = _factor_split(draw, n)
+    keep = [f for f in factors if draw(0, 3)] or [1]
+    strides = []
+    cur = 1
+    order = list(range(len(keep)))
+    for i in range(len(order) - 1, 0, -1):
+        j = draw(0, i)
+        order[i], order[j] = order[j], order[i]
+    strides = [0] * len(keep)
+    for k in order:
+        strides[k] = cur
+        cur *= keep[k]
+    if len(keep) == 1:
+        return Layout(keep[0], strides[0])
+    return Layout(tuple(keep), tuple(strides))
+
+
+def rng_draw(seed: int) -> Draw:
+    """A ``draw`` from a seeded random source, for generating fixed case lists."""
+    return random.Random(seed).randint
+
+
+# -- hypothesis strategies ------------------------------------------------------------------
+
+def _strategy(fn: Callable[[Draw], Any]) -> Any:
+    from hypothesis import strategies as st
+
+    @st.composite
+    def build(draw: Any) -> Any:
+        return fn(lambda lo, hi: draw(st.integers(lo, hi)))
+
+    return build()
+
+
+def layouts(kind: str = "any", max_rank: int = 3, max_depth: int = 2) -> Any:
+    """Strategy: layouts (see gen_layout for the kinds)."""
+    return _strategy(lambda d: gen_layout(d, kind, max_rank, max_depth))
+
+
+def shapes(max_rank: int = 3, max_depth: int = 2) -> Any:
+    return _strategy(lambda d: gen_shape(d, max_rank, max_depth))
+
+
+def composable_pairs() -> Any:
+    """Strategy: (A, B) pairs, mostly admissible for composition."""
+    return _strategy(gen_composable)
+
+
+def divide_pairs(admissible: bool = True) -> Any:
+    """Strategy: (A, tiler) pairs for the divides."""
+    def gen(d: Draw) -> tuple:
+        a = gen_layout(d, "any")
+        return a, gen_tiler(d, a, admissible)
+    return _strategy(gen)

@@ -1,0 +1,65 @@
+"""Helpers for differential tests: encode cases, run them through CuTe DSL in a subprocess, evaluate layouts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+
+from patches.layouts import Layout
+from patches.layouts import inttuple as it
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def encode(x: Any) -> Any:
+    if isinstance(x, Layout):
+        return {"L": [_lists(x.shape), _lists(x.stride)]}
+    if isinstance(x, tuple):
+        return [encode(y) for y in x]
+    return x
+
+
+def _lists(x: Any) -> Any:
+    return [_lists(y) for y in x] if isinstance(x, tuple) else x
+
+
+def run_cute(cases: list) -> list:
+    """CuTe DSL's answer to each (op, args) case; a case that kills the process answers ["crash", code]."""
+    todo = [[op, [encode(a) for a in args]] for op, args in cases]
+    out: list = []
+    while len(out) < len(todo):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "cute_oracle.py")], input=json.dumps(todo[len(out):]),
+                           capture_output=True, text=True, timeout=900)
+        out.extend(json.loads(line) for line in p.stdout.splitlines() if line.startswith("["))
+        if p.returncode != 0 and len(out) < len(todo):
+            out.append(["crash", p.returncode])    # CuTe DSL kills the process on some inadmissible inputs (SIGFPE)
+    return out
+
+
+def ev(layout: Layout, i, extend: bool = False):
+    """layout(i) by the textbook definition: colexicographic coordinates, optionally unbounded last mode.
+
+    i may be an int or a numpy array of indices.
+    """
+    shapes, strides = it.flatten(layout.shape), it.flatten(layout.stride)
+    total = 0 * i
+    for k, (s, d) in enumerate(zip(shapes, strides)):
+        if extend and k == len(shapes) - 1:
+            total += i * d
+        else:
+            total += (i % s) * d
+            i //= s
+    return total
+
+
+def size(layout: Layout) -> int:
+    return it.product(layout.shape)
+
+
+def values(layout: Layout) -> np.ndarray:
+    return ev(layout, np.arange(size(layout), dtype=np.int64))
