@@ -108,7 +108,12 @@ def compact_col_major(shape: IntTuple, start: Any = 1) -> IntTuple:
 
 
 def idx2crd(idx: Any, shape: IntTuple) -> IntTuple:
-    """The colexicographic coordinate of idx in shape (the last mode takes any overflow)."""
+    """The colexicographic coordinate of idx in shape (the last mode takes any overflow).
+
+    A tuple idx (a coordinate congruent to a prefix of shape's profile) is converted mode by mode.
+    """
+    if type(idx) is tuple:
+        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
     if type(shape) is not tuple:
         return idx
     if len(shape) == 0:
@@ -129,9 +134,7 @@ def crd2idx(crd: IntTuple, shape: IntTuple, stride: IntTuple) -> Any:
     """The offset of a coordinate (an int, or a tuple congruent to a prefix of shape's profile)."""
     if type(crd) is tuple:
         if type(shape) is not tuple:
-            if len(crd) == 1:
-                return crd2idx(crd[0], shape, stride)
-            raise LayoutError(f"coordinate {to_str(crd)} has more modes than shape {to_str(shape)}")
+            raise LayoutError(f"coordinate {to_str(crd)} is a tuple but shape {to_str(shape)} is a single mode")
         if len(crd) != len(shape):
             raise LayoutError(f"coordinate {to_str(crd)} does not match the rank of shape {to_str(shape)}")
         total = 0

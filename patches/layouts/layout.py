@@ -117,8 +117,20 @@ class Layout:
         return parse_layout(text)
 
 
-def make_layout(shape: Any, stride: Any = None) -> Layout:
-    """A layout of ``shape`` with ``stride`` (default: compact column-major, CuTe's LayoutLeft)."""
+def make_layout(shape: Any, stride: Any = None, *more: Layout) -> Layout:
+    """A layout of ``shape`` with ``stride`` (default: compact column-major, CuTe's LayoutLeft).
+
+    Given Layouts instead (``make_layout(L0, L1, ...)`` or ``make_layout([L0, L1])``), they become the modes.
+    """
+    if isinstance(shape, Layout) or (isinstance(shape, (list, tuple)) and shape
+                                     and all(isinstance(x, Layout) for x in shape)):
+        modes = [shape] if isinstance(shape, Layout) else list(shape)
+        modes += [x for x in (stride, *more) if x is not None]
+        if not all(isinstance(m, Layout) for m in modes):
+            raise LayoutError("make_layout: give either a shape (and stride) or only Layouts to use as modes")
+        return Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes))
+    if more:
+        raise LayoutError("make_layout takes a shape and a stride, or Layouts to use as modes")
     return Layout(shape, stride)
 
 
@@ -192,9 +204,7 @@ def _check_coord(c: Any, shape: Any) -> None:
     """A coordinate must be non-negative ints inside the domain, with a profile that fits shape."""
     if type(c) is tuple:
         if type(shape) is not tuple:
-            if len(c) == 1:
-                return _check_coord(c[0], shape)
-            raise LayoutError(f"coordinate {it.to_str(c)} has more modes than shape {it.to_str(shape)}")
+            raise LayoutError(f"coordinate {it.to_str(c)} is a tuple but shape {it.to_str(shape)} is a single mode")
         if len(c) != len(shape):
             raise LayoutError(f"coordinate {it.to_str(c)} has rank {len(c)}, shape {it.to_str(shape)} has rank {len(shape)}")
         for x, s in zip(c, shape):

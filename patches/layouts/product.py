@@ -110,7 +110,7 @@ def _product_like(shape: Any, order: Any) -> Any:
 def tile_to_shape(block: Layout, trg_shape: Any, order: Any = None) -> Layout:
     """Repeat block (blocked, in ``order``) until it covers ``trg_shape``; block must divide it mode by mode."""
     _need_layout(block, "tile_to_shape")
-    target = _unpack(trg_shape)
+    target = _unpack(make_layout(trg_shape)._shape)
     if block.rank > len(target):
         raise LayoutError(f"tile_to_shape: block {block} has more modes than the target shape {_show(trg_shape)}")
     padded = _pad(block, len(target))

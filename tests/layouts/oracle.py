@@ -53,7 +53,7 @@ def ev(layout: Layout, i, extend: bool = False):
             total += i * d
         else:
             total += (i % s) * d
-            i //= s
+            i = i // s
     return total
 
 

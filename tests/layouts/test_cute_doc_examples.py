@@ -256,13 +256,7 @@ COMPATIBILITY = [
     (((2, 3), 4), ((2, 2), (3, 2)), False),
     (((2, 2), (3, 2)), ((2, 3), 4), False),
     (24, (24,), True),
-    pytest.param(
-        (24,), 24, False,
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "docs: shape (24) is NOT compatible with shape 24; CuTe DSL agrees (make_layout(24)((3,)) fails "
-            "to build); ours accepts the 1-tuple coordinate (3,) in a layout of shape 24 (make_layout(24)((3,)) == 3)"
-        )),
-    ),
+    ((24,), 24, False),
     ((24,), (4, 6), False),
 ]
 
@@ -301,9 +295,6 @@ def test_01_coordinate_mapping_idx2crd():
     assert idx2crd(16, (3, (2, 3))) == (1, (1, 2))
 
 
-@pytest.mark.xfail(strict=True, raises=(TypeError, LayoutError), reason=(
-    "docs and CuTe DSL: idx2crd((1,5), (3,(2,3))) and idx2crd((1,(1,2)), (3,(2,3))) are (1,(1,2)); "
-    "ours accepts only an integer index and raises TypeError (not even LayoutError) for a coordinate"))
 def test_01_coordinate_mapping_idx2crd_of_a_coordinate():
     """01_layout.md, Coordinate Mapping: idx2crd takes any coordinate of the shape, not only an index."""
     shape = (3, (2, 3))
@@ -1041,10 +1032,6 @@ def test_nb_elementwise_add_vectorized():
         assert [g_a((v, (mi, ni))) for v in range(8)] == [m_a((mi, ni * 8 + v)) for v in range(8)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "docs and CuTe DSL: zipped_divide((2048,2048):(2048,1), (1,8)) is ((1,8),(2048,256)):((0,1),(2048,8)) and "
-    "its slice ((1,8)):((0,1)); ours is ((1,8),(2048,256)):((2048,1),(2048,8)) and ((1,8)):((2048,1)): CuTe reads "
-    "an integer tile extent 1 as make_layout(1) = 1:0, we read it as 1:1 (same function, different print)"))
 def test_nb_elementwise_add_vectorized_print():
     """elementwise_add.ipynb, Vectorized Load and Store: the printed tiled layout and its per-thread slice."""
     g_a = zipped_divide(make_layout((2048, 2048), (2048, 1)), (1, 8))
@@ -1148,9 +1135,6 @@ def test_api_composition_inadmissible():
         composition(make_layout((2, 3), (4, 1)), make_layout((3, 4), (3, 1)))
 
 
-@pytest.mark.xfail(strict=True, raises=LayoutError, reason=(
-    "docs and CuTe DSL: make_layout([64:1, 128:64]) concatenates layouts into (64,128):(1,64); "
-    "ours takes only a shape and raises LayoutError for a list of layouts"))
 def test_api_make_layout_of_layouts():
     """cutlass.cute docstrings, make_layout: an iterable of layouts becomes the modes of the result."""
     assert str(make_layout([make_layout(64, 1), make_layout(128, 64)])) == "(64,128):(1,64)"
