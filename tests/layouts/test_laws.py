@@ -119,8 +119,8 @@ def test_divides_are_regroupings_of_logical_divide(pair):
             r = op(a, t)
         except LayoutError:
             continue  # a None in a tuple tiler leaves a mode that cannot be zipped (as in CuTe)
-        assert sorted(zip(pl.flatten(r).shape if r.rank > 1 else (r.shape,), pl.flatten(r).stride if r.rank > 1 else (r.stride,))) \
-            == sorted(zip(pl.flatten(ld).shape, pl.flatten(ld).stride))
+        fr, fl = pl.flatten(r), pl.flatten(ld)
+        assert sorted(zip(fr.shape, fr.stride)) == sorted(zip(fl.shape, fl.stride))
     if isinstance(t, (int, Layout)):
         tile = pl.make_layout(t) if isinstance(t, int) else t
         assert size(ld[0]) == size(tile)
