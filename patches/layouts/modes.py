@@ -68,6 +68,8 @@ def select(layout: Layout, modes: Any) -> Layout:
     _need_layout(layout, "select")
     if type(modes) is int:
         modes = [modes]
+    if isinstance(modes, range):
+        modes = list(modes)
     if not isinstance(modes, (list, tuple)) or not all(type(m) is int for m in modes):
         raise LayoutError(f"select: modes must be a list of mode indices, got {modes!r}")
     parts = [layout[m] for m in modes]
