@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import arith, check
 from . import inttuple as it
 from .coalesce import _flat, _need_layout, coalesce, coalesce_flat, filter
@@ -63,6 +65,10 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         rd.append(d * s)
     rest = _shape_ceil_div(cotarget, rd[-1])
     rs.append(it.product(rest))
+    if type(cotarget) is tuple and arith.lt(rd[-1] * rs[-1], it.product(cotarget)):
+        raise LayoutError(f"complement: the span {rd[-1]} of {layout} does not divide the cotarget shape "
+                          f"{it.to_str(cotarget)} mode by mode, so CuTe's shape division covers only "
+                          f"{rd[-1] * rs[-1]} of its {it.product(cotarget)} offsets")
     c = coalesce(Layout._make(tuple(rs), tuple(rd)))
     if not tractable:
         _verify_complement(layout, f, cotarget, c)
@@ -144,7 +150,10 @@ def nullspace(layout: Layout) -> Layout:
     """The coordinates A maps to 0: the stride-0 modes, as a layout into A's domain."""
     _need_layout(layout, "nullspace")
     shapes, strides = _flat(layout)
-    pre = it.compact_col_major(shapes)
+    pre, run = [], 1  # CuTe's prefix product: a size-1 mode keeps the running product as its stride
+    for e in shapes:
+        pre.append(run)
+        run = run * e
     keep = [k for k, d in enumerate(strides) if arith.eq(d, 0)]
     if not keep:
         return Layout._make(1, 0)
@@ -155,38 +164,46 @@ def nullspace(layout: Layout) -> Layout:
 
 def max_common_layout(a: Layout, b: Layout) -> Layout:
     """The layout R of the longest run with a(R(i)) == i and b(R(i)) == i."""
-    _need_layout(a, "max_common_layout")
-    _need_layout(b, "max_common_layout")
-    inv_b = right_inverse(b)
-    # Only the leading stride-1 run of a o inv_b is used; CuTe's rule may be wrong past it, so check that run.
-    common = coalesce(_compose(a, inv_b, verify=False))
-    first = common[0]
-    if arith.eq(first._stride, 1):
-        r = composition(inv_b, first)
-        _check_common(a, b, r, "max_common_layout")
-        return r
-    return Layout._make(1, 0)
+    return _common_run(a, b, "max_common_layout")
 
 
 def max_common_vector(a: Layout, b: Layout) -> Any:
     """The number of leading elements where a and b agree contiguously (at least 1)."""
-    _need_layout(a, "max_common_vector")
-    _need_layout(b, "max_common_vector")
+    return it.product(_common_run(a, b, "max_common_vector")._shape)
+
+
+def _common_run(a: Layout, b: Layout, op: str) -> Layout:
+    """CuTe's rule: the leading stride-1 mode of coalesce(a o right_inverse(b)), pulled back through
+    right_inverse(b). That composition can carry between modes and be wrong; then the run is measured."""
+    _need_layout(a, op)
+    _need_layout(b, op)
     inv_b = right_inverse(b)
-    common = coalesce(_compose(a, inv_b, verify=False))
-    first = common[0]
-    if arith.eq(first._stride, 1):
-        _check_common(a, b, composition(inv_b, first), "max_common_vector")
-        return first._shape
-    return 1
-
-
-def _check_common(a: Layout, b: Layout, r: Layout, op: str) -> None:
-    """a(r(i)) == i == b(r(i)) on r's domain, or a LayoutError."""
+    first = coalesce(_compose(a, inv_b, verify=False))[0]
+    if not arith.eq(first._stride, 1):
+        return Layout._make(1, 0)
+    r = composition(inv_b, first)
     n = it.product(r._shape)
-    if n > check.MAX_POINTS:
-        raise LayoutError(f"{op}: cannot establish the common run of {a} and {b} ({n} elements)")
-    idx = check.points(n)
-    x = check.evaluate(r, idx)
-    if not ((check.evaluate(a, x) == idx).all() and (check.evaluate(b, x) == idx).all()):
-        raise LayoutError(f"{op}: CuTe's rule gives a run on which {a} and {b} do not agree")
+    if type(n) is int and n <= check.MAX_POINTS:
+        idx = check.points(n)
+        x = check.evaluate(r, idx)
+        agree = (check.evaluate(a, x) == idx) & (check.evaluate(b, x) == idx)
+        if agree.all():
+            return r
+        # The true run ends at the first disagreement; cut it back to a length inv_b can be divided by.
+        n = _divisible_prefix(coalesce(inv_b), int(np.argmin(agree)))
+        return composition(inv_b, Layout._make(n, 1)) if n > 1 else Layout._make(1, 0)
+    raise LayoutError(f"{op}: cannot establish the common run of {a} and {b} ({n} elements)")
+
+
+def _divisible_prefix(inv: Layout, m: int) -> int:
+    """The largest n <= m such that n:1 composes exactly with inv (n splits inv's modes left to right)."""
+    best, done = 1, 1
+    for s in it.flatten(inv._shape) if type(inv._shape) is tuple else (inv._shape,):
+        for d in range(min(s, m // done), 0, -1):
+            if s % d == 0:
+                best = done * d
+                break
+        if best != done * s:
+            break
+        done *= s
+    return best

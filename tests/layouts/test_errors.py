@@ -101,6 +101,9 @@ def test_error_names_the_failing_condition():
         pl.tile_to_shape(make_layout((2, 3)), (8, 8))
     with pytest.raises(LayoutError, match=r"size 4, not size\(B\) = 6"):
         pl.composition(make_layout((4, 5), (1, 100)), make_layout(6))
+    # CuTe DSL answers (2,12):(1,8), which with A reaches only 96 of the shape's 144 offsets
+    with pytest.raises(LayoutError, match=r"covers only 96 of its 144 offsets"):
+        pl.complement(make_layout((2, 2), (4, 2)), (6, 6, 4))
 
 
 JUNK = st.recursive(
