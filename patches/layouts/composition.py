@@ -52,27 +52,40 @@ def compose_flat(a: Layout) -> tuple[tuple, tuple]:
 
 
 def _compose(a: Layout, b: Layout, verify: bool = True) -> Layout:
-    a_s, a_d = compose_flat(a)
-    # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
-    # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
-    reach = [0] * len(a_s)
-    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach)
-    if exact and len(a_s) > 1:
-        for m in range(len(a_s) - 1):
-            if not arith.lt(reach[m], a_s[m]):
-                exact = False
-                break
-    r = Layout._make(shape, stride)
+    r, exact = compose_exactly(a, b)
     if verify and not exact:
         _verify(a, b, r)
     return r
 
 
-def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
+def compose_exactly(a: Layout, b: Layout) -> tuple[Layout, bool]:
+    """CuTe's A o B, unchecked, and whether divisibility alone proves R(i) = A(B(i))."""
+    a_s, a_d = compose_flat(a)
+    # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
+    # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
+    reach = [0] * len(a_s)
+    leaf = _leaf_int if all(type(x) is int for x in a_s + a_d) else _leaf
+    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach, leaf)
+    if exact and len(a_s) > 1:
+        for m in range(len(a_s) - 1):
+            if not arith.lt(reach[m], a_s[m]):
+                exact = False
+                break
+    return Layout._make(shape, stride), exact
+
+
+def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list, leaf: Any) -> tuple:
     if type(s) is tuple:
-        parts = [_tree(a_s, a_d, x, y, reach) for x, y in zip(s, d)]
-        return (tuple(p[0] for p in parts), tuple(p[1] for p in parts), all(p[2] for p in parts))
-    return _leaf(a_s, a_d, s, d, reach)
+        ss, dd, ok = [], [], True
+        for x, y in zip(s, d):
+            xs, yd, e = _tree(a_s, a_d, x, y, reach, leaf)
+            ss.append(xs)
+            dd.append(yd)
+            ok = ok and e
+        return tuple(ss), tuple(dd), ok
+    if leaf is _leaf_int and (type(s) is not int or type(d) is not int):
+        leaf = _leaf
+    return leaf(a_s, a_d, s, d, reach)
 
 
 def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
@@ -108,6 +121,48 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
         if len(rs) == 1:
             return rs[0], rd[0], exact
         return tuple(rs), tuple(rd), exact
+    rs.append(rest_s)
+    rd.append(rest_d * a_d[-1])
+    return tuple(rs), tuple(rd), exact
+
+
+def _leaf_int(a_s: tuple, a_d: tuple, s: int, d: int, reach: list) -> tuple:
+    """_leaf on plain ints (the common case), without the arithmetic layer's dispatch; same answers."""
+    if d == 0:
+        return s, d, True
+    if len(a_s) == 1:
+        return s, d * a_d[0], True
+    exact = d > 0
+    sgn = 1 if d > 0 else -1
+    rs: list = []
+    rd: list = []
+    rest_s, rest_d = s, d
+    for m in range(len(a_s) - 1):
+        cs = a_s[m]
+        r = rest_d * sgn
+        if exact and rest_s != 1:
+            if r % cs == 0:                       # the stride skips the whole mode
+                pass
+            elif cs % r == 0:                     # the stride splits the mode evenly
+                q = cs // r
+                exact = q >= rest_s or rest_s % q == 0
+            else:                                 # every remaining element lands inside this mode
+                exact = (rest_s - 1) * r < cs
+        next_shape = -(-cs // r)
+        next_stride = -(-r // cs) * sgn
+        if rest_s == 1 or next_shape == 1:
+            rest_d = next_stride
+            continue
+        new_shape = next_shape if next_shape < rest_s else rest_s
+        reach[m] += (new_shape - 1) * r
+        rs.append(new_shape)
+        rd.append(rest_d * a_d[m])
+        rest_s //= new_shape
+        rest_d = next_stride
+    if not rs:
+        return rest_s, rest_d * a_d[-1], exact
+    if rest_s == 1:
+        return (rs[0], rd[0], exact) if len(rs) == 1 else (tuple(rs), tuple(rd), exact)
     rs.append(rest_s)
     rd.append(rest_d * a_d[-1])
     return tuple(rs), tuple(rd), exact

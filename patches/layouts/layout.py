@@ -107,8 +107,7 @@ class Layout:
             from .modes import slice_
 
             return slice_(self, c)
-        _check_coord(c, self._shape)
-        return it.crd2idx(c, self._shape, self._stride)
+        return offset(c, self._shape, self._stride)
 
     # -- text ----------------------------------------------------------------------
     @staticmethod
@@ -198,6 +197,25 @@ def _has_none(c: Any) -> bool:
     if type(c) is tuple:
         return any(_has_none(x) for x in c)
     return False
+
+
+def offset(c: Any, shape: Any, stride: Any) -> Any:
+    """The checked offset of coordinate c; an int index into int leaves takes a flat fast path."""
+    if type(c) is int and type(shape) is tuple:
+        shapes, strides = it.flatten(shape), it.flatten(stride)
+        if all(type(x) is int for x in shapes):
+            n = 1
+            for x in shapes:
+                n *= x
+            if not 0 <= c < n:
+                raise LayoutError(f"coordinate {c} is outside the mode of shape {it.to_str(shape)} (size {n})")
+            total = 0
+            for x, d in zip(shapes, strides):
+                total = total + c % x * d
+                c //= x
+            return total
+    _check_coord(c, shape)
+    return it.crd2idx(c, shape, stride)
 
 
 def _check_coord(c: Any, shape: Any) -> None:
