@@ -7,7 +7,7 @@ This package depends on nothing else in ``patches``.
 from .coalesce import coalesce, filter, filter_zeros, flatten
 from .composition import composition
 from .divide import flat_divide, logical_divide, tiled_divide, zipped_divide
-from .errors import LayoutError
+from .errors import LayoutError, UndecidableError
 from .inverse import complement, left_inverse, max_common_layout, max_common_vector, nullspace, right_inverse
 from .layout import Layout, make_layout
 from .modes import (
@@ -35,9 +35,12 @@ from .product import (
     tiled_product,
     zipped_product,
 )
+from .prover import prove_equal
+from .symbols import Sym, divisible, facts
 
 __all__ = [
-    "Layout", "LayoutError", "append", "blocked_product", "coalesce", "complement", "composition", "cosize",
+    "Layout", "LayoutError", "Sym", "UndecidableError", "divisible", "facts", "prove_equal",
+    "append", "blocked_product", "coalesce", "complement", "composition", "cosize",
     "crd2idx", "depth", "dice", "filter", "filter_zeros", "flat_divide", "flat_product", "flatten",
     "group_modes", "idx2crd", "left_inverse", "logical_divide", "logical_product", "make_layout",
     "make_ordered_layout", "max_common_layout", "max_common_vector", "nullspace", "prepend", "raked_product",

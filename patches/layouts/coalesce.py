@@ -25,10 +25,12 @@ def coalesce_flat(shapes: tuple, strides: tuple) -> tuple[list, list]:
     rs: list = []
     rd: list = []
     for s, d in zip(shapes, strides):
-        if type(s) is int and s == 1 or type(s) is not int and arith.eq(s, 1):
-            continue
+        # Merging first is the same for a size-1 mode (it multiplies by 1), and spares symbolic
+        # extents the question whether they are 1 wherever they merge.
         if rs and _meets(rs[-1] * rd[-1], d):
             rs[-1] = rs[-1] * s
+        elif arith.is_one(s):  # a symbolic extent not proved 1 stays, as CuTe keeps dynamic ones
+            continue
         else:
             rs.append(s)
             rd.append(d)

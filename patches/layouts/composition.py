@@ -9,7 +9,7 @@ import numpy as np
 from . import arith, check
 from . import inttuple as it
 from .coalesce import _show, coalesce_flat, join
-from .errors import LayoutError
+from .errors import LayoutError, UndecidableError
 from .layout import Layout
 
 
@@ -101,12 +101,12 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     for m in range(len(a_s) - 1):
         cs, cd = a_s[m], a_d[m]
         r = rest_d if arith.lt(0, rest_d) else -rest_d
-        one = arith.eq(rest_s, 1)
+        one = arith.is_one(rest_s)
         if exact and not one:
             exact = _exact_step(cs, r, rest_s)
         next_shape = arith.ceil_div(cs, r)
         next_stride = arith.ceil_div(r, cs) * arith.sign(rest_d)
-        if one or arith.eq(next_shape, 1):
+        if one or arith.is_one(next_shape):
             rest_d = next_stride
             continue
         new_shape = arith.minimum(next_shape, rest_s)
@@ -117,7 +117,7 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
         rest_d = next_stride
     if not rs:
         return rest_s, rest_d * a_d[-1], exact
-    if arith.eq(rest_s, 1):
+    if arith.is_one(rest_s):
         if len(rs) == 1:
             return rs[0], rd[0], exact
         return tuple(rs), tuple(rd), exact
@@ -170,16 +170,19 @@ def _leaf_int(a_s: tuple, a_d: tuple, s: int, d: int, reach: list) -> tuple:
 
 def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
     """Whether stepping stride r (with rest_s elements left) through a mode of extent cs stays exact."""
-    if arith.divides(cs, r):                     # the stride skips the whole mode
+    if arith.known(arith.divides, cs, r):        # the stride skips the whole mode
         return True
-    if arith.divides(r, cs):                     # the stride splits the mode evenly
+    if arith.known(arith.divides, r, cs):        # the stride splits the mode evenly
         q = arith.exact_div(cs, r)
-        return not arith.lt(q, rest_s) or arith.divides(q, rest_s)
-    return arith.lt((rest_s - 1) * r, cs)         # every remaining element lands inside this mode
+        return bool(arith.known(arith.lt, rest_s - 1, q) or arith.known(arith.divides, q, rest_s))
+    return bool(arith.known(arith.lt, (rest_s - 1) * r, cs))  # every remaining element lands inside this mode
 
 
 def _verify(a: Layout, b: Layout, r: Layout) -> None:
     n = it.product(b._shape)
+    if not all(type(x) is int for x in it.flatten((a._shape, a._stride, b._shape, b._stride))):
+        raise UndecidableError(_why(a, b, "divisibility does not prove that B's modes cut A's modes evenly for "
+                                          "every value of the symbols; state divisibility facts for its extents"))
     if it.product(r._shape) != n:
         raise LayoutError(_why(a, b, f"the result would have size {it.product(r._shape)}, not size(B) = {n}"))
     if n > check.MAX_POINTS:

@@ -44,7 +44,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         if fast is not None:
             return fast
     # filter(A), without building it: the modes that move, sorted by stride (merging adjacent ones changes nothing)
-    modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.eq(s, 1))]
+    modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.is_one(s))]
     if cotarget is None:
         cotarget = cosize(layout)
     _check_cotarget(cotarget)
@@ -54,7 +54,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     for d, _ in modes:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
-    modes.sort(key=lambda m: m[0])
+    modes = arith.sort_by(modes, lambda m: m[0])
     rs: list = []
     rd: list = [1]
     tractable = True
@@ -116,7 +116,7 @@ def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> N
     why = ("its sorted strides do not each divide by the span below, and CuTe's rule then gives a C "
            "with (A, C) not injective or not covering the cotarget")
     n = it.product(f._shape) * it.product(c._shape)
-    if type(cotarget) is tuple or n > check.MAX_POINTS:
+    if type(cotarget) is tuple or type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"complement: {layout} is not tractable ({why.split(',')[0]})")
     both = Layout._make((f._shape, c._shape), (f._stride, c._stride))
     v = check.evaluate(both, check.points(n))
@@ -148,7 +148,7 @@ def right_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = []
     cur = 1
-    for k in sorted(range(len(strides)), key=strides.__getitem__):
+    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
         if arith.eq(strides[k], cur):
             rs.append(shapes[k])
             rd.append(pre[k])
@@ -166,7 +166,7 @@ def left_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = [0]
     prev, span = 1, 1
-    for k in sorted(range(len(strides)), key=strides.__getitem__):
+    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
         s, d = shapes[k], strides[k]
         if not arith.lt(0, d):
             why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"

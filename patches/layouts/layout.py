@@ -109,6 +109,26 @@ class Layout:
             return slice_(self, c)
         return offset(c, self._shape, self._stride)
 
+    # -- symbols -------------------------------------------------------------------
+    @property
+    def free_symbols(self) -> frozenset:
+        """The Syms in the shape and stride (empty for a concrete layout)."""
+        from .prover import free_symbols
+
+        return free_symbols((self._shape, self._stride)) if not self.is_concrete else frozenset()
+
+    @property
+    def is_concrete(self) -> bool:
+        return all(type(x) is int for x in it.flatten((self._shape, self._stride)))
+
+    def subs(self, mapping: dict) -> Layout:
+        """The layout with Syms replaced by values (ints the facts allow, or other expressions)."""
+        if self.is_concrete:
+            return self
+        from .prover import substitute
+
+        return Layout(substitute(self._shape, mapping), substitute(self._stride, mapping))
+
     # -- text ----------------------------------------------------------------------
     @staticmethod
     def parse(text: str) -> Layout:
@@ -152,6 +172,10 @@ def _extent_ok(x: Any) -> None:
     if type(x) is not int:
         if isinstance(x, bool) or not _is_value(x):
             raise LayoutError(f"shape entries must be positive integers, got {x!r} ({type(x).__name__})")
+        from .arith import lt
+
+        if not lt(0, x):
+            raise LayoutError(f"shape entries must be positive integers, got {x!r} (not positive for all values)")
         return
     if x <= 0:
         raise LayoutError(f"shape entries must be positive integers, got {x}")
@@ -168,6 +192,17 @@ def _stride_ok(x: Any) -> None:
         raise LayoutError(f"stride entry {x} does not fit in 64 bits")
 
 
+def _normal(t: Any) -> Any:
+    """Symbolic leaves in simplest form (ints pass through untouched)."""
+    if type(t) is tuple:
+        return tuple(_normal(x) for x in t)
+    if type(t) is int:
+        return t
+    from .arith import normal
+
+    return normal(t)
+
+
 def _is_value(x: Any) -> bool:
     from .arith import is_value
 
@@ -178,10 +213,12 @@ def _checked(shape: Any, stride: Any) -> tuple:
     if isinstance(shape, Layout):
         raise LayoutError("make_layout takes a shape, not a Layout (use append/prepend or group_modes to combine)")
     _check_tree(shape, "shape", _extent_ok)
+    shape = _normal(shape)
     if stride is None:
         stride = it.compact_col_major(shape)
     else:
         _check_tree(stride, "stride", _stride_ok)
+        stride = _normal(stride)
         if not it.congruent(shape, stride):
             raise LayoutError(
                 f"shape {it.to_str(shape)} and stride {it.to_str(stride)} have different profiles")

@@ -180,3 +180,58 @@ def divide_pairs(admissible: bool = True) -> Any:
         a = gen_layout(d, "any")
         return a, gen_tiler(d, a, admissible)
     return _strategy(gen)
+
+
+# -- symbolic layouts ---------------------------------------------------------------------------
+
+_DIVISORS = (1, 2, 4, 8, 16, 64, 128)
+
+
+def gen_symbols(draw: Draw) -> tuple:
+    """Three Syms M, N, K with drawn divisibility facts."""
+    from .symbols import Sym
+
+    return tuple(Sym(name, divisible_by=_pick(draw, _DIVISORS)) for name in ("M", "N", "K"))
+
+
+def gen_symbolic_layout(draw: Draw, syms: tuple) -> Layout:
+    """A layout whose extents mix Syms and ints, with compact (column- or row-major), gapped or int strides."""
+    from .layout import make_layout
+
+    shape = gen_shape(draw, 3, 2)
+    leaves = [(_pick(draw, syms) if draw(0, 2) else x) for x in it.flatten(shape)]
+    if not any(type(x) is not int for x in leaves):
+        leaves[draw(0, len(leaves) - 1)] = _pick(draw, syms)
+    shape = it.unflatten(tuple(leaves), shape)
+    kind = draw(0, 3)
+    if kind == 0:
+        return make_layout(shape)
+    order = list(range(len(leaves)))
+    if kind == 1:
+        order.reverse()
+    elif kind == 2:
+        for i in range(len(order) - 1, 0, -1):
+            j = draw(0, i)
+            order[i], order[j] = order[j], order[i]
+    strides: list = [0] * len(leaves)
+    cur: Any = 1
+    for k in order:
+        if kind == 3 and draw(0, 3) == 0:
+            strides[k] = 0                       # a broadcast mode
+            continue
+        strides[k] = cur
+        cur = cur * leaves[k] * (_pick(draw, (1, 1, 2)) if kind == 3 else 1)
+    return Layout(shape, it.unflatten(tuple(strides), shape))
+
+
+def assignments(draw: Draw, syms: tuple, n: int = 3) -> list[dict]:
+    """n assignments of small values the Syms' facts allow."""
+    return [{s: s.lo + s.divisor * _pick(draw, (0, 0, 1, 2, 3, 7)) for s in syms} for _ in range(n)]
+
+
+def symbolic_cases() -> Any:
+    """Strategy: (symbols, symbolic layout, seed) for substitution-commutes tests (seed: for rng_draw)."""
+    def gen(d: Draw) -> tuple:
+        syms = gen_symbols(d)
+        return syms, gen_symbolic_layout(d, syms), d(0, 1 << 30)
+    return _strategy(gen)
