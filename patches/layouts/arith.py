@@ -17,8 +17,18 @@ from .errors import LayoutError
 # A backend for non-int values: a table of the operations below, set by the symbolic layer.
 _symbolic: dict[str, Callable[..., Any]] = {}
 
+# Stride-only value types with their own table of the operations below, by type
+# (basis.ScaledBasis: the strides of coordinate layouts). An operation missing from a table is refused.
+_types: dict[type, dict[str, Callable[..., Any]]] = {}
+
 
 def _other(op: str, *args: Any) -> Any:
+    for a in args:
+        table = _types.get(type(a))
+        if table is not None:
+            if op not in table:
+                raise LayoutError(f"{op}: {a} is a coordinate stride; this operation needs integer strides")
+            return table[op](*args)
     fn = _symbolic.get(op)
     if fn is None:
         raise LayoutError(f"{op}: expected integers, got {', '.join(repr(a) for a in args)}")
@@ -31,6 +41,11 @@ def is_value(x: Any) -> bool:
         return True
     check = _symbolic.get("is_value")
     return bool(check and check(x))
+
+
+def is_stride(x: Any) -> bool:
+    """True for a stride: a value, or a stride-only type such as a ScaledBasis (coordinate layouts)."""
+    return is_value(x) or type(x) in _types
 
 
 def eq(a: Any, b: Any) -> bool:
