@@ -5,7 +5,7 @@ exported here take Layouts and ComposedLayouts (swizzled layouts) alike (see ``o
 This package depends on nothing else in ``patches``.
 """
 
-from . import hopper
+from . import hopper  # noqa: F401 (patches.layouts.hopper.wgmma_smem_layout)
 from .basis import E, ScaledBasis, make_identity_layout
 from .composed import ComposedLayout, make_composed_layout
 from .errors import LayoutError
@@ -50,12 +50,13 @@ from .swizzle import Swizzle, make_swizzle
 from .tv import local_partition, local_tile, make_layout_tv
 
 __all__ = [
-    "ComposedLayout", "E", "Layout", "LayoutError", "ScaledBasis", "Swizzle", "append", "blocked_product", "coalesce",
-    "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter", "filter_zeros", "flat_divide",
-    "flat_product", "flatten", "group_modes", "idx2crd", "layout_text", "left_inverse", "local_partition", "local_tile",
-    "logical_divide", "logical_product", "make_composed_layout", "make_identity_layout", "make_layout",
-    "make_layout_tv", "make_ordered_layout", "make_swizzle", "max_common_layout", "max_common_vector", "nullspace",
-    "prepend", "print_layout", "print_tv_layout", "raked_product", "rank", "recast_layout", "right_inverse", "select",
-    "size", "slice_", "slice_and_offset", "svg_banks", "svg_layout", "svg_tiling", "svg_tv", "tile_to_shape", "tiled_divide", "tiled_product", "tv_text",
-    "zipped_divide", "zipped_product",
+    "ComposedLayout", "E", "Layout", "LayoutError", "ScaledBasis", "Swizzle", "append", "blocked_product",
+    "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter", "filter_zeros",
+    "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "layout_text", "left_inverse",
+    "local_partition", "local_tile", "logical_divide", "logical_product", "make_composed_layout",
+    "make_identity_layout", "make_layout", "make_layout_tv", "make_ordered_layout", "make_swizzle",
+    "max_common_layout", "max_common_vector", "nullspace", "prepend", "print_layout", "print_tv_layout",
+    "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
+    "svg_banks", "svg_layout", "svg_tiling", "svg_tv", "tile_to_shape", "tiled_divide", "tiled_product", "tv_text",
+    "zipped_divide", "zipped_product"
 ]
