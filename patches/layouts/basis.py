@@ -203,4 +203,34 @@ def compose_by_basis(a: Layout, b: Layout) -> Layout:
             sub = sub[m]
         return composition(sub, Layout._make(s, d.value))
 
-    return leaf(b.shape, b.stride)
+    r = leaf(b.shape, b.stride)
+    _verify_by_basis(a, b, r)
+    return r
+
+
+def _verify_by_basis(a: Layout, b: Layout, r: Layout) -> None:
+    """R(i) = A(B(i)) for every i, B(i) a coordinate inside A's domain (modes of B that meet in one mode of A
+    must not carry out of its sub-modes)."""
+    from . import check
+
+    n = it.product(b.shape)
+    if type(n) is not int or n > check.MAX_POINTS // 16:
+        raise LayoutError(f"composition {a} o {b}: too large to check a composition by coordinates")
+    rank = a.rank if type(a.shape) is tuple else 1
+    for i in range(n):
+        c = b(i)
+        c = as_coord(c) if isinstance(c, ScaledBasis) else c
+        if not isinstance(c, tuple) or len(c) > rank:
+            raise LayoutError(f"composition {a} o {b}: B({i}) = {c} is not a coordinate of A")
+        full = _plain(tuple(c) + (0,) * (rank - len(c)))
+        try:
+            want = a(full if rank > 1 or type(a.shape) is tuple else full[0])
+        except LayoutError:
+            raise LayoutError(f"composition {a} o {b} is inadmissible: B({i}) = {c} is outside A's domain") from None
+        if r(i) != want:
+            raise LayoutError(f"composition {a} o {b} is inadmissible: B's modes carry inside a mode of A "
+                              f"(at i={i}: A(B(i)) = {want}, the mode-by-mode rule gives {r(i)})")
+
+
+def _plain(t: Any) -> Any:
+    return tuple(_plain(x) for x in t) if isinstance(t, tuple) else t

@@ -89,8 +89,8 @@ def recast_swizzle(sw: Swizzle, up: int, down: int) -> Swizzle:
         if n & (n - 1):
             raise LayoutError(f"recast_layout: the swizzle {sw} can only be recast by powers of two, got a ratio of {n}")
     log_up, log_down = up.bit_length() - 1, down.bit_length() - 1
-    if sw.is_identity:
-        return sw
+    if sw.is_identity:                           # no bits move: any base is the same function; CuTe's rule
+        return Swizzle(0, max(sw.base - log_up, 0) + log_down, sw.shift)
     if sw.base < log_up:
         raise LayoutError(f"recast_layout: {sw} permutes elements inside a {up}-element vector (2**base < {up}), so "
                           "the swizzled layout has no swizzle in the wider type")

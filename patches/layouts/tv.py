@@ -25,12 +25,12 @@ def make_layout_tv(thr_layout: Layout, val_layout: Layout) -> tuple[Any, Layout]
     for name, x in (("thr_layout", thr_layout), ("val_layout", val_layout)):
         if not isinstance(x, Layout):
             raise LayoutError(f"make_layout_tv: {name} must be a Layout, got {x!r}")
+        if not arith.eq(it.product(right_inverse(x).shape), it.product(x.shape)):
+            raise LayoutError(f"make_layout_tv: {name} {x} must be compact (a bijection onto [0, size)), or some "
+                              "thread or value id has no element")
     layout_mn = raked_product(thr_layout, val_layout)        # (M,N) -> thread + size(thr) * value
     n_thr, n_val = it.product(thr_layout.shape), it.product(val_layout.shape)
     inv = right_inverse(layout_mn)
-    if not arith.eq(it.product(inv.shape), n_thr * n_val):
-        raise LayoutError(f"make_layout_tv: thr_layout {thr_layout} and val_layout {val_layout} must be compact (each a "
-                          "bijection onto [0, size)), or some (thread, value) pairs have no element")
     from .composition import composition
 
     tv = composition(inv, make_layout((n_thr, n_val)))
@@ -105,12 +105,12 @@ def _outer_partition(layout: Any, tiler: Any, coord: Any) -> tuple:
     from .ops import zipped_divide
 
     z = zipped_divide(layout, tiler)
-    r0, r1 = _rank(z.shape[0]), _rank(z.shape[1])
+    r0 = _rank(z.shape[0])
     if type(coord) is tuple:
         if len(coord) > r0:
             raise LayoutError(f"local_partition: the coordinate {it.to_str(coord)} has more modes than the tile")
         coord = coord + (None,) * (r0 - len(coord))
-    return slice_and_offset((coord, _all(r1)), z)
+    return slice_and_offset((coord, _all(z.shape[1])), z)
 
 
 def local_tile(layout: Layout | ComposedLayout, tiler: Any, coord: Any, proj: Any = None) -> tuple:
@@ -122,19 +122,19 @@ def local_tile(layout: Layout | ComposedLayout, tiler: Any, coord: Any, proj: An
     if proj is not None:
         tiler, coord = _dice(tiler, proj, "tiler"), _dice(coord, proj, "coordinate")
     z = zipped_divide(layout, tiler)
-    r0, r1 = _rank(z.shape[0]), _rank(z.shape[1])
+    r1 = _rank(z.shape[1])
     if type(coord) is tuple:
         if len(coord) > r1:
             raise LayoutError(f"local_tile: the coordinate {it.to_str(coord)} has more modes than there are modes of tiles "
                               f"({r1}) in {z}")
         coord = coord + (None,) * (r1 - len(coord))
-    return slice_and_offset((_all(r0), coord), z)
+    return slice_and_offset((_all(z.shape[0]), coord), z)
 
 
 def _rank(s: Any) -> int:
     return len(s) if type(s) is tuple else 1
 
 
-def _all(r: int) -> Any:
-    """CuTe's repeat<r>(_): a slicer keeping r modes."""
-    return (None,) * r if r > 1 else None
+def _all(shape: Any) -> Any:
+    """A slicer keeping every top-level mode of shape, each as its own mode (CuTe DSL's repeat_like(shape, _))."""
+    return (None,) * len(shape) if type(shape) is tuple else None
