@@ -18,6 +18,10 @@ from .errors import LayoutError
 # A backend for non-int values: a table of the operations below, set by the symbolic layer.
 _symbolic: dict[str, Callable[..., Any]] = {}
 
+# Stride-only value types with their own table of the operations below, by type
+# (basis.ScaledBasis: the strides of coordinate layouts). An operation missing from a table is refused.
+_types: dict[type, dict[str, Callable[..., Any]]] = {}
+
 
 def install(table: dict[str, Callable[..., Any]]) -> None:
     """Set the backend for non-int values (the prover installs itself when first needed)."""
@@ -34,6 +38,12 @@ def _backend(op: str) -> Callable[..., Any] | None:
 
 
 def _other(op: str, *args: Any) -> Any:
+    for a in args:
+        table = _types.get(type(a))
+        if table is not None:
+            if op not in table:
+                raise LayoutError(f"{op}: {a} is a coordinate stride; this operation needs integer strides")
+            return table[op](*args)
     # The layouts' values were checked when they were built, so a cheap type test suffices here.
     ok = all(type(a) is int or _is_symbolic_candidate(a) and not isinstance(a, bool) for a in args)
     fn = _backend(op) if ok else None
@@ -99,6 +109,11 @@ def sort_by(items: list, key: Callable[[Any], Any]) -> list:
     order = sorted(range(len(items)), key=functools.cmp_to_key(
         lambda i, j: -1 if lt(keys[i], keys[j]) else 1 if lt(keys[j], keys[i]) else i - j))
     return [items[i] for i in order]
+
+
+def is_stride(x: Any) -> bool:
+    """True for a stride: a value, or a stride-only type such as a ScaledBasis (coordinate layouts)."""
+    return is_value(x) or type(x) in _types
 
 
 def eq(a: Any, b: Any) -> bool:

@@ -24,6 +24,11 @@ def composition(a: Layout, b: Any) -> Layout:
     if b is None:
         return a
     if isinstance(b, Layout):
+        if not all(type(d) is int for d in it.iter_leaves(b._stride)):
+            from .basis import compose_by_basis, has_basis
+
+            if has_basis(b):                     # B yields coordinates: its modes pick A's modes
+                return compose_by_basis(a, b)
         return _compose(a, b)
     if type(b) is tuple:
         if len(b) > a.rank:
@@ -179,6 +184,16 @@ def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
 
 
 def _verify(a: Layout, b: Layout, r: Layout) -> None:
+    if not all(type(d) is int for d in it.iter_leaves(a._stride)):
+        from .basis import component, has_basis, paths
+
+        if has_basis(a):                         # A yields coordinates: check each component, an integer layout
+            for p in paths(a):
+                try:
+                    _verify(component(a, p), b, component(r, p))
+                except LayoutError as e:
+                    raise LayoutError(_why(a, b, str(e).split("is inadmissible: ", 1)[-1])) from None
+            return
     n = it.product(b._shape)
     if not all(type(x) is int for x in it.flatten((a._shape, a._stride, b._shape, b._stride))):
         raise UndecidableError(_why(a, b, "divisibility does not prove that B's modes cut A's modes evenly for "

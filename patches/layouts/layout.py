@@ -185,7 +185,9 @@ def _extent_ok(x: Any) -> None:
 
 def _stride_ok(x: Any) -> None:
     if type(x) is not int:
-        if isinstance(x, bool) or not _is_value(x):
+        from .arith import is_stride
+
+        if isinstance(x, bool) or not is_stride(x):
             raise LayoutError(f"stride entries must be integers, got {x!r} ({type(x).__name__})")
         return
     if not -MAX_VALUE < x < MAX_VALUE:
@@ -274,7 +276,7 @@ def _check_coord(c: Any, shape: Any) -> None:
 
 # -- parsing ----------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(-?_?\d+)|([(),:]))")
+_TOKEN = re.compile(r"\s*(?:(-?_?\d+(?:@\d+)*)|([(),:]))")  # n, or n@i@j a coordinate stride (ScaledBasis)
 
 
 def parse_layout(text: str) -> Layout:
@@ -291,7 +293,7 @@ def parse_layout(text: str) -> Layout:
             raise LayoutError(f"cannot parse layout text at position {pos}: {text[pos:pos + 20]!r}")
         num, sym = m.groups()
         if num is not None:
-            tokens.append(int(num.replace("_", "")))
+            tokens.append(_number(num))
         else:
             tokens.append(sym)
         pos = m.end()
@@ -302,6 +304,14 @@ def parse_layout(text: str) -> Layout:
     if parser.i != len(tokens):
         raise LayoutError(f"unexpected text after the layout in {text!r}")
     return Layout(shape, stride)
+
+
+def _number(text: str) -> Any:
+    if "@" in text:
+        from .basis import parse_basis
+
+        return parse_basis(text)
+    return int(text.replace("_", ""))
 
 
 class _Parser:
@@ -318,7 +328,7 @@ class _Parser:
 
     def tree(self, depth: int = 0) -> Any:
         tok = self.peek()
-        if type(tok) is int:
+        if tok is not None and type(tok) is not str:
             self.i += 1
             return tok
         if tok != "(":

@@ -143,6 +143,42 @@ def gen_tiler_layout(draw: Draw, n: int) -> Layout:
     return Layout(tuple(keep), tuple(strides))
 
 
+def gen_swizzle(draw: Draw, max_span_bits: int = 10) -> Any:
+    """A Swizzle<B,M,S> (negative shifts included) whose pattern repeats within 2**max_span_bits offsets."""
+    from .swizzle import Swizzle
+
+    while True:
+        b, m = draw(0, 3), draw(0, 4)
+        s = draw(b, b + 3) * (1 if draw(0, 3) else -1)
+        if b + m + abs(s) <= max_span_bits and abs(s) >= b:
+            return Swizzle(b, m, s) if b else Swizzle(0, 4, 3)   # the identity, canonical as CuTe's make_swizzle
+
+
+def gen_composed(draw: Draw, kind: str = "injective") -> Any:
+    """A ComposedLayout: a swizzle (or, one time in six, a layout) after an offset after a layout of ``kind``."""
+    from .composed import ComposedLayout
+
+    outer = gen_layout(draw, kind)
+    if draw(0, 5) == 0:
+        inner: Any = gen_layout(draw, "compact", 2, 1)
+    else:
+        inner = gen_swizzle(draw)
+    offset = 0 if draw(0, 2) else draw(0, 64)
+    return ComposedLayout(inner, offset, outer)
+
+
+def gen_coordinate_layout(draw: Draw) -> Layout:
+    """A layout with ScaledBasis strides: an identity layout, or one whose modes move random coordinate modes."""
+    from .basis import ScaledBasis, make_identity_layout
+
+    shape = gen_shape(draw, 3, 2)
+    if draw(0, 1) or type(shape) is not tuple:
+        return make_identity_layout(shape if type(shape) is tuple else (shape,))
+    flat = it.flatten(shape)
+    strides = tuple(ScaledBasis(_pick(draw, (1, 1, 2, 4)), draw(0, 1)) for _ in flat)
+    return Layout(shape, it.unflatten(strides, shape))
+
+
 def rng_draw(seed: int) -> Draw:
     """A ``draw`` from a seeded random source, for generating fixed case lists."""
     return random.Random(seed).randint
@@ -167,6 +203,16 @@ def layouts(kind: str = "any", max_rank: int = 3, max_depth: int = 2) -> Any:
 
 def shapes(max_rank: int = 3, max_depth: int = 2) -> Any:
     return _strategy(lambda d: gen_shape(d, max_rank, max_depth))
+
+
+def swizzles() -> Any:
+    """Strategy: Swizzle functions."""
+    return _strategy(gen_swizzle)
+
+
+def composed_layouts(kind: str = "injective") -> Any:
+    """Strategy: ComposedLayouts (mostly swizzled)."""
+    return _strategy(lambda d: gen_composed(d, kind))
 
 
 def composable_pairs() -> Any:
