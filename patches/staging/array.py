@@ -7,7 +7,8 @@ the storage either (numpy may copy when regrouping hierarchical modes for a comp
 
 from __future__ import annotations
 
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -27,11 +28,32 @@ def _leaves(layout: Layout) -> tuple[tuple, tuple]:
     return it.flatten(s), it.flatten(d)
 
 
-def _concrete(layout: Layout, what: str) -> tuple[tuple, tuple]:
+class _Plan(NamedTuple):
+    """How to read a layout with numpy: leaf shape and strides, the logical shape, and whether it is column-major."""
+
+    leaf_shape: tuple
+    leaf_strides: tuple
+    logical: tuple
+    size: int
+    col_major: bool
+
+
+@lru_cache(maxsize=8192)
+def _plan(layout: Layout) -> _Plan | None:
     shapes, strides = _leaves(layout)
     if not all(type(x) is int for x in shapes + strides):
+        return None
+    size = 1
+    for x in shapes:
+        size *= x
+    return _Plan(shapes, strides, logical_shape(layout), size, layout == compact(layout.shape))
+
+
+def _concrete(layout: Layout, what: str) -> _Plan:
+    plan = _plan(layout)
+    if plan is None:
         raise fail(what, f"the layout {layout} is symbolic; bind its symbols to concrete arrays before evaluating")
-    return shapes, strides
+    return plan
 
 
 class Array(Operators):
@@ -60,19 +82,23 @@ class Array(Operators):
 
     # -- reading -----------------------------------------------------------------------
     def strided(self) -> np.ndarray:
-        """A numpy view of the storage with one axis per leaf mode of the layout (never copies)."""
-        shapes, strides = _concrete(self.layout, "evaluate")
-        item = self.storage.itemsize
-        base = self.storage[self.offset:] if self.offset else self.storage
-        return as_strided(base, shape=shapes, strides=tuple(d * item for d in strides), writeable=False)
+        """A numpy view of the storage with one axis per leaf mode of the layout (never copies; numpy checks bounds)."""
+        plan = _concrete(self.layout, "evaluate")
+        st = self.storage
+        item = st.itemsize
+        return np.ndarray(plan.leaf_shape, st.dtype, buffer=st, offset=self.offset * item,
+                          strides=tuple(d * item for d in plan.leaf_strides))
 
     def logical(self) -> np.ndarray:
         """The values as a numpy array with one axis per top-level mode (coordinates colexicographic within a mode)."""
+        plan = _concrete(self.layout, "evaluate")
+        if plan.col_major:
+            o = self.offset
+            return self.storage[o:o + plan.size].reshape(plan.logical, order="F")
         view = self.strided()
-        shape = logical_shape(self.layout)
-        if view.shape == shape:
+        if view.shape == plan.logical:
             return view
-        return view.reshape(shape, order="F")
+        return view.reshape(plan.logical, order="F")
 
     def numpy(self) -> np.ndarray:
         """A fresh numpy array of the values (what transformations hand back to the user)."""
@@ -97,12 +123,13 @@ class Array(Operators):
         """A fresh array holding ``values`` (numpy, one axis per top-level mode) stored with ``layout``."""
         npd = dtypes.to_numpy(dtype)
         values = np.asarray(values, dtype=npd)
-        shapes, strides = _concrete(layout, "evaluate")
-        if layout == compact(layout.shape):
+        plan = _concrete(layout, "evaluate")
+        if plan.col_major:
             return Array(np.ravel(values, order="F"), 0, layout, dtype)  # impl rules hand over fresh values
+        shapes, strides = plan.leaf_shape, plan.leaf_strides
         span = 1 + sum((s - 1) * d for s, d in zip(shapes, strides))
         storage = np.zeros(span, dtype=npd)
-        view = as_strided(storage, shape=shapes, strides=tuple(d * storage.itemsize for d in strides))
+        view = np.ndarray(shapes, npd, buffer=storage, strides=tuple(d * storage.itemsize for d in strides))
         view[...] = values.reshape(shapes, order="F")
         return Array(storage, 0, layout, dtype)
 

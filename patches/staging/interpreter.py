@@ -17,6 +17,7 @@ from .core import Tracer, bind_multi, impl_rules
 from .errors import fail
 from .ir import Literal, Program
 from .pytree import tree_flatten, tree_unflatten
+from .symbols import bind_symbols, is_symbolic, substitute
 from .types import TensorType, logical_shape
 
 
@@ -32,8 +33,12 @@ def evaluate(prog: Program, *args: Any) -> Any:
     if any(isinstance(x, Tracer) for x in leaves) or any(isinstance(c, Tracer) for c in prog.const_values):
         outs = eval_program(prog, leaves)
         return tree_unflatten(prog.out_tree, outs)
-    arrays = [bind_argument(p.type, x, i, prog.name) for i, (p, x) in enumerate(zip(prog.params, leaves))]
-    outs = run(prog, arrays)
+    types = [p.type for p in prog.params]
+    env = bind_symbols(types, leaves) if any(is_symbolic(t) for t in types) else None
+    if env is not None:
+        types = [substitute(t, env) for t in types]
+    arrays = [bind_argument(t, x, i, prog.name) for i, (t, x) in enumerate(zip(types, leaves))]
+    outs = run(prog, arrays, env)
     return tree_unflatten(prog.out_tree, [o.numpy() for o in outs])
 
 
@@ -52,8 +57,11 @@ def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Arra
     return a.relayout(t.layout)
 
 
-def run(prog: Program, args: list) -> list:
-    """Evaluate equation by equation with the numpy implementations (all values concrete Arrays)."""
+def run(prog: Program, args: list, symbols: dict | None = None) -> list:
+    """Evaluate equation by equation with the numpy implementations (all values concrete Arrays).
+
+    ``symbols`` binds the symbols of a symbolic program; the params of its equations are made concrete with it.
+    """
     env: dict[int, Array] = {}
     for v, x in zip(prog.consts, prog.const_values):
         env[id(v)] = x if isinstance(x, Array) else to_array(x)
@@ -66,7 +74,15 @@ def run(prog: Program, args: list) -> list:
         return env[id(a)]
 
     for e in prog.eqns:
-        outs = impl_rules[e.prim](*(read(a) for a in e.inputs), **e.params)
+        params = e.params
+        if symbols:
+            if e.prim.is_call:
+                outs = run(params["program"], [read(a) for a in e.inputs], symbols)
+                for v, o in zip(e.outputs, outs):
+                    env[id(v)] = o
+                continue
+            params = substitute(params, symbols)
+        outs = impl_rules[e.prim](*(read(a) for a in e.inputs), **params)
         for v, o in zip(e.outputs, outs):
             env[id(v)] = o
     return [read(a) for a in prog.outputs]

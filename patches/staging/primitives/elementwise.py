@@ -222,6 +222,8 @@ def _binary_op(name: str) -> Any:
     p = prims[name]
 
     def op(x: Any, y: Any) -> Any:
+        if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout:
+            return bind(p, x, y)  # the common case: nothing to coerce or broadcast
         x, y = broadcast_operands(name, coerce(name, x, y))
         return bind(p, x, y)
     op.__name__ = name
