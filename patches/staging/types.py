@@ -151,8 +151,17 @@ def computed_layout(layout: Layout) -> Layout:
     return layout if is_compact(layout) else compact(layout.shape)
 
 
+def same_mode(a: Any, b: Any) -> bool:
+    """Two modes agree when their sizes do (their inner hierarchy may differ, as CuTe's compatible shapes)."""
+    return a == b or arith.eq(it.product(a), it.product(b))
+
+
 def same_modes(a: Any, b: Any) -> bool:
-    return modes_of(a) == modes_of(b)
+    """Shapes agree mode by mode in size: a tensor's coordinates are its top-level modes' colexicographic indices."""
+    if a == b:
+        return True
+    ma, mb = modes_of(a), modes_of(b)
+    return len(ma) == len(mb) and all(same_mode(x, y) for x, y in zip(ma, mb))
 
 
 def mode_size(mode: Any) -> Any:

@@ -234,3 +234,23 @@ def test_call_primitive():
     assert out.type == prog.out_types[0] and in_bounds(out)
     np.testing.assert_allclose(out.logical(), np.tanh(ra) * 2)
     np.testing.assert_allclose(g(a), np.tanh(ra) * 2)
+
+
+def test_elementwise_operands_agree_by_mode_size_not_hierarchy():
+    rng = np.random.default_rng(11)
+    a, ra = random_array(rng, (4, 4), "row")
+    b, rb = random_array(rng, ((2, 2), (2, 2)), "col")
+    prog = check(pt.add, [a, b], ra + rb)
+    assert str(prog.out_types[0]) == "f64[(4,4):(1,4)]"       # the first operand's shape, compact column-major
+    with pytest.raises(pt.StagingError, match="add: operands have different shapes"):
+        pt.stage(lambda x, y: pt.bind(pt.staging.add_p, x, y), pt.tensor("f32", (4, 4)), pt.tensor("f32", ((2, 2), 8)))
+    with pytest.raises(pt.StagingError, match="add: shapes cannot be broadcast"):
+        pt.stage(pt.add, pt.tensor("f32", (4, 4)), pt.tensor("f32", ((2, 2), 8)))
+
+
+def test_copy_into_layouts():
+    rng = np.random.default_rng(12)
+    a, ra = random_array(rng, (3, 4), "row")
+    for target in (None, make_layout((3, 4), (4, 1)), make_layout((3, 4), (1, 5)), make_layout((3, 4), (8, 2))):
+        prog = check(lambda x, t=target: pt.copy(x, t), [a], ra)
+        assert prog.out_types[0].layout == (target or make_layout((3, 4)))

@@ -1,6 +1,7 @@
 """Elementwise primitives: unary and binary arithmetic, comparisons, ``where`` and ``astype``.
 
-Layout rule: operands have the same modes (or are rank-0 scalars, which broadcast implicitly). The
+Layout rule: operands have modes of the same sizes (the hierarchy inside a mode may differ, as for CuTe's
+compatible shapes), or are rank-0 scalars, which broadcast implicitly. The
 result reuses the operands' layout when they all share one and it is compact (a bijection onto
 [0, size)), so elementwise work keeps the storage order of its inputs (row-major stays row-major);
 otherwise the result is compact column-major. At the op level, Python scalars take the dtype of
@@ -21,7 +22,18 @@ from .. import dtypes
 from ..array import Array
 from ..core import Tracer, bind, get_aval
 from ..errors import fail
-from ..types import SCALAR_LAYOUT, TensorType, compact, computed_layout, is_one, mode_size, modes_of, shape_of_modes
+from ..types import (
+    SCALAR_LAYOUT,
+    TensorType,
+    compact,
+    computed_layout,
+    is_one,
+    mode_size,
+    modes_of,
+    same_mode,
+    same_modes,
+    shape_of_modes,
+)
 from .registry import primitive
 
 
@@ -36,7 +48,7 @@ def elementwise_layout(name: str, types: tuple) -> Any:
         if t.layout is first or t.layout == first:
             continue
         same = False
-        if modes_of(t.layout.shape) != modes_of(first.shape):
+        if not same_modes(t.layout.shape, first.shape):
             raise fail(name, "operands have different shapes", *types)
     return computed_layout(first) if same else compact(first.shape)
 
@@ -117,7 +129,7 @@ def _astype_impl(x: Array, *, dtype: str) -> list:
 def _copy_layout(x: TensorType, layout: Any) -> Any:
     if layout is None:
         return compact(x.layout.shape)
-    if modes_of(layout.shape) != modes_of(x.layout.shape):
+    if not same_modes(layout.shape, x.layout.shape):
         raise fail("copy", f"the layout {layout} does not have the operand's shape", x)
     if all(type(v) is int for v in it.flatten(layout.shape) + it.flatten(layout.stride)) and (
             it.product(layout.shape) <= 1 << 20 and not layout_check.image_is_injective(layout)):
@@ -168,7 +180,7 @@ def coerce(name: str, *xs: Any) -> list:
 def broadcast_modes(name: str, types: list) -> tuple | None:
     """The numpy-style broadcast of the operands' modes (aligned on the right), or None if no operand needs it."""
     full = [t for t in types if t.rank != 0]
-    if not full or all(modes_of(t.shape) == modes_of(full[0].shape) for t in full[1:]):
+    if not full or all(same_modes(t.shape, full[0].shape) for t in full[1:]):
         return None
     r = max(t.rank for t in full)
     out = []
@@ -182,7 +194,7 @@ def broadcast_modes(name: str, types: list) -> tuple | None:
             m = ms[i]
             if picked is None or is_one(mode_size(picked)) and not is_one(mode_size(m)):
                 picked = m
-            elif m != picked and not is_one(mode_size(m)):
+            elif not same_mode(m, picked) and not is_one(mode_size(m)):
                 raise fail(name, f"shapes cannot be broadcast together (mode {pos} from the left of the result)", *types)
         out.append(picked)
     return tuple(out)
@@ -198,7 +210,7 @@ def broadcast_operands(name: str, xs: list) -> list:
         return xs
     out = []
     for x, t in zip(xs, types):
-        if t.rank == 0 or modes_of(t.shape) == modes:
+        if t.rank == 0 or same_modes(t.shape, modes):
             out.append(x)
         else:
             r = len(modes)

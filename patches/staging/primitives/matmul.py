@@ -15,7 +15,7 @@ from .. import dtypes
 from ..array import Array
 from ..core import bind, get_aval
 from ..errors import fail
-from ..types import TensorType, compact, modes_of, shape_of_modes
+from ..types import TensorType, compact, modes_of, same_mode, same_modes, shape_of_modes
 from .registry import primitive
 
 
@@ -27,9 +27,9 @@ def _out_shape(a: TensorType, b: TensorType) -> Any:
     if a.dtype == "bool":
         raise fail("matmul", "expects numeric operands, not bool", a, b)
     am, bm = modes_of(a.shape), modes_of(b.shape)
-    if am[1] != bm[0]:
+    if not same_mode(am[1], bm[0]):
         raise fail("matmul", "the contracted modes differ (a's mode 1 and b's mode 0)", a, b)
-    if am[2:] != bm[2:]:
+    if not same_modes(am[2:], bm[2:]):
         raise fail("matmul", "the batch modes differ", a, b)
     return shape_of_modes((am[0], bm[1]) + am[2:])
 
@@ -78,7 +78,7 @@ def _broadcast_batch(x: list, y: list, ta: TensorType, tb: TensorType) -> list:
     x, y = [1] * (n - len(x)) + x, [1] * (n - len(y)) + y
     out = []
     for p, q in zip(x, y):
-        if p == q or is_one(mode_size(q)):
+        if same_mode(p, q) or is_one(mode_size(q)):
             out.append(p)
         elif is_one(mode_size(p)):
             out.append(q)

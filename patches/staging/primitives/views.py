@@ -36,6 +36,8 @@ from ..types import (
     mode_size,
     modes_of,
     permute,
+    same_mode,
+    same_modes,
     zeros_like_shape,
 )
 from .registry import primitive
@@ -259,7 +261,7 @@ def _broadcast_rule(layout: Layout, *, shape: Any, dims: tuple, name: str) -> tu
         o = src.get(j)
         if o is None or (is_one(mode_size(o.shape)) and not is_one(mode_size(m))):
             out.append(Layout._make(m, zeros_like_shape(m)))
-        elif o.shape == m:
+        elif same_mode(o.shape, m):
             out.append(o)
         else:
             raise fail(name, f"operand mode {o} cannot broadcast to the mode {it.to_str(m)}", t)
@@ -278,7 +280,7 @@ def broadcast(x: Any, shape: Any, dims: tuple) -> Any:
 def broadcast_to(x: Any, shape: Any) -> Any:
     """numpy-style broadcast of ``x`` to ``shape`` (modes aligned on the right); a view."""
     t = get_aval(x)
-    if modes_of(t.shape) == modes_of(shape) and t.rank:
+    if t.rank and same_modes(t.shape, shape):
         return x
     r = len(modes_of(shape))
     return broadcast(x, shape, tuple(range(r - t.rank, r)))
@@ -306,7 +308,7 @@ def ones(shape: Any, dtype: Any = "f32") -> Any:
 
 
 def _embed_abstract(y: TensorType, *, shape: Any, map: Layout, offset: Any) -> list:
-    if modes_of(map.shape) != modes_of(y.shape):
+    if not same_modes(map.shape, y.shape):
         raise fail("embed", f"the map {map} does not have the operand's shape", y)
     if arith.lt(size(compact(shape)), cosize(map) + offset):
         raise fail("embed", f"the map {map} at offset {offset} reaches past the shape {it.to_str(shape)}", y)
