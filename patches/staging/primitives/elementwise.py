@@ -4,7 +4,7 @@ Layout rule: operands have modes of the same sizes (the hierarchy inside a mode 
 compatible shapes), or are rank-0 scalars, which broadcast implicitly. The
 result reuses the operands' layout when they all share one and it is compact (a bijection onto
 [0, size)), so elementwise work keeps the storage order of its inputs (row-major stays row-major);
-otherwise the result is compact column-major. At the op level, Python scalars take the dtype of
+otherwise the result is compact column-major, in the operands' shape with the fewest leaves. At the op level, Python scalars take the dtype of
 the other operand (the only implicit conversion), and other shapes broadcast numpy-style by
 inserting ``broadcast`` views (stride-0 modes) into the program.
 """
@@ -44,13 +44,16 @@ def elementwise_layout(name: str, types: tuple) -> Any:
         return SCALAR_LAYOUT
     first = full[0].layout
     same = True
+    flattest = first.shape
     for t in full[1:]:
         if t.layout is first or t.layout == first:
             continue
         same = False
         if not same_modes(t.layout.shape, first.shape):
             raise fail(name, "operands have different shapes", *types)
-    return computed_layout(first) if same else compact(first.shape)
+        if len(it.flatten(t.layout.shape)) < len(it.flatten(flattest)) if type(flattest) is tuple else False:
+            flattest = t.layout.shape
+    return computed_layout(first) if same else compact(flattest)
 
 
 def _check_kind(name: str, kind: str, types: tuple) -> str:
