@@ -1,12 +1,12 @@
-"""Elementwise primitives: unary and binary arithmetic, comparisons, ``where`` and ``astype``.
+"""Elementwise primitives: unary and binary arithmetic, comparisons, ``where``, ``astype`` and ``copy``.
 
-Layout rule: operands have modes of the same sizes (the hierarchy inside a mode may differ, as for CuTe's
-compatible shapes), or are rank-0 scalars, which broadcast implicitly. The
-result reuses the operands' layout when they all share one and it is compact (a bijection onto
-[0, size)), so elementwise work keeps the storage order of its inputs (row-major stays row-major);
-otherwise the result is compact column-major, in the operands' shape with the fewest leaves. At the op level, Python scalars take the dtype of
-the other operand (the only implicit conversion), and other shapes broadcast numpy-style by
-inserting ``broadcast`` views (stride-0 modes) into the program.
+Layout rule: operands have modes of the same sizes (the hierarchy inside a mode may differ, as for
+CuTe's compatible shapes), or are rank-0 scalars, which broadcast implicitly. The result reuses the
+operands' layout when they all share one and it is compact (a bijection onto [0, size)), so
+elementwise work keeps the storage order of its inputs (row-major stays row-major); otherwise the
+result is compact column-major, in the operands' shape with the fewest leaves. At the op level, Python
+scalars take the dtype of the other operand (the only implicit conversion), and other shapes broadcast
+numpy-style by inserting ``broadcast`` views (stride-0 modes) into the program.
 """
 
 from __future__ import annotations
