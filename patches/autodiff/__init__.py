@@ -6,10 +6,12 @@ Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (f
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
-from . import jvp_rules, transpose_rules  # noqa: F401 (registers the rules)
+from . import batching_rules, jvp_rules, transpose_rules  # noqa: F401 (registers the rules)
 from .api import LinearFunction, VJPFunction, grad, jvp, linearize, value_and_grad, vjp
+from .batching import batch_rules as batch_rule_table
+from .batching import vmap
 from .jvp import jvp_rules as jvp_rule_table
 from .transpose import transpose_rules as transpose_rule_table
 
-__all__ = ["LinearFunction", "VJPFunction", "grad", "jvp", "jvp_rule_table", "linearize", "transpose_rule_table",
-           "value_and_grad", "vjp"]
+__all__ = ["LinearFunction", "VJPFunction", "batch_rule_table", "grad", "jvp", "jvp_rule_table", "linearize",
+           "transpose_rule_table", "value_and_grad", "vjp", "vmap"]

@@ -14,9 +14,10 @@ import numpy as np
 from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import bind, get_aval
+from ..staging.errors import StagingError
 from ..staging.types import TensorType
 from .jvp import jvp_rules
-from .tangents import Zero, add_tangents, like, scale, tangent_type
+from .tangents import Zero, add_tangents, is_injective, like, scale, tangent_type
 
 
 def _out_type(p: Any) -> TensorType:
@@ -32,8 +33,33 @@ def linear(prim: Any) -> None:
     jvp_rules[prim] = rule
 
 
-for _p in (P.neg_p, P.transpose_p, P.slice_p, P.tile_p, P.view_p, P.broadcast_p, P.reduce_sum_p, P.embed_p, P.copy_p):
+for _p in (P.neg_p, P.transpose_p, P.slice_p, P.broadcast_p, P.reduce_sum_p, P.embed_p, P.copy_p):
     linear(_p)
+
+
+def apply_view(prim: Any, t: Any, like: TensorType, **params: Any) -> Any:
+    """A view of a tangent that may live in another layout than its primal (whose type is ``like``).
+
+    A view that is a layout on the primal's layout need not be one on the tangent's (reading a row-major
+    tangent as a colexicographic reshape); then the tangent is first copied into the primal's layout.
+    """
+    try:
+        return bind(prim, t, **params)
+    except StagingError:
+        target = like.layout if is_injective(like.layout) else None
+        return bind(prim, P.copy(t, target), **params)
+
+
+def _layout_view(prim: Any) -> None:
+    def rule(primals: list, tangents: list, **params: Any) -> tuple:
+        (x,), (t,) = primals, tangents
+        out = bind(prim, x, **params)
+        return out, (Zero(_out_type(out)) if isinstance(t, Zero) else apply_view(prim, t, get_aval(x), **params))
+    jvp_rules[prim] = rule
+
+
+for _p in (P.tile_p, P.view_p):
+    _layout_view(_p)
 
 
 def unary(prim: Any, factor: Any) -> None:

@@ -15,7 +15,8 @@ import numpy as np
 from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import get_aval
-from ..staging.types import TensorType, computed_layout
+from ..staging.symbols import is_symbolic
+from ..staging.types import TensorType, computed_layout, is_compact
 
 
 class Zero:
@@ -77,6 +78,15 @@ def scale(t: Any, c: Any, out: TensorType) -> Any:
     if isinstance(t, Zero):
         return Zero(out)
     return full_shape(P.mul(t, c), out)
+
+
+def is_injective(layout: Any) -> bool:
+    """Whether distinct coordinates of the layout reach distinct offsets (decided on concrete layouts)."""
+    from ..layouts import check
+
+    if is_compact(layout):
+        return True
+    return bool(check.image_is_injective(layout)) if not is_symbolic(layout) else False
 
 
 def ones_like_scalar(t: TensorType) -> np.generic:
