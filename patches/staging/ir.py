@@ -98,6 +98,19 @@ class Program:
 
         return evaluate(self, *args)
 
+    def dce(self) -> Program:
+        """The same program without the equations no output depends on (every primitive is pure)."""
+        live = {id(a) for a in self.outputs if isinstance(a, Var)}
+        kept = []
+        for e in reversed(self.eqns):
+            if any(id(v) in live for v in e.outputs):
+                kept.append(e)
+                live.update(id(a) for a in e.inputs if isinstance(a, Var))
+        kept.reverse()
+        keep_consts = [(v, x) for v, x in zip(self.consts, self.const_values) if id(v) in live]
+        return Program([v for v, _ in keep_consts], [x for _, x in keep_consts], self.params, kept, self.outputs,
+                       self.in_tree, self.out_tree, self.name)
+
     def closed_over(self) -> Program:
         """The same program with its constants turned into leading parameters (closure conversion)."""
         return Program([], [], self.consts + self.params, self.eqns, self.outputs, None, self.out_tree, self.name)

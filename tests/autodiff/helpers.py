@@ -39,7 +39,7 @@ def fd_jvp(f, arrays: list, vs: list, eps: float = 1e-6) -> list:
     """Central differences of f in the direction vs."""
     hi = outputs(f(*perturbed(arrays, vs, eps)))
     lo = outputs(f(*perturbed(arrays, vs, -eps)))
-    return [(h - l) / (2 * eps) for h, l in zip(hi, lo)]
+    return [(h - w) / (2 * eps) for h, w in zip(hi, lo)]
 
 
 def directions(rng: np.random.Generator, arrays: list) -> list:

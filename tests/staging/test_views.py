@@ -82,3 +82,18 @@ def test_stride_zero_input_layouts_evaluate():
     prog = pt.stage(lambda x: x * 2.0, t)
     row = np.arange(4.0)
     np.testing.assert_array_equal(pt.evaluate(prog, np.broadcast_to(row, (3, 4))), np.broadcast_to(2 * row, (3, 4)))
+
+
+def test_none_in_an_index_adds_a_size_one_mode():
+    x = Array.from_numpy(np.arange(12.0).reshape(3, 4))
+    for idx in [(slice(None), None), (None,), (None, 1), (1, None, slice(1, 3)), (Ellipsis, None), (None, Ellipsis, 2)]:
+        y = x[idx]
+        assert y.storage is x.storage
+        np.testing.assert_array_equal(y.logical(), np.arange(12.0).reshape(3, 4)[idx])
+    assert str(pt.stage(lambda v: v[:, None], x.type).out_types[0]) == "f64[(3,1,4):(4,0,1)]"
+
+
+def test_program_dce_drops_dead_equations():
+    prog = pt.stage(lambda a, b: (pt.exp(a), pt.reduce_sum(a @ b))[0], pt.tensor("f32", (2, 2)), pt.tensor("f32", (2, 2)))
+    assert [e.prim.name for e in prog.eqns] == ["exp", "matmul", "reduce_sum"]
+    assert [e.prim.name for e in prog.dce().check().eqns] == ["exp"]

@@ -38,6 +38,7 @@ from ..types import (
     permute,
     same_mode,
     same_modes,
+    shape_of_modes,
     zeros_like_shape,
 )
 from .registry import primitive
@@ -158,10 +159,37 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """``x[i, a:b, :]``: integers fix modes, slices narrow them (positive steps); a view."""
+    """``x[i, a:b, :, None]``: integers fix modes, slices narrow them (positive steps), None adds a size-1 mode; a view."""
+    index = index if isinstance(index, tuple) else (index,)
+    if any(ix is None for ix in index):
+        kept = [ix for ix in index if ix is not None]
+        y = getitem(x, tuple(kept))
+        # the result modes in order: one per slice / Ellipsis-expanded entry of kept, then a 1 for each None
+        ty = get_aval(y)
+        ym = list(modes_of(ty.shape)) if ty.rank else []
+        out_modes: list = []
+        dims: list = []
+        ellipsis_width = len(ym) - sum(1 for ix in kept if isinstance(ix, slice))
+        src = 0
+        for ix in index:
+            if ix is None:
+                out_modes.append(1)
+            elif ix is Ellipsis:
+                for _ in range(ellipsis_width):
+                    dims.append(len(out_modes))
+                    out_modes.append(ym[src])
+                    src += 1
+            elif isinstance(ix, slice):
+                dims.append(len(out_modes))
+                out_modes.append(ym[src])
+                src += 1
+        while src < len(ym):  # modes the index did not mention
+            dims.append(len(out_modes))
+            out_modes.append(ym[src])
+            src += 1
+        return broadcast(y, shape_of_modes(out_modes), tuple(dims))
     t = get_aval(x)
     ms = modes_of(t.shape) if t.rank else ()
-    index = index if isinstance(index, tuple) else (index,)
     if any(ix is Ellipsis for ix in index):
         k = next(i for i, ix in enumerate(index) if ix is Ellipsis)
         fill = len(ms) - (len(index) - 1)
