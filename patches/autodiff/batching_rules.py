@@ -35,21 +35,21 @@ def _per_example(x: Any, d: int | None) -> TensorType:
 
 
 def elementwise(prim: Any) -> None:
-    def rule(n: int, vals: list, dims: list, **params: Any) -> tuple:
-        types = [_per_example(v, d) for v, d in zip(vals, dims)]
+    def rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+        types = [_per_example(v, d) for v, d in zip(vals, bdims)]
         full = [t for t in types if t.rank]
         r = max((t.rank for t in full), default=0)
-        batched = [d for d in dims if d is not None]
+        batched = [d for d in bdims if d is not None]
         # fast path: every batched operand has the full per-example rank and the same batch mode
         if all(d == batched[0] for d in batched) and all(
-                (d is not None and t.rank == r) or (d is None and t.rank == 0) for t, d in zip(types, dims)):
+                (d is not None and t.rank == r) or (d is None and t.rank == 0) for t, d in zip(types, bdims)):
             return bind(prim, *vals, **params), batched[0]
         # the batch goes where a full-rank batched operand already has it
-        pos = next((d for t, d in zip(types, dims) if d is not None and t.rank == r), 0)
+        pos = next((d for t, d in zip(types, bdims) if d is not None and t.rank == r), 0)
         modes = list(modes_of(full[0].layout.shape)) if r else []
         target = shape_of_modes(modes[:pos] + [n] + modes[pos:])
         out = []
-        for v, d, t in zip(vals, dims, types):
+        for v, d, t in zip(vals, bdims, types):
             if d is None and t.rank == 0:
                 out.append(v)
             elif d is None:
@@ -68,36 +68,36 @@ elementwise(P.where_p)
 elementwise(P.astype_p)
 
 
-def _copy(n: int, vals: list, dims: list, *, layout: Any) -> tuple:
-    (x,), (d,) = vals, dims
+def _copy(n: int, vals: list, bdims: list, *, layout: Any) -> tuple:
+    (x,), (d,) = vals, bdims
     if layout is None:
         return P.copy(x), d
     return P.copy(x, insert_mode(layout, d, Layout(n, cosize(layout)))), d
 
 
-def _transpose(n: int, vals: list, dims: list, *, perm: tuple) -> tuple:
-    (x,), (d,) = vals, dims
+def _transpose(n: int, vals: list, bdims: list, *, perm: tuple) -> tuple:
+    (x,), (d,) = vals, bdims
     pos = [i if i < d else i + 1 for i in range(len(perm))]
     return P.transpose(x, (d,) + tuple(pos[p] for p in perm)), 0
 
 
-def _slice(n: int, vals: list, dims: list, *, index: tuple) -> tuple:
-    (x,), (d,) = vals, dims
+def _slice(n: int, vals: list, bdims: list, *, index: tuple) -> tuple:
+    (x,), (d,) = vals, bdims
     new = index[:d] + (None,) + index[d:]
     out_d = sum(1 for ix in index[:d] if ix is None or isinstance(ix, P.Span))
     return bind(P.slice_p, x, index=new), out_d
 
 
-def _broadcast_rule(n: int, vals: list, dims: list, **params: Any) -> tuple:
-    (x,), (d,) = vals, dims
+def _broadcast_rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+    (x,), (d,) = vals, bdims
     x = move_bdim(x, d, 0, n)
     out_modes = modes_of(params["shape"])
     return P.broadcast(x, shape_of_modes((n,) + tuple(out_modes)), (0,) + tuple(i + 1 for i in params["dims"])), 0
 
 
 def _reduce(prim: Any) -> Any:
-    def rule(n: int, vals: list, dims: list, *, axes: tuple) -> tuple:
-        (x,), (d,) = vals, dims
+    def rule(n: int, vals: list, bdims: list, *, axes: tuple) -> tuple:
+        (x,), (d,) = vals, bdims
         new = tuple(a if a < d else a + 1 for a in axes)
         return bind(prim, x, axes=new), d - sum(1 for a in axes if a < d)
     return rule
@@ -109,8 +109,8 @@ def _with_batch_mode(b: Layout, n: int, stride: Any) -> Layout:
 
 def _mapped_view(prim: Any) -> Any:
     """tile/view batched: read through the coordinate map with the batch appended as its last mode."""
-    def rule(n: int, vals: list, dims: list, **params: Any) -> tuple:
-        (x,), (d,) = vals, dims
+    def rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+        (x,), (d,) = vals, bdims
         t = _per_example(x, d)
         b, offset = P.coordinate_map(prim, t.layout.shape, params)
         x = move_bdim(x, d, t.rank, n)
@@ -122,8 +122,8 @@ def _mapped_view(prim: Any) -> Any:
     return rule
 
 
-def _embed(n: int, vals: list, dims: list, *, shape: Any, map: Layout, offset: Any) -> tuple:
-    (y,), (d,) = vals, dims
+def _embed(n: int, vals: list, bdims: list, *, shape: Any, map: Layout, offset: Any) -> tuple:
+    (y,), (d,) = vals, bdims
     t = _per_example(y, d)
     y = move_bdim(y, d, t.rank, n)
     out_modes = tuple(modes_of(shape))
@@ -131,8 +131,8 @@ def _embed(n: int, vals: list, dims: list, *, shape: Any, map: Layout, offset: A
     return P.embed(y, shape_of_modes(out_modes + (n,)), mapped, offset), len(out_modes)
 
 
-def _matmul(n: int, vals: list, dims: list) -> tuple:
-    (a, b), (da, db) = vals, dims
+def _matmul(n: int, vals: list, bdims: list) -> tuple:
+    (a, b), (da, db) = vals, bdims
     ra, rb = _per_example(a, da).rank, _per_example(b, db).rank
     a, b = move_bdim(a, da, ra, n), move_bdim(b, db, rb, n)
     return P.matmul_p.bind(a, b), ra
