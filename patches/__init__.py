@@ -1,7 +1,12 @@
 """patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
 
+from .autodiff import grad, jvp, linearize, value_and_grad, vjp, vmap
 from .layouts import *  # noqa: F403
 from .layouts import __all__ as _layout_names
+from .staging import OPS as _ops
+from .staging import Array, Program, StagingError, TensorType, bind, evaluate, jit, stage, tensor
+from .staging.primitives import *  # noqa: F403
 
 __version__ = "0.1.0"
-__all__ = list(_layout_names)
+__all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
+                                 *_ops, "grad", "jvp", "linearize", "value_and_grad", "vjp", "vmap"]

@@ -1,1 +1,17 @@
-"""Autodiff: jvp, linearize, transpose, vjp, grad and vmap on staged programs (lands with the autodiff issue)."""
+"""Autodiff: jvp, linearize (jvp + partial evaluation), vjp and grad (transpose of the linear program), vmap.
+
+Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (forward mode),
+``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
+(reverse mode), ``api`` (the user's functions), ``batching`` + ``batching_rules`` (vmap).
+Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
+"""
+
+from . import batching_rules, jvp_rules, transpose_rules  # noqa: F401 (registers the rules)
+from .api import LinearFunction, VJPFunction, grad, jvp, linearize, value_and_grad, vjp
+from .batching import batch_rules as batch_rule_table
+from .batching import vmap
+from .jvp import jvp_rules as jvp_rule_table
+from .transpose import transpose_rules as transpose_rule_table
+
+__all__ = ["LinearFunction", "VJPFunction", "batch_rule_table", "grad", "jvp", "jvp_rule_table", "linearize",
+           "transpose_rule_table", "value_and_grad", "vjp", "vmap"]

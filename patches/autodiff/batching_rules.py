@@ -1,0 +1,145 @@
+"""The batching rule of every primitive: layout algebra on the batch mode.
+
+Elementwise: operands get the batch at the same mode (transpose views, stride-0 broadcasts for unbatched
+ones). Views and reductions: the batch is one more mode their params skip. ``tile``, ``view`` and
+``embed`` read through a coordinate map; batched, the map gets the batch as one more mode whose stride is
+the per-example size. ``matmul``: the batch joins the trailing batch modes (CuTe's L).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..layouts import Layout, cosize, size
+from ..staging import primitives as P
+from ..staging.core import bind, get_aval
+from ..staging.errors import StagingError
+from ..staging.types import (
+    TensorType,
+    compact,
+    drop_mode,
+    insert_mode,
+    layout_of_modes,
+    mode_layouts,
+    modes_of,
+    shape_of_modes,
+)
+from .batching import batch_rules, move_bdim
+
+
+def _per_example(x: Any, d: int | None) -> TensorType:
+    t = get_aval(x)
+    if d is None:
+        return t
+    return TensorType(t.dtype, drop_mode(t.layout, d))
+
+
+def elementwise(prim: Any) -> None:
+    def rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+        types = [_per_example(v, d) for v, d in zip(vals, bdims)]
+        full = [t for t in types if t.rank]
+        r = max((t.rank for t in full), default=0)
+        batched = [d for d in bdims if d is not None]
+        # fast path: every batched operand has the full per-example rank and the same batch mode
+        if all(d == batched[0] for d in batched) and all(
+                (d is not None and t.rank == r) or (d is None and t.rank == 0) for t, d in zip(types, bdims)):
+            return bind(prim, *vals, **params), batched[0]
+        # the batch goes where a full-rank batched operand already has it
+        pos = next((d for t, d in zip(types, bdims) if d is not None and t.rank == r), 0)
+        modes = list(modes_of(full[0].layout.shape)) if r else []
+        target = shape_of_modes(modes[:pos] + [n] + modes[pos:])
+        out = []
+        for v, d, t in zip(vals, bdims, types):
+            if d is None and t.rank == 0:
+                out.append(v)
+            elif d is None:
+                out.append(P.broadcast(v, target, tuple(i if i < pos else i + 1 for i in range(r))))
+            elif t.rank == r:
+                out.append(move_bdim(v, d, pos, n))
+            else:  # a batched scalar among tensors
+                out.append(P.broadcast(v, target, (pos,)))
+        return bind(prim, *out, **params), pos
+    batch_rules[prim] = rule
+
+
+for _name in list(P.UNARY) + list(P.BINARY) + list(P.COMPARE):
+    elementwise(P.prims[_name])
+elementwise(P.where_p)
+elementwise(P.astype_p)
+
+
+def _copy(n: int, vals: list, bdims: list, *, layout: Any) -> tuple:
+    (x,), (d,) = vals, bdims
+    if layout is None:
+        return P.copy(x), d
+    return P.copy(x, insert_mode(layout, d, Layout(n, cosize(layout)))), d
+
+
+def _transpose(n: int, vals: list, bdims: list, *, perm: tuple) -> tuple:
+    (x,), (d,) = vals, bdims
+    pos = [i if i < d else i + 1 for i in range(len(perm))]
+    return P.transpose(x, (d,) + tuple(pos[p] for p in perm)), 0
+
+
+def _slice(n: int, vals: list, bdims: list, *, index: tuple) -> tuple:
+    (x,), (d,) = vals, bdims
+    new = index[:d] + (None,) + index[d:]
+    out_d = sum(1 for ix in index[:d] if ix is None or isinstance(ix, P.Span))
+    return bind(P.slice_p, x, index=new), out_d
+
+
+def _broadcast_rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+    (x,), (d,) = vals, bdims
+    x = move_bdim(x, d, 0, n)
+    out_modes = modes_of(params["shape"])
+    return P.broadcast(x, shape_of_modes((n,) + tuple(out_modes)), (0,) + tuple(i + 1 for i in params["dims"])), 0
+
+
+def _reduce(prim: Any) -> Any:
+    def rule(n: int, vals: list, bdims: list, *, axes: tuple) -> tuple:
+        (x,), (d,) = vals, bdims
+        new = tuple(a if a < d else a + 1 for a in axes)
+        return bind(prim, x, axes=new), d - sum(1 for a in axes if a < d)
+    return rule
+
+
+def _with_batch_mode(b: Layout, n: int, stride: Any) -> Layout:
+    return layout_of_modes(mode_layouts(b) + [Layout._make(n, stride)]) if b.rank else Layout._make(n, stride)
+
+
+def _mapped_view(prim: Any) -> Any:
+    """tile/view batched: read through the coordinate map with the batch appended as its last mode."""
+    def rule(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+        (x,), (d,) = vals, bdims
+        t = _per_example(x, d)
+        b, offset = P.coordinate_map(prim, t.layout.shape, params)
+        x = move_bdim(x, d, t.rank, n)
+        mapped = _with_batch_mode(b, n, size(compact(t.layout.shape)))
+        try:
+            return P.view(x, mapped, offset), mapped.rank - 1
+        except StagingError:  # not a layout on x's layout: read a compact copy instead
+            return P.view(P.copy(x), mapped, offset), mapped.rank - 1
+    return rule
+
+
+def _embed(n: int, vals: list, bdims: list, *, shape: Any, map: Layout, offset: Any) -> tuple:
+    (y,), (d,) = vals, bdims
+    t = _per_example(y, d)
+    y = move_bdim(y, d, t.rank, n)
+    out_modes = tuple(modes_of(shape))
+    mapped = _with_batch_mode(map, n, size(compact(shape)))
+    return P.embed(y, shape_of_modes(out_modes + (n,)), mapped, offset), len(out_modes)
+
+
+def _matmul(n: int, vals: list, bdims: list) -> tuple:
+    (a, b), (da, db) = vals, bdims
+    ra, rb = _per_example(a, da).rank, _per_example(b, db).rank
+    a, b = move_bdim(a, da, ra, n), move_bdim(b, db, rb, n)
+    return P.matmul_p.bind(a, b), ra
+
+
+batch_rules.update({
+    P.copy_p: _copy, P.transpose_p: _transpose, P.slice_p: _slice, P.broadcast_p: _broadcast_rule,
+    P.reduce_sum_p: _reduce(P.reduce_sum_p), P.reduce_max_p: _reduce(P.reduce_max_p),
+    P.tile_p: _mapped_view(P.tile_p), P.view_p: _mapped_view(P.view_p), P.embed_p: _embed, P.matmul_p: _matmul,
+})

@@ -1,0 +1,180 @@
+"""Array: a concrete value of the numpy interpreter, flat storage plus an offset plus a Layout (CuTe's tensor).
+
+Views share ``storage`` and differ only in ``offset`` and ``layout``; only computed values allocate.
+Reading a value as a numpy array uses ``as_strided`` over the layout's leaves, so reading never copies
+the storage either (numpy may copy when regrouping hierarchical modes for a computation).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..layouts import Layout
+from ..layouts import inttuple as it
+from . import dtypes
+from .errors import fail
+from .operators import Operators
+from .types import SCALAR_LAYOUT, TensorType, compact, is_compact, logical_shape
+
+
+def _leaves(layout: Layout) -> tuple[tuple, tuple]:
+    s, d = layout.shape, layout.stride
+    if type(s) is not tuple:
+        return (s,), (d,)
+    return it.flatten(s), it.flatten(d)
+
+
+class _Plan(NamedTuple):
+    """How to read a layout with numpy: leaf shape and strides, the logical shape, and whether it is column-major."""
+
+    leaf_shape: tuple
+    leaf_strides: tuple
+    logical: tuple
+    size: int
+    col_major: bool
+
+
+@lru_cache(maxsize=8192)
+def _plan(layout: Layout) -> _Plan | None:
+    shapes, strides = _leaves(layout)
+    if not all(type(x) is int for x in shapes + strides):
+        return None
+    size = 1
+    for x in shapes:
+        size *= x
+    return _Plan(shapes, strides, logical_shape(layout), size, layout == compact(layout.shape))
+
+
+def _concrete(layout: Layout, what: str) -> _Plan:
+    plan = _plan(layout)
+    if plan is None:
+        raise fail(what, f"the layout {layout} is symbolic; bind its symbols to concrete arrays before evaluating")
+    return plan
+
+
+class Array(Operators):
+    """A concrete tensor: 1-D numpy ``storage``, element ``offset`` and ``layout``; ``dtype`` is the short name."""
+
+    __slots__ = ("storage", "offset", "layout", "dtype")
+    __array_priority__ = 100
+
+    def __init__(self, storage: np.ndarray, offset: int, layout: Layout, dtype: str) -> None:
+        self.storage = storage
+        self.offset = offset
+        self.layout = layout
+        self.dtype = dtype
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.dtype, self.layout)
+
+    @property
+    def aval(self) -> TensorType:
+        return TensorType(self.dtype, self.layout)
+
+    @property
+    def shape(self) -> Any:
+        return self.layout.shape
+
+    # -- reading -----------------------------------------------------------------------
+    def strided(self) -> np.ndarray:
+        """A numpy view of the storage with one axis per leaf mode of the layout (never copies; numpy checks bounds)."""
+        plan = _concrete(self.layout, "evaluate")
+        st = self.storage
+        item = st.itemsize
+        return np.ndarray(plan.leaf_shape, st.dtype, buffer=st, offset=self.offset * item,
+                          strides=tuple(d * item for d in plan.leaf_strides))
+
+    def logical(self) -> np.ndarray:
+        """The values as a numpy array with one axis per top-level mode (coordinates colexicographic within a mode)."""
+        plan = _concrete(self.layout, "evaluate")
+        if plan.col_major:
+            o = self.offset
+            return self.storage[o:o + plan.size].reshape(plan.logical, order="F")
+        view = self.strided()
+        if view.shape == plan.logical:
+            return view
+        return view.reshape(plan.logical, order="F")
+
+    def numpy(self) -> np.ndarray:
+        """A fresh numpy array of the values (what transformations hand back to the user)."""
+        return np.array(self.logical())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __bool__(self) -> bool:
+        return bool(self.logical())
+
+    def __float__(self) -> float:
+        return float(self.logical())
+
+    def __repr__(self) -> str:
+        return f"Array({self.type}, {np.array2string(self.logical(), threshold=20)})"
+
+    # -- building ----------------------------------------------------------------------
+    @staticmethod
+    def from_logical(values: Any, layout: Layout, dtype: str) -> Array:
+        """A fresh array holding ``values`` (numpy, one axis per top-level mode) stored with ``layout``."""
+        npd = dtypes.to_numpy(dtype)
+        values = np.asarray(values, dtype=npd)
+        plan = _concrete(layout, "evaluate")
+        if plan.col_major:
+            return Array(np.ravel(values, order="F"), 0, layout, dtype)  # impl rules hand over fresh values
+        shapes, strides = plan.leaf_shape, plan.leaf_strides
+        span = 1 + sum((s - 1) * d for s, d in zip(shapes, strides))
+        storage = np.zeros(span, dtype=npd)
+        view = np.ndarray(shapes, npd, buffer=storage, strides=tuple(d * storage.itemsize for d in strides))
+        view[...] = values.reshape(shapes, order="F")
+        return Array(storage, 0, layout, dtype)
+
+    @staticmethod
+    def from_numpy(x: Any, dtype: str | None = None) -> Array:
+        """Wrap a numpy array (or scalar) without copying when its strides allow; its layout follows its strides."""
+        arr = np.asarray(x)
+        name = dtypes.canonical(arr.dtype, "array") if dtype is None else dtype
+        npd = dtypes.to_numpy(name)
+        if arr.dtype != npd:
+            arr = arr.astype(npd)
+        if arr.ndim == 0:
+            return Array(arr.reshape(1), 0, SCALAR_LAYOUT, name)
+        if arr.size == 0:
+            raise fail("array", f"empty arrays have no layout (shape {arr.shape})")
+        item = arr.itemsize
+        if any(s < 0 or s % item for s in arr.strides):
+            arr = np.ascontiguousarray(arr)
+        strides = tuple(s // item for s in arr.strides)
+        span = 1 + sum((n - 1) * d for n, d in zip(arr.shape, strides))
+        storage = as_strided(arr, shape=(span,), strides=(item,), writeable=arr.flags.writeable)
+        if arr.ndim == 1:
+            layout = Layout._make(arr.shape[0], strides[0])
+        else:
+            layout = Layout._make(tuple(arr.shape), strides)
+        return Array(storage, 0, layout, name)
+
+    def relayout(self, layout: Layout) -> Array:
+        """The same values stored with another layout (a copy unless the layout is already ``layout``)."""
+        if layout == self.layout:
+            return self
+        return Array.from_logical(self.logical(), layout, self.dtype)
+
+
+def to_array(x: Any, dtype: str | None = None) -> Array:
+    """An Array from an Array, a numpy array or scalar, or a Python scalar (f32/i32/bool unless ``dtype`` says)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return Array.from_numpy(x, dtype)
+    if isinstance(x, (bool, int, float)):
+        name = dtype or dtypes.of_python_scalar(x)
+        return Array(np.array([x], dtype=dtypes.to_numpy(name)), 0, SCALAR_LAYOUT, name)
+    raise fail(None, f"expected a tensor (an Array, a numpy array or a Python number), got {type(x).__name__} {x!r}")
+
+
+def is_compact_array(a: Array) -> bool:
+    return is_compact(a.layout)

@@ -1,0 +1,257 @@
+"""The interpreter stack: primitives with rule tables, traces at levels, tracers, and ``bind``.
+
+As in JAX's core, every transformation (staging, jvp, partial evaluation, batching) is a Trace type;
+a MainTrace puts one on the stack at a level. ``bind`` sends a primitive to the highest-level trace
+among its operands (or the dynamic trace, so staging also captures operations on constants), after
+raising the lower-level operands into it. Level 0 is evaluation on concrete Arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..layouts import LayoutError
+from . import dtypes
+from .array import Array, to_array
+from .errors import StagingError, fail
+from .operators import Operators
+from .types import SCALAR_LAYOUT, TensorType
+
+
+class Primitive:
+    """An operation of the IR; its meaning lives in the rule tables keyed by it."""
+
+    __slots__ = ("name", "multiple_results", "is_call")
+
+    def __init__(self, name: str, multiple_results: bool = False, is_call: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+        self.is_call = is_call
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        return bind(self, *args, **params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# Rule tables of staging; autodiff adds its own (jvp, transpose, batching) keyed the same way.
+# abstract_eval: (*in_types, **params) -> list of out types.   impl: (*in_arrays, **params) -> list of Arrays.
+abstract_eval_rules: dict[Primitive, Callable[..., list]] = {}
+impl_rules: dict[Primitive, Callable[..., list]] = {}
+
+
+def abstract_eval(prim: Primitive, types: list, params: dict) -> list:
+    """The output types of ``prim`` on ``types``; a LayoutError from the algebra becomes a StagingError naming prim."""
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise fail(prim.name, "no abstract evaluation rule (is it a primitive of staging?)")
+    try:
+        return rule(*types, **params)
+    except LayoutError as e:
+        raise fail(prim.name, str(e), *types) from None
+
+
+# -- traces -----------------------------------------------------------------------------------
+
+
+class MainTrace:
+    """A transformation on the stack: its level, its Trace type and the data it shares across its traces."""
+
+    __slots__ = ("level", "trace_type", "global_data")
+
+    def __init__(self, level: int, trace_type: type, global_data: Any) -> None:
+        self.level, self.trace_type, self.global_data = level, trace_type, global_data
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    """How one transformation interprets primitives; ``pure``/``lift`` box values from below as its tracers."""
+
+    __slots__ = ("main",)
+
+    def __init__(self, main: MainTrace) -> None:
+        self.main = main
+
+    def pure(self, val: Any) -> Any:
+        raise NotImplementedError
+
+    def lift(self, val: Any) -> Any:
+        raise NotImplementedError
+
+    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
+        raise NotImplementedError
+
+
+class Tracer(Operators):
+    """A value seen by a transformation; its abstract value is ``aval`` (a TensorType)."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 100
+
+    @property
+    def aval(self) -> TensorType:
+        raise NotImplementedError
+
+    @property
+    def type(self) -> TensorType:
+        return self.aval
+
+    @property
+    def dtype(self) -> str:
+        return self.aval.dtype
+
+    @property
+    def layout(self) -> Any:
+        return self.aval.layout
+
+    @property
+    def shape(self) -> Any:
+        return self.aval.layout.shape
+
+    def full_lower(self) -> Any:
+        return self
+
+    def __bool__(self) -> bool:
+        raise fail(None, f"a traced value ({self.aval}) has no concrete truth value; Python control flow "
+                         "cannot depend on it (use where)")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise fail(None, f"a traced value ({self.aval}) cannot become a numpy array inside a transformation")
+
+    def __index__(self) -> int:
+        raise fail(None, f"a traced value ({self.aval}) cannot be used as a Python integer")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.aval})"
+
+
+class EvalTrace(Trace):
+    """Level 0: run each primitive's numpy implementation on concrete Arrays."""
+
+    __slots__ = ()
+
+    def pure(self, val: Any) -> Any:
+        return to_array(val)
+
+    lift = pure
+
+    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
+        rule = impl_rules.get(prim)
+        if rule is None:
+            raise fail(prim.name, "no numpy implementation")
+        try:
+            return rule(*tracers, **params)
+        except LayoutError as e:
+            raise fail(prim.name, str(e), *(t.type for t in tracers)) from None
+
+
+trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+_dynamic: list[MainTrace] = [trace_stack[0]]
+
+
+@contextmanager
+def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False) -> Iterator[MainTrace]:
+    """Push a transformation; with ``dynamic`` it also receives binds whose operands are all constants (staging)."""
+    main = MainTrace(len(trace_stack), trace_type, global_data)
+    trace_stack.append(main)
+    if dynamic:
+        _dynamic.append(main)
+    try:
+        yield main
+    finally:
+        if dynamic:
+            _dynamic.pop()
+        trace_stack.pop()
+
+
+def find_top_trace(args: Any) -> Trace:
+    top = _dynamic[-1]
+    for x in args:
+        if isinstance(x, Tracer):
+            m = x._trace.main
+            if m.level > top.level:
+                top = m
+    return top.trace_type(top)
+
+
+def full_raise(trace: Trace, val: Any) -> Any:
+    """``val`` as a tracer of ``trace``: constants are boxed, lower-level tracers lifted."""
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    level = trace.main.level
+    vmain = val._trace.main
+    if vmain is trace.main:
+        return val
+    if vmain.level < level:
+        return trace.lift(val)
+    if vmain.level > level:
+        raise fail(None, f"a value traced by {vmain.trace_type.__name__} escaped its transformation "
+                         f"and met {trace.main.trace_type.__name__} (a leaked tracer)")
+    raise fail(None, f"a value from a finished transformation ({vmain.trace_type.__name__}) was used again "
+                     "(a leaked tracer)")
+
+
+def full_lower(val: Any) -> Any:
+    return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """Apply ``prim`` to ``args`` in the highest transformation that sees them."""
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, a) for a in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    if prim.multiple_results:
+        return [full_lower(o) for o in outs]
+    return full_lower(outs[0])
+
+
+def bind_multi(prim: Primitive, *args: Any, **params: Any) -> list:
+    """``bind`` that always returns the list of outputs."""
+    out = bind(prim, *args, **params)
+    return out if prim.multiple_results else [out]
+
+
+# -- abstract values of anything -----------------------------------------------------------------
+
+
+def get_aval(x: Any) -> TensorType:
+    """The type of a tracer, an Array, a numpy array or a Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, Array):
+        return x.type
+    if isinstance(x, (np.ndarray, np.generic)):
+        return to_array(x).type
+    if isinstance(x, (bool, int, float)):
+        return TensorType(dtypes.of_python_scalar(x), SCALAR_LAYOUT)
+    raise fail(None, f"expected a tensor (a traced value, an Array, a numpy array or a Python number), "
+                     f"got {type(x).__name__} {x!r}")
+
+
+def is_tensor_like(x: Any) -> bool:
+    return isinstance(x, (Tracer, Array, bool, int, float, np.ndarray, np.generic))
+
+
+def scalar_type(dtype: str) -> TensorType:
+    return TensorType(dtype, SCALAR_LAYOUT)
+
+
+def to_user(x: Any) -> Any:
+    """What a transformation hands back: numpy arrays for concrete values, tracers unchanged."""
+    if isinstance(x, Array):
+        return x.numpy()
+    return x
+
+
+__all__ = [
+    "Array", "EvalTrace", "MainTrace", "Primitive", "StagingError", "Trace", "Tracer", "abstract_eval",
+    "abstract_eval_rules", "bind", "bind_multi", "find_top_trace", "full_lower", "full_raise", "get_aval",
+    "impl_rules", "new_main", "to_user", "trace_stack",
+]

@@ -1,0 +1,65 @@
+"""Element types: the short names a program prints (``f32``, ``i32``, ``bool``) and their numpy equivalents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import fail
+
+# name -> numpy dtype (None: the type stages and prints, but the numpy interpreter cannot run it).
+_NUMPY: dict[str, Any] = {
+    "f16": np.dtype(np.float16), "bf16": None, "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_),
+}
+_FROM_NUMPY = {v: k for k, v in _NUMPY.items() if v is not None}
+FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
+INTS = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
+DEFAULT_FLOAT = "f32"
+DEFAULT_INT = "i32"
+
+
+def canonical(dtype: Any, where: str = "tensor") -> str:
+    """The short name of a dtype given as a name (``"f32"``, ``"float32"``) or a numpy dtype."""
+    if isinstance(dtype, str) and dtype in _NUMPY:
+        return dtype
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        d = None
+    name = _FROM_NUMPY.get(d) if d is not None else None
+    if name is None:
+        raise fail(where, f"unsupported dtype {dtype!r}; use one of {', '.join(_NUMPY)}")
+    return name
+
+
+def to_numpy(name: str) -> np.dtype:
+    d = _NUMPY[name]
+    if d is None:
+        raise fail(None, f"dtype {name} has no numpy implementation, so it cannot be evaluated (it stages and prints)")
+    return d
+
+
+def is_float(name: str) -> bool:
+    return name in FLOATS
+
+
+def is_int(name: str) -> bool:
+    return name in INTS
+
+
+def kind(name: str) -> str:
+    """``float``, ``int`` or ``bool``: arguments convert implicitly only within a kind."""
+    return "float" if name in FLOATS else "int" if name in INTS else "bool"
+
+
+def of_python_scalar(x: Any) -> str:
+    """The dtype a bare Python scalar takes when nothing else decides it."""
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return DEFAULT_INT
+    return DEFAULT_FLOAT

@@ -1,0 +1,49 @@
+"""StagingError, the one exception bad input to staging and its transformations produces.
+
+Its message names the primitive, the offending types and the line of the user's code that made the
+call (the innermost frame outside the ``patches`` package), so a mistake deep inside a traced function
+is reported where the user wrote it.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from typing import Any
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class StagingError(ValueError):
+    """A shape, dtype, layout or usage error in a staged program; says which primitive, which types, and where."""
+
+    def __init__(self, message: str, primitive: str | None = None, types: tuple = (), site: str | None = None) -> None:
+        super().__init__(message)
+        self.primitive = primitive
+        self.types = types
+        self.site = site
+
+
+def user_site() -> str | None:
+    """``file:line in function: source`` of the innermost caller outside patches (None if there is none)."""
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_PACKAGE_DIR) and not name.startswith("<frozen") and not name.endswith("contextlib.py"):
+            text = linecache.getline(name, f.f_lineno).strip()
+            where = f"{os.path.basename(name)}:{f.f_lineno} in {f.f_code.co_name}"
+            return f"{where}: {text}" if text else where
+        f = f.f_back
+    return None
+
+
+def fail(primitive: str | None, message: str, *types: Any) -> StagingError:
+    """Build (for the caller to raise) a StagingError naming ``primitive``, ``types`` and the user's line."""
+    head = f"{primitive}: {message}" if primitive else message
+    if types:
+        head += " (got " + ", ".join(str(t) for t in types) + ")"
+    site = user_site()
+    if site:
+        head += f"\n  at {site}"
+    return StagingError(head, primitive, tuple(types), site)

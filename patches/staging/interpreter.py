@@ -1,0 +1,108 @@
+"""The numpy reference interpreter: run a Program on concrete values, honoring layouts.
+
+A value is an Array (storage, offset, layout); views share storage, computed values are stored in
+their type's layout. Arguments are bound to the parameter types: an Array or numpy array that already
+has the parameter's layout is used as is, anything else is copied into that layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .array import Array, to_array
+from .core import Tracer, bind_multi, impl_rules
+from .errors import fail
+from .ir import Literal, Program
+from .pytree import tree_flatten, tree_unflatten
+from .symbols import bind_symbols, is_symbolic, substitute
+from .types import TensorType, logical_shape
+
+
+def evaluate(prog: Program, *args: Any) -> Any:
+    """Run ``prog`` on numpy arrays (or Arrays), returning numpy arrays in the program's output pytree.
+
+    With traced arguments (inside jit, grad, vmap, ...) the program's equations are bound instead, so
+    evaluating a program composes with every transformation.
+    """
+    leaves, tree = tree_flatten(args)
+    if len(leaves) != len(prog.params):
+        raise fail("evaluate", f"{prog.name} takes {len(prog.params)} arrays ({prog.in_tree}), got {len(leaves)} ({tree})")
+    if any(isinstance(x, Tracer) for x in leaves) or any(isinstance(c, Tracer) for c in prog.const_values):
+        outs = eval_program(prog, leaves)
+        return tree_unflatten(prog.out_tree, outs)
+    types = [p.type for p in prog.params]
+    env = bind_symbols(types, leaves) if any(is_symbolic(t) for t in types) else None
+    if env is not None:
+        types = [substitute(t, env) for t in types]
+    arrays = [bind_argument(t, x, i, prog.name) for i, (t, x) in enumerate(zip(types, leaves))]
+    outs = run(prog, arrays, env)
+    return tree_unflatten(prog.out_tree, [o.numpy() for o in outs])
+
+
+def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Array:
+    """Argument ``x`` as an Array of type ``t`` (no copy when it already has t's dtype and layout)."""
+    a = x if isinstance(x, Array) else to_array(x if not isinstance(x, (bool, int, float)) else np.asarray(x))
+    want = logical_shape(t.layout)
+    got = logical_shape(a.layout)
+    if want != got:
+        raise fail(name, f"argument {i} has shape {got}, the program expects {t}", a.type)
+    if a.dtype != t.dtype:
+        dst = dtypes.to_numpy(t.dtype)
+        if dtypes.kind(a.dtype) != dtypes.kind(t.dtype):
+            raise fail(name, f"argument {i} has dtype {a.dtype}, the program expects {t}", a.type)
+        a = Array.from_logical(a.logical().astype(dst), t.layout, t.dtype)
+    return a.relayout(t.layout)
+
+
+def run(prog: Program, args: list, symbols: dict | None = None) -> list:
+    """Evaluate equation by equation with the numpy implementations (all values concrete Arrays).
+
+    ``symbols`` binds the symbols of a symbolic program; the params of its equations are made concrete with it.
+    """
+    env: dict[int, Array] = {}
+    for v, x in zip(prog.consts, prog.const_values):
+        env[id(v)] = x if isinstance(x, Array) else to_array(x)
+    for v, x in zip(prog.params, args):
+        env[id(v)] = x
+
+    def read(a: Any) -> Array:
+        if type(a) is Literal:
+            return to_array(a.value)
+        return env[id(a)]
+
+    for e in prog.eqns:
+        params = e.params
+        if symbols:
+            if e.prim.is_call:
+                outs = run(params["program"], [read(a) for a in e.inputs], symbols)
+                for v, o in zip(e.outputs, outs):
+                    env[id(v)] = o
+                continue
+            params = substitute(params, symbols)
+        outs = impl_rules[e.prim](*(read(a) for a in e.inputs), **params)
+        for v, o in zip(e.outputs, outs):
+            env[id(v)] = o
+    return [read(a) for a in prog.outputs]
+
+
+def eval_program(prog: Program, args: list) -> list:
+    """Evaluate by binding each equation's primitive, so the current transformations see every step."""
+    env: dict[int, Any] = {}
+    for v, x in zip(prog.consts, prog.const_values):
+        env[id(v)] = x
+    for v, x in zip(prog.params, args):
+        env[id(v)] = x
+
+    def read(a: Any) -> Any:
+        if type(a) is Literal:
+            return a.value
+        return env[id(a)]
+
+    for e in prog.eqns:
+        outs = bind_multi(e.prim, *(read(a) for a in e.inputs), **e.params)
+        for v, o in zip(e.outputs, outs):
+            env[id(v)] = o
+    return [read(a) for a in prog.outputs]

@@ -1,0 +1,162 @@
+"""The first-order IR: variables, literals, equations and programs.
+
+A Program is closed: ``consts`` are variables bound to values captured while tracing (arrays, or
+tracers of an enclosing transformation), ``params`` are its inputs, ``eqns`` run in order, and
+``outputs`` are variables or literals. ``in_tree``/``out_tree`` restore the user's pytrees.
+Programs compare structurally (up to renaming of variables).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .pytree import LEAF, TreeDef
+from .types import TensorType
+
+
+class Var:
+    """A variable of a program, identified by object identity; ``type`` is its TensorType."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type: TensorType) -> None:
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"Var({self.type})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation (``2.0``); ``value`` is a numpy scalar."""
+
+    __slots__ = ("value", "type")
+
+    def __init__(self, value: Any, type: TensorType) -> None:
+        self.value = value
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"Literal({self.value})"
+
+
+class Eqn:
+    """``outputs = prim[params] inputs``."""
+
+    __slots__ = ("prim", "inputs", "params", "outputs")
+
+    def __init__(self, prim: Any, inputs: list, params: dict, outputs: list) -> None:
+        self.prim, self.inputs, self.params, self.outputs = prim, inputs, params, outputs
+
+    def __repr__(self) -> str:
+        return f"Eqn({self.prim.name})"
+
+
+class Program:
+    """A staged program: ``{ lambda consts ; params . eqns ; return outputs }``, printable and type-checkable."""
+
+    __slots__ = ("consts", "const_values", "params", "eqns", "outputs", "in_tree", "out_tree", "name")
+
+    def __init__(self, consts: list, const_values: list, params: list, eqns: list, outputs: list,
+                 in_tree: TreeDef | None = None, out_tree: TreeDef | None = None, name: str = "program") -> None:
+        self.consts = list(consts)
+        self.const_values = list(const_values)
+        self.params = list(params)
+        self.eqns = list(eqns)
+        self.outputs = list(outputs)
+        self.in_tree = in_tree if in_tree is not None else TreeDef(tuple, None, (LEAF,) * len(self.params))
+        self.out_tree = out_tree if out_tree is not None else (
+            LEAF if len(self.outputs) == 1 else TreeDef(tuple, None, (LEAF,) * len(self.outputs)))
+        self.name = name
+
+    @property
+    def in_types(self) -> list:
+        return [v.type for v in self.params]
+
+    @property
+    def out_types(self) -> list:
+        return [v.type for v in self.outputs]
+
+    def __str__(self) -> str:
+        from .printer import format_program
+
+        return format_program(self)
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name}: {len(self.eqns)} equations>"
+
+    def check(self) -> Program:
+        """Type-check: every variable defined once before use, every equation's types re-derived by its rule."""
+        from .typecheck import check_program
+
+        check_program(self)
+        return self
+
+    def __call__(self, *args: Any) -> Any:
+        from .interpreter import evaluate
+
+        return evaluate(self, *args)
+
+    def dce(self) -> Program:
+        """The same program without the equations no output depends on (every primitive is pure)."""
+        live = {id(a) for a in self.outputs if isinstance(a, Var)}
+        kept = []
+        for e in reversed(self.eqns):
+            if any(id(v) in live for v in e.outputs):
+                kept.append(e)
+                live.update(id(a) for a in e.inputs if isinstance(a, Var))
+        kept.reverse()
+        keep_consts = [(v, x) for v, x in zip(self.consts, self.const_values) if id(v) in live]
+        return Program([v for v, _ in keep_consts], [x for _, x in keep_consts], self.params, kept, self.outputs,
+                       self.in_tree, self.out_tree, self.name)
+
+    def closed_over(self) -> Program:
+        """The same program with its constants turned into leading parameters (closure conversion)."""
+        return Program([], [], self.consts + self.params, self.eqns, self.outputs, None, self.out_tree, self.name)
+
+    # -- structural equality ---------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(len(self.eqns))
+
+    def _key(self) -> tuple:
+        names: dict[int, int] = {}
+
+        def atom(a: Any) -> Any:
+            if isinstance(a, Literal):
+                return ("lit", a.type, a.value.item() if hasattr(a.value, "item") else a.value)
+            n = names.get(id(a))
+            return ("var", n if n is not None else ("free", id(a)))
+
+        def bind(v: Var) -> TensorType:
+            names[id(v)] = len(names)
+            return v.type
+
+        consts = tuple((bind(v), _value_key(x)) for v, x in zip(self.consts, self.const_values))
+        params = tuple(bind(v) for v in self.params)
+        eqns = []
+        for e in self.eqns:
+            ins = tuple(atom(a) for a in e.inputs)
+            eqns.append((e.prim.name, ins, _params_key(e.params), tuple(bind(v) for v in e.outputs)))
+        return (consts, params, tuple(eqns), tuple(atom(a) for a in self.outputs), self.in_tree, self.out_tree)
+
+
+def _value_key(x: Any) -> Any:
+    from .array import Array
+
+    if isinstance(x, Array):
+        v = x.logical()
+        return ("array", x.dtype, x.layout, v.shape, np.ascontiguousarray(v).tobytes())
+    return ("object", id(x))
+
+
+def _params_key(params: dict) -> tuple:
+    out = []
+    for k, v in params.items():
+        out.append((k, v._key() if isinstance(v, Program) else v))
+    return tuple(out)

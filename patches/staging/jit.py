@@ -1,0 +1,75 @@
+"""``jit``: stage a function once per input types, cache the Program, and run it through the ``call`` primitive.
+
+Called on concrete values, ``call`` runs the cached program with the numpy interpreter; called while
+staging, it is recorded as one equation holding the program; under other transformations (jvp,
+partial evaluation, vmap) its body is inlined, so they see the primitives inside.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .array import Array
+from .core import bind_multi, get_aval, is_tensor_like, to_user
+from .errors import fail
+from .interpreter import run
+from .ir import Program
+from .primitives.registry import primitive
+from .pytree import tree_flatten, tree_unflatten
+from .tracing import stage_flat
+from .types import TensorType
+
+
+def _call_abstract(*types: TensorType, program: Program, name: str) -> list:
+    want = program.in_types
+    if len(types) != len(want) or any(a != b for a, b in zip(types, want)):
+        raise fail("call", f"{name} was staged for ({', '.join(map(str, want))})", *types)
+    return program.out_types
+
+
+def _call_impl(*args: Array, program: Program, name: str) -> list:
+    return run(program, list(args))
+
+
+call_p = primitive("call", _call_abstract, _call_impl, multiple_results=True, is_call=True)
+
+
+class Jitted:
+    """A function staged once per input types (and pytree structure) and run as a ``call`` of the cached program."""
+
+    def __init__(self, f: Any, name: str | None = None) -> None:
+        self.f = f
+        self.name = name or getattr(f, "__name__", "jitted")
+        self.cache: dict[Any, tuple[Program, Program]] = {}
+        functools.update_wrapper(self, f)
+
+    def _entry(self, args: tuple) -> tuple[Program, Program]:
+        leaves, in_tree = tree_flatten(args)
+        types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
+        key = (in_tree, types)
+        hit = self.cache.get(key)
+        if hit is None:
+            staged = stage_flat(self.f, list(types), in_tree, self.name)
+            hit = self.cache[key] = (staged, staged.closed_over())
+        return hit
+
+    def stage(self, *args: Any) -> Program:
+        """The cached program for arguments like ``args`` (values or ``tensor`` types)."""
+        return self._entry(args)[0]
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, _ = tree_flatten(args)
+        for x in leaves:
+            if not is_tensor_like(x):
+                raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor")
+        staged, body = self._entry(args)
+        outs = bind_multi(call_p, *staged.const_values, *leaves, program=body, name=self.name)
+        return tree_unflatten(staged.out_tree, [to_user(o) for o in outs])
+
+
+def jit(f: Any = None, *, name: str | None = None) -> Any:
+    """Stage ``f`` once per input types, cache, run (``jit(f)`` or ``@jit``)."""
+    if f is None:
+        return lambda g: Jitted(g, name)
+    return Jitted(f, name)

@@ -1,0 +1,87 @@
+"""The primitives of staging, by family; each family module holds the layout rules, numpy implementations and ops."""
+
+from .elementwise import (
+    BINARY,
+    COMPARE,
+    UNARY,
+    abs,
+    add,
+    astype,
+    astype_p,
+    copy,
+    copy_p,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    logistic,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    prims,
+    relu,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    where,
+    where_p,
+)
+from .matmul import matmul, matmul_p
+from .reductions import reduce_max, reduce_max_p, reduce_sum, reduce_sum_p
+from .views import (
+    Span,
+    broadcast,
+    broadcast_p,
+    broadcast_to,
+    coordinate_map,
+    embed,
+    embed_p,
+    full,
+    getitem,
+    ones,
+    slice_p,
+    tile,
+    tile_p,
+    transpose,
+    transpose_p,
+    view,
+    view_p,
+    view_rules,
+    zeros,
+)
+
+add_p, sub_p, mul_p, div_p, pow_p = prims["add"], prims["sub"], prims["mul"], prims["div"], prims["pow"]
+neg_p, exp_p, log_p, sin_p = prims["neg"], prims["exp"], prims["log"], prims["sin"]
+cos_p, tanh_p, sqrt_p, abs_p = prims["cos"], prims["tanh"], prims["sqrt"], prims["abs"]
+relu_p, logistic_p, maximum_p, minimum_p = prims["relu"], prims["logistic"], prims["maximum"], prims["minimum"]
+eq_p, ne_p, lt_p, le_p, gt_p, ge_p = prims["eq"], prims["ne"], prims["lt"], prims["le"], prims["gt"], prims["ge"]
+
+UNARY_NAMES = sorted(UNARY)
+BINARY_NAMES = sorted(BINARY)
+COMPARE_NAMES = sorted(COMPARE)
+
+# The ops users call (re-exported from patches).
+OPS = [
+    "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
+    "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
+    "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
+]
+__all__ = [
+    "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
+    "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
+    "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
+    "BINARY", "BINARY_NAMES", "COMPARE", "COMPARE_NAMES", "OPS", "Span", "UNARY", "UNARY_NAMES",
+    "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p", "cos_p", "div_p", "embed", "embed_p",
+    "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p", "matmul_p", "maximum_p", "minimum_p",
+    "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p", "reduce_sum_p", "relu_p", "sin_p", "slice_p",
+    "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p", "view_rules", "where_p",
+]

@@ -1,0 +1,277 @@
+"""Elementwise primitives: unary and binary arithmetic, comparisons, ``where``, ``astype`` and ``copy``.
+
+Layout rule: operands have modes of the same sizes (the hierarchy inside a mode may differ, as for
+CuTe's compatible shapes), or are rank-0 scalars, which broadcast implicitly. The result reuses the
+operands' layout when they all share one and it is compact (a bijection onto [0, size)), so
+elementwise work keeps the storage order of its inputs (row-major stays row-major); otherwise the
+result is compact column-major, in the operands' shape with the fewest leaves. At the op level, Python
+scalars take the dtype of the other operand (the only implicit conversion), and other shapes broadcast
+numpy-style by inserting ``broadcast`` views (stride-0 modes) into the program.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...layouts import Layout
+from ...layouts import check as layout_check
+from ...layouts import inttuple as it
+from .. import dtypes
+from ..array import Array
+from ..core import Tracer, bind, get_aval
+from ..errors import fail
+from ..types import (
+    SCALAR_LAYOUT,
+    TensorType,
+    compact,
+    computed_layout,
+    is_one,
+    mode_size,
+    modes_of,
+    same_mode,
+    same_modes,
+    shape_of_modes,
+)
+from .registry import primitive
+
+
+def elementwise_layout(name: str, types: tuple) -> Any:
+    """The result layout of an elementwise primitive (see the module docstring)."""
+    full = [t for t in types if t.layout.rank != 0]
+    if not full:
+        return SCALAR_LAYOUT
+    first = full[0].layout
+    same = True
+    flattest = first.shape
+    for t in full[1:]:
+        if t.layout is first or t.layout == first:
+            continue
+        same = False
+        if not same_modes(t.layout.shape, first.shape):
+            raise fail(name, "operands have different shapes", *types)
+        if len(it.flatten(t.layout.shape)) < len(it.flatten(flattest)) if type(flattest) is tuple else False:
+            flattest = t.layout.shape
+    return computed_layout(first) if same else compact(flattest)
+
+
+def _check_kind(name: str, kind: str, types: tuple) -> str:
+    d = types[0].dtype
+    for t in types[1:]:
+        if t.dtype != d:
+            raise fail(name, "operands have different dtypes (convert one with astype)", *types)
+    if kind == "float" and not dtypes.is_float(d):
+        raise fail(name, "expects floating-point operands", *types)
+    if kind == "numeric" and d == "bool":
+        raise fail(name, "expects numeric operands, not bool", *types)
+    return d
+
+
+def _impl(np_fn: Any, name: str, out_dtype: str | None = None) -> Any:
+    def impl(*xs: Array) -> list:
+        types = tuple(x.type for x in xs)
+        layout = elementwise_layout(name, types)
+        d = out_dtype or xs[0].dtype
+        with np.errstate(all="ignore"):
+            values = np_fn(*(x.logical() for x in xs))
+        return [Array.from_logical(values, layout, d)]
+    return impl
+
+
+def _abstract(name: str, kind: str, out_dtype: str | None = None) -> Any:
+    def rule(*types: TensorType) -> list:
+        d = _check_kind(name, kind, types)
+        return [TensorType(out_dtype or d, elementwise_layout(name, types))]
+    return rule
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+UNARY = {  # name: (numpy function, operand kind)
+    "neg": (np.negative, "numeric"), "abs": (np.abs, "numeric"), "relu": (lambda x: np.maximum(x, 0), "numeric"),
+    "exp": (np.exp, "float"), "log": (np.log, "float"), "sin": (np.sin, "float"), "cos": (np.cos, "float"),
+    "tanh": (np.tanh, "float"), "sqrt": (np.sqrt, "float"), "logistic": (_logistic, "float"),
+}
+BINARY = {
+    "add": (np.add, "numeric"), "sub": (np.subtract, "numeric"), "mul": (np.multiply, "numeric"),
+    "div": (np.divide, "float"), "pow": (np.power, "float"), "maximum": (np.maximum, "numeric"),
+    "minimum": (np.minimum, "numeric"),
+}
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+prims: dict[str, Any] = {}
+for _n, (_f, _k) in {**UNARY, **BINARY}.items():
+    prims[_n] = primitive(_n, _abstract(_n, _k), _impl(_f, _n))
+for _n, _f in COMPARE.items():
+    prims[_n] = primitive(_n, _abstract(_n, "any", "bool"), _impl(_f, _n, "bool"))
+
+
+def _where_abstract(c: TensorType, x: TensorType, y: TensorType) -> list:
+    if c.dtype != "bool":
+        raise fail("where", "the condition must be bool", c, x, y)
+    d = _check_kind("where", "any", (x, y))
+    return [TensorType(d, elementwise_layout("where", (c, x, y)))]
+
+
+def _where_impl(c: Array, x: Array, y: Array) -> list:
+    layout = elementwise_layout("where", (c.type, x.type, y.type))
+    return [Array.from_logical(np.where(c.logical(), x.logical(), y.logical()), layout, x.dtype)]
+
+
+def _astype_abstract(x: TensorType, *, dtype: str) -> list:
+    return [TensorType(dtype, computed_layout(x.layout))]
+
+
+def _astype_impl(x: Array, *, dtype: str) -> list:
+    return [Array.from_logical(x.logical().astype(dtypes.to_numpy(dtype)), computed_layout(x.layout), dtype)]
+
+
+def _copy_layout(x: TensorType, layout: Any) -> Any:
+    if layout is None:
+        return compact(x.layout.shape)
+    if not same_modes(layout.shape, x.layout.shape):
+        raise fail("copy", f"the layout {layout} does not have the operand's shape", x)
+    if all(type(v) is int for v in it.flatten(layout.shape) + it.flatten(layout.stride)) and (
+            it.product(layout.shape) <= 1 << 20 and not layout_check.image_is_injective(layout)):
+        raise fail("copy", f"the layout {layout} maps two coordinates to one offset, so a copy into it would lose values", x)
+    return layout
+
+
+def _copy_abstract(x: TensorType, *, layout: Any) -> list:
+    return [TensorType(x.dtype, _copy_layout(x, layout))]
+
+
+def _copy_impl(x: Array, *, layout: Any) -> list:
+    return [Array.from_logical(np.array(x.logical()), _copy_layout(x.type, layout), x.dtype)]
+
+
+where_p = primitive("where", _where_abstract, _where_impl)
+copy_p = primitive("copy", _copy_abstract, _copy_impl)
+prims["copy"] = copy_p
+astype_p = primitive("astype", _astype_abstract, _astype_impl)
+prims["where"] = where_p
+prims["astype"] = astype_p
+
+
+# -- the ops users call --------------------------------------------------------------------
+
+
+def _is_py_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, (Tracer, np.generic))
+
+
+def weak_scalar(name: str, x: Any, dtype: str | None) -> Any:
+    """A Python scalar as a numpy scalar of ``dtype`` (the dtype of the tensor it meets)."""
+    if dtype is None:
+        dtype = dtypes.of_python_scalar(x)
+    elif isinstance(x, float) and not dtypes.is_float(dtype) and not float(x).is_integer():
+        raise fail(name, f"cannot combine a {dtype} tensor with the Python float {x} (convert with astype)")
+    elif dtype == "bool" and not isinstance(x, bool):
+        raise fail(name, f"cannot combine a bool tensor with the Python number {x}")
+    return dtypes.to_numpy(dtype).type(x)
+
+
+def coerce(name: str, *xs: Any) -> list:
+    """Give Python scalars the dtype of the first tensor operand."""
+    ctx = next((get_aval(x).dtype for x in xs if not _is_py_scalar(x)), None)
+    return [weak_scalar(name, x, ctx) if _is_py_scalar(x) else x for x in xs]
+
+
+def broadcast_modes(name: str, types: list) -> tuple | None:
+    """The numpy-style broadcast of the operands' modes (aligned on the right), or None if no operand needs it."""
+    full = [t for t in types if t.rank != 0]
+    if not full or all(same_modes(t.shape, full[0].shape) for t in full[1:]):
+        return None
+    r = max(t.rank for t in full)
+    out = []
+    for pos in range(r):
+        picked = None
+        for t in full:
+            ms = modes_of(t.shape)
+            i = pos - (r - len(ms))
+            if i < 0:
+                continue
+            m = ms[i]
+            if picked is None or is_one(mode_size(picked)) and not is_one(mode_size(m)):
+                picked = m
+            elif not same_mode(m, picked) and not is_one(mode_size(m)):
+                raise fail(name, f"shapes cannot be broadcast together (mode {pos} from the left of the result)", *types)
+        out.append(picked)
+    return tuple(out)
+
+
+def broadcast_operands(name: str, xs: list) -> list:
+    """Insert stride-0 ``broadcast`` views so that all non-scalar operands have the same modes."""
+    from .views import broadcast
+
+    types = [get_aval(x) for x in xs]
+    modes = broadcast_modes(name, types)
+    if modes is None:
+        return xs
+    out = []
+    for x, t in zip(xs, types):
+        if t.rank == 0 or same_modes(t.shape, modes):
+            out.append(x)
+        else:
+            r = len(modes)
+            out.append(broadcast(x, shape_of_modes(modes), tuple(range(r - t.rank, r))))
+    return out
+
+
+def _unary_op(name: str) -> Any:
+    p = prims[name]
+
+    def op(x: Any) -> Any:
+        if _is_py_scalar(x):
+            x = weak_scalar(name, x, None)
+        return bind(p, x)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}."
+    return op
+
+
+def _binary_op(name: str) -> Any:
+    p = prims[name]
+
+    def op(x: Any, y: Any) -> Any:
+        if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout:
+            return bind(p, x, y)  # the common case: nothing to coerce or broadcast
+        x, y = broadcast_operands(name, coerce(name, x, y))
+        return bind(p, x, y)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} (Python scalars take the tensor's dtype; shapes broadcast with stride-0 modes)."
+    return op
+
+
+neg, abs, relu, exp, log, sin, cos, tanh, sqrt, logistic = (_unary_op(n) for n in UNARY)  # noqa: A001
+add, sub, mul, div, pow, maximum, minimum = (_binary_op(n) for n in BINARY)  # noqa: A001
+eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
+
+
+def where(c: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``c`` holds, else ``y`` (elementwise; c is bool)."""
+    if isinstance(c, bool):
+        c = np.bool_(c)
+    x, y = coerce("where", x, y)
+    c, x, y = broadcast_operands("where", [c, x, y])
+    return bind(where_p, c, x, y)
+
+
+def copy(x: Any, layout: Any = None) -> Any:
+    """The values of ``x`` in fresh storage with ``layout`` (default compact column-major): the one way to move data."""
+    if layout is not None and not isinstance(layout, Layout):
+        raise fail("copy", f"expected a Layout or None, got {type(layout).__name__}")
+    return bind(copy_p, x, layout=layout)
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """Convert elements to ``dtype`` (the identity when it already is)."""
+    d = dtypes.canonical(dtype, "astype")
+    if _is_py_scalar(x):
+        x = weak_scalar("astype", x, None)
+    if get_aval(x).dtype == d:
+        return x
+    return bind(astype_p, x, dtype=d)

@@ -1,0 +1,361 @@
+"""View primitives: results share the operand's storage and differ only in layout (and offset).
+
+Each view has one layout rule ``rule(layout, **params) -> (layout', delta)``: the new layout and the
+storage offset it adds. It gives the result type (applied to the operand's type), the numpy
+implementation (applied to the operand's actual layout; no data moves), and the view's coordinate
+map (applied to the identity layout of the operand's shape: which operand index each result
+coordinate reads), which autodiff uses to transpose views and vmap to batch them.
+
+  transpose  permute modes                         select(L, perm)
+  slice      x[i, a:b:c, :]: fix or narrow modes   slice_ of fixed modes, a:b:c as (n : c*d) with offset a*d
+  tile       divide by a tiler                     zipped_divide(L, tiler) or logical_divide
+  view       reinterpret through a layout B        composition(L, B) (B maps new coordinates to x's indices)
+  broadcast  add or stretch modes with stride 0    new modes (shape : 0)
+``embed`` is the transpose of a view: zeros of the operand's shape with the value added through a
+coordinate map; it is computed (it allocates), and its own transpose is a view again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, size, zipped_divide
+from ...layouts import check as layout_check
+from ...layouts import inttuple as it
+from ..array import Array
+from ..core import Tracer, bind, get_aval
+from ..errors import fail
+from ..types import (
+    TensorType,
+    compact,
+    is_one,
+    layout_of_modes,
+    mode_layouts,
+    mode_size,
+    modes_of,
+    permute,
+    same_mode,
+    same_modes,
+    shape_of_modes,
+    zeros_like_shape,
+)
+from .registry import primitive
+
+
+class Span(NamedTuple):
+    """A range ``start:stop:step`` of one mode in a ``slice`` index."""
+
+    start: int
+    stop: int
+    step: int
+
+    def __str__(self) -> str:
+        step = f":{self.step}" if self.step != 1 else ""
+        return f"{self.start or ''}:{self.stop}{step}"
+
+
+# name -> rule(layout, **params) -> (layout, delta); shared with autodiff (coordinate maps).
+view_rules: dict[Any, Any] = {}
+
+
+def _view(name: str, rule: Any) -> Any:
+    def abstract(x: TensorType, **params: Any) -> list:
+        return [TensorType(x.dtype, rule(x.layout, name=name, **params)[0])]
+
+    def impl(x: Array, **params: Any) -> list:
+        out, delta = rule(x.layout, name=name, **params)
+        return [Array(x.storage, x.offset + delta, out, x.dtype)]
+
+    p = primitive(name, abstract, impl)
+    view_rules[p] = rule
+    return p
+
+
+def coordinate_map(prim: Any, shape: Any, params: dict) -> tuple[Layout, Any]:
+    """(B, offset): result coordinate j reads the operand at colexicographic index offset + B(j)."""
+    return view_rules[prim](compact(shape), name=prim.name, **params)
+
+
+# -- transpose ---------------------------------------------------------------------------
+
+
+def _transpose_rule(layout: Layout, *, perm: tuple, name: str) -> tuple:
+    r = layout.rank
+    if sorted(perm) != list(range(r)):
+        raise fail(name, f"perm={perm} is not a permutation of the {r} modes", TensorType("?", layout))
+    return permute(layout, perm), 0
+
+
+transpose_p = _view("transpose", _transpose_rule)
+
+
+def transpose(x: Any, perm: Any = None) -> Any:
+    """Permute the modes (default: reverse them, like numpy's ``.T``); a view, so free."""
+    r = get_aval(x).rank
+    perm = tuple(reversed(range(r))) if perm is None else tuple(int(p) for p in perm)
+    perm = tuple(p + r if p < 0 else p for p in perm)
+    if perm == tuple(range(r)) and len(perm) == r:
+        return x
+    return bind(transpose_p, x, perm=perm)
+
+
+# -- slice -------------------------------------------------------------------------------
+
+
+def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
+    ms = mode_layouts(layout)
+    if len(index) != len(ms):
+        raise fail(name, f"index {index} does not have one entry per mode", TensorType("?", layout))
+    kept, delta = [], 0
+    for m, ix in zip(ms, index):
+        if ix is None:
+            kept.append(m)
+        elif isinstance(ix, Span):
+            n = len(range(ix.start, ix.stop, ix.step))
+            if type(m.shape) is not tuple:
+                kept.append(Layout._make(n, m.stride * ix.step if n > 1 else 0 * m.stride))
+                delta = delta + m.stride * ix.start
+            elif ix.start == 0:
+                kept.append(composition(m, Layout._make(n, ix.step if n > 1 else 0)))
+            else:
+                raise fail(name, f"a range with a nonzero start ({ix}) in the hierarchical mode {m} is not a layout view")
+        else:
+            delta = delta + m(ix)
+    return layout_of_modes(kept), delta
+
+
+slice_p = _view("slice", _slice_rule)
+
+
+def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
+    n = mode_size(mode)
+    if isinstance(ix, Tracer):
+        raise fail("slice", "indices must be Python integers or slices, not traced values", t)
+    if isinstance(ix, (int, np.integer)) and not isinstance(ix, bool):
+        ix = int(ix)
+        if type(n) is int:
+            if not -n <= ix < n:
+                raise fail("slice", f"index {ix} is out of range for mode {pos} of size {n}", t)
+            ix = ix + n if ix < 0 else ix
+        elif ix < 0:
+            raise fail("slice", f"negative index {ix} into the symbolic mode {pos}", t)
+        return ix
+    if isinstance(ix, slice):
+        if ix == slice(None):
+            return None
+        if type(n) is not int:
+            raise fail("slice", f"only ':' can slice the symbolic mode {pos}", t)
+        start, stop, step = ix.indices(n)
+        if step <= 0:
+            raise fail("slice", f"slice steps must be positive (got {step} in mode {pos})", t)
+        if len(range(start, stop, step)) == 0:
+            raise fail("slice", f"the slice {start}:{stop}:{step} of mode {pos} is empty", t)
+        if (start, stop, step) == (0, n, 1):
+            return None
+        return Span(start, min(stop, start + step * (len(range(start, stop, step)) - 1) + 1), step)
+    raise fail("slice", f"unsupported index {ix!r} (use integers, slices and ...)", t)
+
+
+def getitem(x: Any, index: Any) -> Any:
+    """``x[i, a:b, :, None]``: integers fix modes, slices narrow them (positive steps), None adds a size-1 mode; a view."""
+    index = index if isinstance(index, tuple) else (index,)
+    if any(ix is None for ix in index):
+        kept = [ix for ix in index if ix is not None]
+        y = getitem(x, tuple(kept))
+        # the result modes in order: one per slice / Ellipsis-expanded entry of kept, then a 1 for each None
+        ty = get_aval(y)
+        ym = list(modes_of(ty.shape)) if ty.rank else []
+        out_modes: list = []
+        dims: list = []
+        ellipsis_width = len(ym) - sum(1 for ix in kept if isinstance(ix, slice))
+        src = 0
+        for ix in index:
+            if ix is None:
+                out_modes.append(1)
+            elif ix is Ellipsis:
+                for _ in range(ellipsis_width):
+                    dims.append(len(out_modes))
+                    out_modes.append(ym[src])
+                    src += 1
+            elif isinstance(ix, slice):
+                dims.append(len(out_modes))
+                out_modes.append(ym[src])
+                src += 1
+        while src < len(ym):  # modes the index did not mention
+            dims.append(len(out_modes))
+            out_modes.append(ym[src])
+            src += 1
+        return broadcast(y, shape_of_modes(out_modes), tuple(dims))
+    t = get_aval(x)
+    ms = modes_of(t.shape) if t.rank else ()
+    if any(ix is Ellipsis for ix in index):
+        k = next(i for i, ix in enumerate(index) if ix is Ellipsis)
+        fill = len(ms) - (len(index) - 1)
+        index = index[:k] + (slice(None),) * max(fill, 0) + index[k + 1:]
+    if len(index) > len(ms):
+        raise fail("slice", f"{len(index)} indices for a tensor with {len(ms)} modes", t)
+    index = index + (slice(None),) * (len(ms) - len(index))
+    norm = tuple(_index_entry(ix, m, i, t) for i, (ix, m) in enumerate(zip(index, ms)))
+    if all(ix is None for ix in norm):
+        return x
+    return bind(slice_p, x, index=norm)
+
+
+# -- tile --------------------------------------------------------------------------------
+
+
+def _tile_rule(layout: Layout, *, tiler: Any, mode: str, name: str) -> tuple:
+    if mode == "zipped":
+        out = zipped_divide(layout, tiler)
+    elif mode == "logical":
+        out = logical_divide(layout, tiler)
+    else:
+        raise fail(name, f"mode must be 'zipped' or 'logical', got {mode!r}")
+    if not arith.eq(size(out), size(layout)):
+        raise fail(name, f"the tiler {tiler} does not divide the shape {it.to_str(layout.shape)}", TensorType("?", layout))
+    return out, 0
+
+
+tile_p = _view("tile", _tile_rule)
+
+
+def tile(x: Any, tiler: Any, mode: str = "zipped") -> Any:
+    """Divide ``x`` by a tiler (zipped: ((tile),(rest)); logical: per mode (tile, rest)); a view."""
+    return bind(tile_p, x, tiler=tiler, mode=mode)
+
+
+# -- view ----------------------------------------------------------------------------------
+
+
+def _view_rule(src: Layout, *, layout: Layout, offset: Any, name: str) -> tuple:
+    b, layout = layout, src
+    n = size(layout)
+    for d in it.flatten(b.stride) if type(b.stride) is tuple else (b.stride,):
+        if arith.lt(d, 0):
+            raise fail(name, f"the layout {b} has a negative stride", TensorType("?", layout))
+    if arith.lt(n, cosize(b) + offset):
+        raise fail(name, f"the layout {b} at offset {offset} reaches index {cosize(b) + offset - 1}, "
+                         f"past the {n} elements of the operand", TensorType("?", layout))
+    if offset != 0:
+        _check_no_carry(layout, b, offset, name)
+    try:
+        out = composition(layout, b)
+    except LayoutError as e:
+        raise fail(name, f"reading {layout} through {b} is not a layout, so it is not a view (copy the operand "
+                         f"to a compact layout first): {e}", TensorType("?", layout)) from None
+    if type(b.shape) is not tuple and type(out.shape) is tuple:
+        out = Layout._make((out.shape,), (out.stride,))  # B's one mode stays one (hierarchical) mode
+    delta = layout(offset) if offset != 0 else 0
+    return out, delta
+
+
+def _check_no_carry(layout: Layout, b: Layout, offset: Any, name: str) -> None:
+    """An offset is a view only if adding it to B's indices never carries between the operand's leaf modes."""
+    shapes = it.flatten(layout.shape) if type(layout.shape) is tuple else (layout.shape,)
+    if not all(type(s) is int for s in shapes) or type(offset) is not int or size(b) > 1 << 16:
+        return
+    idx = layout_check.evaluate(b, np.arange(size(b)))
+    ident = compact(layout.shape)
+    base = layout_check.evaluate(ident, np.array([offset]))[0]
+    if not np.array_equal(layout_check.evaluate(ident, idx + offset), idx + base) or not np.array_equal(
+            layout_check.evaluate(layout, idx + offset), layout_check.evaluate(layout, idx) + layout(offset)):
+        raise fail(name, f"offset {offset} plus the layout {b} crosses mode boundaries of {layout}, so it is not a view")
+
+
+view_p = _view("view", _view_rule)
+
+
+def view(x: Any, layout: Layout, offset: int = 0) -> Any:
+    """Reinterpret ``x`` through ``layout``: result coordinate j reads x's colexicographic index offset + layout(j)."""
+    if not isinstance(layout, Layout):
+        raise fail("view", f"expected a Layout, got {type(layout).__name__}")
+    return bind(view_p, x, layout=layout, offset=offset)
+
+
+# -- broadcast ---------------------------------------------------------------------------------
+
+
+def _broadcast_rule(layout: Layout, *, shape: Any, dims: tuple, name: str) -> tuple:
+    out_modes = modes_of(shape)
+    ms = mode_layouts(layout) if layout.rank else []
+    t = TensorType("?", layout)
+    if len(dims) != len(ms) or any(b <= a for a, b in zip(dims, dims[1:])) or any(not 0 <= d < len(out_modes) for d in dims):
+        raise fail(name, f"dims={dims} must map the {len(ms)} operand modes in increasing order into {len(out_modes)} modes", t)
+    src = dict(zip(dims, ms))
+    out = []
+    for j, m in enumerate(out_modes):
+        o = src.get(j)
+        if o is None or (is_one(mode_size(o.shape)) and not is_one(mode_size(m))):
+            out.append(Layout._make(m, zeros_like_shape(m)))
+        elif same_mode(o.shape, m):
+            out.append(o)
+        else:
+            raise fail(name, f"operand mode {o} cannot broadcast to the mode {it.to_str(m)}", t)
+    return layout_of_modes(out), 0
+
+
+broadcast_p = _view("broadcast", _broadcast_rule)
+
+
+def broadcast(x: Any, shape: Any, dims: tuple) -> Any:
+    """Operand mode i becomes result mode dims[i] (stretched with stride 0 if it has size 1); other modes get stride 0."""
+    shape = tuple(shape) if isinstance(shape, list) else shape
+    return bind(broadcast_p, x, shape=shape, dims=tuple(dims))
+
+
+def broadcast_to(x: Any, shape: Any) -> Any:
+    """numpy-style broadcast of ``x`` to ``shape`` (modes aligned on the right); a view."""
+    t = get_aval(x)
+    if t.rank and same_modes(t.shape, shape):
+        return x
+    r = len(modes_of(shape))
+    return broadcast(x, shape, tuple(range(r - t.rank, r)))
+
+
+def full(shape: Any, value: Any, dtype: Any = None) -> Any:
+    """A tensor of ``shape`` filled with ``value``: one stored element broadcast with stride-0 modes."""
+    from .. import dtypes
+    from .elementwise import weak_scalar
+
+    d = dtypes.canonical(dtype, "full") if dtype is not None else None
+    v = weak_scalar("full", value, d) if isinstance(value, (bool, int, float)) else value
+    return broadcast_to(v, shape)
+
+
+def zeros(shape: Any, dtype: Any = "f32") -> Any:
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = "f32") -> Any:
+    return full(shape, 1, dtype)
+
+
+# -- embed ---------------------------------------------------------------------------------
+
+
+def _embed_abstract(y: TensorType, *, shape: Any, map: Layout, offset: Any) -> list:
+    if not same_modes(map.shape, y.shape):
+        raise fail("embed", f"the map {map} does not have the operand's shape", y)
+    if arith.lt(size(compact(shape)), cosize(map) + offset):
+        raise fail("embed", f"the map {map} at offset {offset} reaches past the shape {it.to_str(shape)}", y)
+    return [TensorType(y.dtype, compact(shape))]
+
+
+def _embed_impl(y: Array, *, shape: Any, map: Layout, offset: Any) -> list:
+    from .. import dtypes
+
+    out = compact(shape)
+    flat = np.zeros(size(out), dtype=dtypes.to_numpy(y.dtype))
+    idx = layout_check.evaluate(map, np.arange(size(map))) + offset
+    np.add.at(flat, idx, np.ravel(y.logical(), order="F"))
+    return [Array(flat, 0, out, y.dtype)]
+
+
+embed_p = primitive("embed", _embed_abstract, _embed_impl)
+
+
+def embed(y: Any, shape: Any, map: Layout, offset: Any = 0) -> Any:
+    """Zeros of ``shape`` (compact) with ``y`` added at indices offset + map(j): the transpose of a view."""
+    return bind(embed_p, y, shape=shape, map=map, offset=offset)

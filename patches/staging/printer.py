@@ -1,0 +1,63 @@
+"""The printed form of a program:
+
+    { lambda %0:f32[(3,4):(1,3)] .
+      %1:f32[(3,4):(1,3)] = add %0 %0
+      return %1 }
+
+Constants come first, separated from the parameters by ``;``. Variables are numbered in order of
+definition; a nested program (the body of a ``call``) is printed indented under its equation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..layouts import Layout
+from .ir import Literal, Program
+
+
+def format_program(prog: Program, indent: int = 0) -> str:
+    lines: list[str] = []
+    _emit(prog, indent, lines)
+    return "\n".join(lines)
+
+
+def _emit(prog: Program, indent: int, lines: list) -> None:
+    names: dict[int, str] = {}
+    pad = " " * indent
+
+    def define(v: Any) -> str:
+        n = f"%{len(names)}"
+        names[id(v)] = n
+        return f"{n}:{v.type}"
+
+    def use(a: Any) -> str:
+        if isinstance(a, Literal):
+            return str(a.value)
+        return names.get(id(a), "%?")
+
+    consts = " ".join(define(v) for v in prog.consts)
+    params = " ".join(define(v) for v in prog.params)
+    head = f"{consts} ; {params}" if consts else params
+    lines.append(f"{pad}{{ lambda {head} ." if head else f"{pad}{{ lambda .")
+    for e in prog.eqns:
+        nested = [v for v in e.params.values() if isinstance(v, Program)]
+        shown = {k: v for k, v in e.params.items() if v is not None and not isinstance(v, Program)}
+        p = "[" + ", ".join(f"{k}={format_param(v)}" for k, v in shown.items()) + "]" if shown else ""
+        ins = " ".join(use(a) for a in e.inputs)
+        outs = " ".join(define(v) for v in e.outputs)
+        lines.append(f"{pad}  {outs} = {e.prim.name}{p}" + (f" {ins}" if ins else ""))
+        for sub in nested:
+            _emit(sub, indent + 4, lines)
+    lines.append(f"{pad}  return " + " ".join(use(a) for a in prog.outputs) + " }")
+
+
+def format_param(v: Any) -> str:
+    """Params print like the layouts they are made of: tuples as ``(0,1)``, None as ``:``."""
+    if v is None:
+        return ":"
+    if isinstance(v, tuple) and not hasattr(type(v), "_fields"):
+        return "(" + ",".join(format_param(x) for x in v) + ")"
+    if isinstance(v, Layout):
+        return str(v)
+    return str(v)

@@ -1,0 +1,77 @@
+"""Pytrees: nested tuples, lists, dicts (and namedtuples) of leaves, flattened to a list and a TreeDef to rebuild them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TreeDef:
+    """The structure of a pytree with its leaves taken out; equal structures compare and hash equal."""
+
+    __slots__ = ("kind", "aux", "children", "_key")
+
+    def __init__(self, kind: Any, aux: Any, children: tuple) -> None:
+        self.kind, self.aux, self.children = kind, aux, children
+        self._key = (kind, aux, children)
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind is None:
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TreeDef) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        if self.kind is None:
+            return "*"
+        inner = ", ".join(repr(c) for c in self.children)
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children)) + "}"
+        return f"[{inner}]" if self.kind is list else f"({inner})"
+
+
+LEAF = TreeDef(None, None, ())
+
+
+def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
+    leaves: list = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(x: Any, leaves: list) -> TreeDef:
+    t = type(x)
+    if t is tuple or t is list:
+        return TreeDef(t, None, tuple(_flatten(c, leaves) for c in x))
+    if t is dict:
+        keys = tuple(sorted(x, key=repr))
+        return TreeDef(dict, keys, tuple(_flatten(x[k], leaves) for k in keys))
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return TreeDef(t, None, tuple(_flatten(c, leaves) for c in x))
+    leaves.append(x)
+    return LEAF
+
+
+def tree_unflatten(treedef: TreeDef, leaves: list) -> Any:
+    it = iter(leaves)
+    return _build(treedef, it)
+
+
+def _build(td: TreeDef, it: Any) -> Any:
+    if td.kind is None:
+        return next(it)
+    kids = [_build(c, it) for c in td.children]
+    if td.kind is dict:
+        return dict(zip(td.aux, kids))
+    if td.kind is tuple or td.kind is list:
+        return td.kind(kids)
+    return td.kind(*kids)
+
+
+def tree_map(f: Any, tree: Any) -> Any:
+    leaves, td = tree_flatten(tree)
+    return tree_unflatten(td, [f(x) for x in leaves])

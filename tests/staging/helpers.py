@@ -1,0 +1,52 @@
+"""Random layouts and arrays for the staging tests: the same logical values under many storage layouts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from patches.layouts import Layout, make_layout
+from patches.layouts import inttuple as it
+from patches.staging import Array
+from patches.staging.types import compact, logical_shape
+
+KINDS = ("col", "row", "padded", "permuted")
+
+
+def layout_of(shape: tuple, kind: str, rng: np.random.Generator | None = None) -> Layout:
+    """A layout of ``shape``: compact column- or row-major, padded (holes), or a random mode order."""
+    if kind == "col":
+        return compact(shape)
+    flat = it.flatten(shape) if type(shape) is tuple else (shape,)
+    order = list(range(len(flat)))
+    if kind == "row":
+        order = order[::-1]
+    elif kind == "permuted":
+        (rng or np.random.default_rng(0)).shuffle(order)
+    strides = [0] * len(flat)
+    cur = 1
+    for k in order:
+        strides[k] = cur
+        cur *= flat[k] + (1 if kind == "padded" else 0)
+    return make_layout(shape, it.unflatten(tuple(strides), shape))
+
+
+def random_array(rng: np.random.Generator, shape: tuple, kind: str = "col", dtype: str = "f64",
+                 low: float = -2.0, high: float = 2.0) -> tuple[Array, np.ndarray]:
+    """An Array of the given layout kind holding random values, and the same values as a plain numpy array."""
+    layout = layout_of(shape, kind, rng)
+    lshape = logical_shape(layout)
+    if dtype == "bool":
+        values = rng.random(lshape) < 0.5
+    elif dtype.startswith("i"):
+        values = rng.integers(-5, 6, size=lshape).astype(np.dtype({"i32": "int32", "i64": "int64"}[dtype]))
+    else:
+        values = rng.uniform(low, high, size=lshape).astype({"f32": np.float32, "f64": np.float64}[dtype])
+    return Array.from_logical(values, layout, dtype), np.asarray(values)
+
+
+def in_bounds(a: Array) -> bool:
+    """Every offset the layout reaches lies inside the storage (so as_strided never reads garbage)."""
+    from patches.layouts import check
+
+    idx = check.evaluate(a.layout, np.arange(it.product(a.layout.shape)))
+    return bool(((a.offset + idx) >= 0).all() and ((a.offset + idx) < a.storage.size).all())
