@@ -120,7 +120,7 @@ def is_compact(layout: Layout) -> bool:
     try:
         shapes = it.flatten(layout.shape) if type(layout.shape) is tuple else (layout.shape,)
         strides = it.flatten(layout.stride) if type(layout.stride) is tuple else (layout.stride,)
-        modes = [(d, s) for s, d in zip(shapes, strides) if not arith.eq(s, 1)]
+        modes = [(d, s) for s, d in zip(shapes, strides) if not arith.is_one(s)]
         for d, _ in modes:
             if not arith.lt(0, d):
                 return False
@@ -169,7 +169,8 @@ def mode_size(mode: Any) -> Any:
 
 
 def is_one(x: Any) -> bool:
-    return type(x) is int and x == 1 or type(x) is not int and type(x) is not tuple and arith.eq(x, 1)
+    """x is proved to be 1 (a symbolic extent that may be 1 counts as not 1, as CuTe treats dynamic extents)."""
+    return type(x) is not tuple and arith.is_one(x)
 
 
 def logical_shape(layout: Layout) -> tuple:

@@ -6,15 +6,11 @@ import numpy as np
 import pytest
 
 import patches as pt
-from patches.layouts import make_layout
-
-from .symbolic_backend import installed, symbols
+from patches.layouts import Sym, make_layout
 
 
-@pytest.fixture(autouse=True)
-def symbolic():
-    with installed():
-        yield
+def symbols(names: str) -> tuple:
+    return tuple(Sym(n) for n in names.split())
 
 
 def test_matmul_program_over_symbols():
