@@ -14,7 +14,9 @@ import numpy as np
 from . import arith, check
 from . import inttuple as it
 from .basis import ArithTuple, ScaledBasis, as_coord, has_basis
+from .composition import composition as compose
 from .errors import LayoutError
+from .inverse import complement as comp
 from .layout import Layout
 from .swizzle import Swizzle, recast_swizzle
 
@@ -254,8 +256,6 @@ def lift(fn: Any) -> Any:
 def composition(a: Any, b: Any) -> Any:
     """``A o B``; for a ComposedLayout A the tiler composes with its outer layout, and a Layout A composes with a
     ComposedLayout B whose inner is a Layout and offset 0 as (A o B.inner) o B.outer."""
-    from .composition import composition as compose
-
     if isinstance(a, ComposedLayout):
         return ComposedLayout(a.inner, a.offset, composition(a.outer, b))
     if isinstance(b, ComposedLayout):
@@ -268,8 +268,6 @@ def composition(a: Any, b: Any) -> Any:
 
 def complement(layout: Any, cotarget: Any = None) -> Layout:
     """complement of the outer layout (CuTe's rule for composed layouts); cotarget defaults to its cosize."""
-    from .inverse import complement as comp
-
     return comp(layout.outer if isinstance(layout, ComposedLayout) else layout, cotarget)
 
 

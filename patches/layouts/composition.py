@@ -24,7 +24,7 @@ def composition(a: Layout, b: Any) -> Layout:
     if b is None:
         return a
     if isinstance(b, Layout):
-        if not all(type(d) is int for d in it.iter_leaves(b._stride)):
+        if not it.all_int(b._stride):
             from .basis import compose_by_basis, has_basis
 
             if has_basis(b):                     # B yields coordinates: its modes pick A's modes
@@ -69,7 +69,7 @@ def compose_exactly(a: Layout, b: Layout) -> tuple[Layout, bool]:
     # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
     # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
     reach = [0] * len(a_s)
-    leaf = _leaf_int if all(type(x) is int for x in a_s + a_d) else _leaf
+    leaf = _leaf_int if it.all_int(a_s) and it.all_int(a_d) else _leaf
     shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach, leaf)
     if exact and len(a_s) > 1:
         for m in range(len(a_s) - 1):

@@ -32,6 +32,16 @@ def _flatten_into(t: tuple, out: list) -> None:
             out.append(x)
 
 
+def all_int(t: IntTuple) -> bool:
+    """Every leaf is a plain int (the fast-path test)."""
+    if type(t) is not tuple:
+        return type(t) is int
+    for x in t:
+        if type(x) is not int and not (type(x) is tuple and all_int(x)):
+            return False
+    return True
+
+
 def iter_leaves(t: IntTuple) -> Iterator:
     if type(t) is tuple:
         for x in t:
