@@ -17,7 +17,7 @@ from .core import Tracer, bind_multi, impl_rules
 from .errors import fail
 from .ir import Literal, Program
 from .pytree import tree_flatten, tree_unflatten
-from .symbols import bind_symbols, is_symbolic, substitute
+from .symbols import bind_symbols, substitute
 from .types import TensorType, logical_shape
 
 
@@ -34,7 +34,7 @@ def evaluate(prog: Program, *args: Any) -> Any:
         outs = eval_program(prog, leaves)
         return tree_unflatten(prog.out_tree, outs)
     types = [p.type for p in prog.params]
-    env = bind_symbols(types, leaves) if any(is_symbolic(t) for t in types) else None
+    env = bind_symbols(types, leaves) if prog.symbolic else None
     if env is not None:
         types = [substitute(t, env) for t in types]
     arrays = [bind_argument(t, x, i, prog.name) for i, (t, x) in enumerate(zip(types, leaves))]
@@ -70,7 +70,9 @@ def run(prog: Program, args: list, symbols: dict | None = None) -> list:
 
     def read(a: Any) -> Array:
         if type(a) is Literal:
-            return to_array(a.value)
+            if a.array is None:
+                a.array = to_array(a.value)
+            return a.array
         return env[id(a)]
 
     for e in prog.eqns:
