@@ -140,3 +140,23 @@ def test_pytrees_through_transformations():
     assert np.isclose(t["s"], d["b"].sum())
     out = pt.vmap(lambda d: d["a"] * d["b"], in_axes=({"a": 0, "b": None},))({"a": np.ones((5, 2, 3)), "b": d["b"]})
     np.testing.assert_allclose(out, np.broadcast_to(d["b"], (5, 2, 3)))
+
+
+SECOND_ORDER = [
+    lambda x: pt.reduce_sum(pt.sin(x[1:3, ::2]) * x[0, 1]),
+    lambda x: pt.reduce_sum(pt.sin(pt.tile(x.T, (2, 2))[1]) ** 2.0),
+    lambda x: pt.reduce_sum(pt.tanh(pt.view(pt.copy(x), pt.make_layout((6, 4)))) * x.T),
+    lambda x: pt.reduce_sum(pt.reduce_max(pt.reduce_sum(pt.exp(x[:, None] * 0.3), 2) * x[None, :, 0:1], 1)),
+]
+
+
+def test_second_order_through_views():
+    from .helpers import check_grads
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 6))
+    for f in SECOND_ORDER:
+        g = pt.grad(f)
+        check_grads(g, [x], rng)                              # jvp(grad) against finite differences; vjp(grad)
+        pt.stage(pt.grad(lambda v, g=g: pt.reduce_sum(g(v) * g(v))), pt.tensor("f64", (4, 6))).check()
+        np.testing.assert_allclose(pt.vmap(g)(np.stack([x, x + 1]))[1], g(x + 1), rtol=1e-12)
