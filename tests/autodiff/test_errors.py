@@ -95,3 +95,20 @@ def test_symbolic_backward_program_keeps_the_symbols():
         d = 1 - np.tanh(a @ b) ** 2
         np.testing.assert_allclose(ga, d @ b.T, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(gb, a.T @ d, rtol=1e-5, atol=1e-6)
+
+
+def test_transformations_with_garbage_arguments_raise_staging_errors_only():
+    bad = [None, "a", 2.5, -1, 7, (), (0, 5), [0], {"a": 0}, np.ones(2), object()]
+    x = np.ones((2, 3))
+    calls = [
+        lambda v: pt.grad(lambda y: pt.reduce_sum(y), v)(x), lambda v: pt.vmap(pt.sin, v)(x),
+        lambda v: pt.vmap(pt.sin, 0, v)(x), lambda v: pt.jvp(pt.sin, v, (x,)), lambda v: pt.jvp(pt.sin, (x,), v),
+        lambda v: pt.vjp(pt.sin, v), lambda v: pt.vjp(pt.sin, x)[1](v), lambda v: pt.linearize(pt.sin, x)[1](v),
+        lambda v: pt.grad(lambda y: y)(v), lambda v: pt.jit(pt.sin)(v), lambda v: pt.evaluate(pt.stage(pt.sin, x), v),
+    ]
+    for call in calls:
+        for v in bad:
+            try:
+                call(v)
+            except pt.StagingError:
+                pass

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, size, zipped_divide
+from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, make_layout, size, zipped_divide
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from ..array import Array
@@ -90,6 +90,26 @@ def coordinate_map(prim: Any, shape: Any, params: dict) -> tuple[Layout, Any]:
     return _apply(view_rules[prim], prim.name, ident, ident, params)
 
 
+# -- checking params at the op boundary ------------------------------------------------------
+
+
+def int_tuple(name: str, v: Any, what: str) -> tuple:
+    """A tuple of Python ints from a sequence of ints, or a StagingError naming the op."""
+    if isinstance(v, (tuple, list)) and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in v):
+        return tuple(int(i) for i in v)
+    raise fail(name, f"{what} must be a tuple of ints, got {v!r}")
+
+
+def checked_shape(name: str, shape: Any) -> Any:
+    """A shape (an extent or nested tuple of extents), validated by building its layout."""
+    shape = tuple(shape) if isinstance(shape, list) else shape
+    try:
+        make_layout(shape)
+    except (LayoutError, TypeError) as e:
+        raise fail(name, f"bad shape {shape!r}: {e}") from None
+    return shape
+
+
 # -- transpose ---------------------------------------------------------------------------
 
 
@@ -106,7 +126,7 @@ transpose_p = _view("transpose", _transpose_rule)
 def transpose(x: Any, perm: Any = None) -> Any:
     """Permute the modes (default: reverse them, like numpy's ``.T``); a view, so free."""
     r = get_aval(x).rank
-    perm = tuple(reversed(range(r))) if perm is None else tuple(int(p) for p in perm)
+    perm = tuple(reversed(range(r))) if perm is None else int_tuple("transpose", perm, "perm")
     perm = tuple(p + r if p < 0 else p for p in perm)
     if perm == tuple(range(r)) and len(perm) == r:
         return x
@@ -235,6 +255,10 @@ tile_p = _view("tile", _tile_rule)
 
 def tile(x: Any, tiler: Any, mode: str = "zipped") -> Any:
     """Divide ``x`` by a tiler (zipped: ((tile),(rest)); logical: per mode (tile, rest)); a view."""
+    if not isinstance(mode, str) or mode not in ("zipped", "logical"):
+        raise fail("tile", f"mode must be 'zipped' or 'logical', got {mode!r}")
+    if isinstance(tiler, list):
+        tiler = tuple(tiler)
     return bind(tile_p, x, tiler=tiler, mode=mode)
 
 
@@ -283,7 +307,9 @@ def view(x: Any, layout: Layout, offset: int = 0) -> Any:
     """Reinterpret ``x`` through ``layout``: result coordinate j reads x's colexicographic index offset + layout(j)."""
     if not isinstance(layout, Layout):
         raise fail("view", f"expected a Layout, got {type(layout).__name__}")
-    return bind(view_p, x, layout=layout, offset=offset)
+    if not isinstance(offset, (int, np.integer)) or isinstance(offset, bool) or offset < 0:
+        raise fail("view", f"offset must be a non-negative int, got {offset!r}")
+    return bind(view_p, x, layout=layout, offset=int(offset))
 
 
 # -- broadcast ---------------------------------------------------------------------------------
@@ -312,13 +338,14 @@ broadcast_p = _view("broadcast", _broadcast_rule)
 
 def broadcast(x: Any, shape: Any, dims: tuple) -> Any:
     """Operand mode i becomes result mode dims[i] (stretched with stride 0 if it has size 1); other modes get stride 0."""
-    shape = tuple(shape) if isinstance(shape, list) else shape
-    return bind(broadcast_p, x, shape=shape, dims=tuple(dims))
+    shape = checked_shape("broadcast", shape)
+    return bind(broadcast_p, x, shape=shape, dims=int_tuple("broadcast", dims, "dims"))
 
 
 def broadcast_to(x: Any, shape: Any) -> Any:
     """numpy-style broadcast of ``x`` to ``shape`` (modes aligned on the right); a view."""
     t = get_aval(x)
+    shape = checked_shape("broadcast_to", shape)
     if t.rank and same_modes(t.shape, shape):
         return x
     r = len(modes_of(shape))
