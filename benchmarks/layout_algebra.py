@@ -27,6 +27,7 @@ import argparse
 import gc
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -339,5 +340,46 @@ def main() -> None:
           f"  {time.perf_counter() - start:.1f}s")
 
 
+# -- symbolic layouts --------------------------------------------------------------------------------------
+
+def symbolic_cases(k: int) -> list[tuple[str, Callable, tuple]]:
+    """The symbolic issue's must-answer layouts, with fresh symbols per k (so the prover's caches start cold)."""
+    m, n, kk = pl.Sym(f"M{k}", divisible_by=128), pl.Sym(f"N{k}", divisible_by=256), pl.Sym(f"K{k}", divisible_by=64)
+    p, q = pl.Sym(f"P{k}"), pl.Sym(f"Q{k}")
+    col, row = pl.make_layout((m, n), (1, m)), pl.make_layout((m, n), (n, 1))
+    return [
+        ("coalesce (P,Q):(1,P)", pl.coalesce, (pl.make_layout((p, q), (1, p)),)),
+        ("logical_divide col (128,64)", pl.logical_divide, (col, (128, 64))),
+        ("zipped_divide row (64,256)", pl.zipped_divide, (row, (64, 256))),
+        ("tiled_divide (M,N,K) (128,128,64)", pl.tiled_divide, (pl.make_layout((m, n, kk)), (128, 128, 64))),
+        ("logical_divide ceil (P,Q)", pl.logical_divide, (pl.make_layout((p, q)), (128, 64))),
+        ("composition row o (4,8)", pl.composition, (row, pl.make_layout((4, 8), (1, 4)))),
+        ("complement tile in M*N", pl.complement, (pl.make_layout((128, 64), (1, 128)), m * n)),
+        ("blocked_product grid", pl.blocked_product, (pl.make_layout((64, 32)), pl.make_layout((m // 64, n // 32)))),
+        ("right_inverse (16,P):(1,16)", pl.right_inverse, (pl.make_layout((16, p), (1, 16)),)),
+        ("left_inverse row", pl.left_inverse, (row,)),
+    ]
+
+
+def symbolic_table(reps: int) -> None:
+    """ms per op on symbolic layouts: cold (fresh symbols each time) and warm (the same layout again)."""
+    cold: dict = {}
+    warm: dict = {}
+    for k in range(reps):
+        for name, fn, args in symbolic_cases(k):
+            t0 = time.perf_counter()
+            fn(*args)
+            t1 = time.perf_counter()
+            fn(*args)
+            t2 = time.perf_counter()
+            cold.setdefault(name, []).append((t1 - t0) * 1e3)
+            warm.setdefault(name, []).append((t2 - t1) * 1e3)
+    print(f"\nsymbolic layouts, ms per call (median of {reps}; target < 5 ms)")
+    print(f"{'op':<36}{'cold':>9}{'warm':>9}")
+    for name in cold:
+        print(f"{name:<36}{statistics.median(cold[name]):>9.2f}{statistics.median(warm[name]):>9.3f}")
+
+
 if __name__ == "__main__":
     main()
+    symbolic_table(3 if "--quick" in sys.argv else 15)

@@ -1,46 +1,65 @@
 """The layout algebra: CuTe's shape:stride layouts and their operations, exact and never silently wrong.
 
-Names and meanings follow CuTe DSL's ``cutlass.cute`` so that code ports both ways.
+Names and meanings follow CuTe DSL's ``cutlass.cute`` so that code ports both ways. The operations
+exported here take Layouts and ComposedLayouts (swizzled layouts) alike (see ``ops``).
 This package depends on nothing else in ``patches``.
 """
 
-from .coalesce import coalesce, filter, filter_zeros, flatten
-from .composition import composition
-from .divide import flat_divide, logical_divide, tiled_divide, zipped_divide
-from .errors import LayoutError
-from .inverse import complement, left_inverse, max_common_layout, max_common_vector, nullspace, right_inverse
+from . import hopper  # noqa: F401 (patches.layouts.hopper.wgmma_smem_layout)
+from .basis import E, ScaledBasis, make_identity_layout
+from .composed import ComposedLayout, make_composed_layout
+from .errors import LayoutError, UndecidableError
+from .inverse import left_inverse, max_common_layout, max_common_vector, nullspace, right_inverse
 from .layout import Layout, make_layout
-from .modes import (
+from .modes import dice, idx2crd
+from .ops import (
     append,
+    blocked_product,
+    coalesce,
+    complement,
+    composition,
     cosize,
     crd2idx,
     depth,
-    dice,
+    filter,
+    filter_zeros,
+    flat_divide,
+    flat_product,
+    flatten,
     group_modes,
-    idx2crd,
+    logical_divide,
+    logical_product,
     prepend,
+    raked_product,
     rank,
     recast_layout,
     select,
     size,
     slice_,
-)
-from .product import (
-    blocked_product,
-    flat_product,
-    logical_product,
-    make_ordered_layout,
-    raked_product,
+    slice_and_offset,
     tile_to_shape,
+    tiled_divide,
     tiled_product,
+    zipped_divide,
     zipped_product,
 )
+from .picture import layout_text, print_layout, print_tv_layout, tv_text
+from .product import make_ordered_layout
+from .prover import prove_equal
+from .svg import svg_banks, svg_layout, svg_tiling, svg_tv
+from .swizzle import Swizzle, make_swizzle
+from .symbols import Sym, divisible, facts
+from .tv import local_partition, local_tile, make_layout_tv
 
 __all__ = [
-    "Layout", "LayoutError", "append", "blocked_product", "coalesce", "complement", "composition", "cosize",
-    "crd2idx", "depth", "dice", "filter", "filter_zeros", "flat_divide", "flat_product", "flatten",
-    "group_modes", "idx2crd", "left_inverse", "logical_divide", "logical_product", "make_layout",
-    "make_ordered_layout", "max_common_layout", "max_common_vector", "nullspace", "prepend", "raked_product",
-    "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "tile_to_shape", "tiled_divide",
-    "tiled_product", "zipped_divide", "zipped_product",
+    "ComposedLayout", "E", "Layout", "LayoutError", "ScaledBasis", "Swizzle", "Sym", "UndecidableError",
+    "divisible", "facts", "prove_equal", "append", "blocked_product",
+    "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter", "filter_zeros",
+    "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "layout_text", "left_inverse",
+    "local_partition", "local_tile", "logical_divide", "logical_product", "make_composed_layout",
+    "make_identity_layout", "make_layout", "make_layout_tv", "make_ordered_layout", "make_swizzle",
+    "max_common_layout", "max_common_vector", "nullspace", "prepend", "print_layout", "print_tv_layout",
+    "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
+    "svg_banks", "svg_layout", "svg_tiling", "svg_tv", "tile_to_shape", "tiled_divide", "tiled_product", "tv_text",
+    "zipped_divide", "zipped_product"
 ]

@@ -9,6 +9,7 @@ Each function has a fast path for ``int`` and otherwise defers to the hook in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,20 +18,102 @@ from .errors import LayoutError
 # A backend for non-int values: a table of the operations below, set by the symbolic layer.
 _symbolic: dict[str, Callable[..., Any]] = {}
 
+# Stride-only value types with their own table of the operations below, by type
+# (basis.ScaledBasis: the strides of coordinate layouts). An operation missing from a table is refused.
+_types: dict[type, dict[str, Callable[..., Any]]] = {}
+
+
+def install(table: dict[str, Callable[..., Any]]) -> None:
+    """Set the backend for non-int values (the prover installs itself when first needed)."""
+    _symbolic.update(table)
+
+
+def _backend(op: str) -> Callable[..., Any] | None:
+    if not _symbolic:
+        try:
+            from . import prover  # noqa: F401  (installs itself; sympy is imported only now)
+        except ImportError:
+            return None
+    return _symbolic.get(op)
+
 
 def _other(op: str, *args: Any) -> Any:
-    fn = _symbolic.get(op)
+    for a in args:
+        table = _types.get(type(a))
+        if table is not None:
+            if op not in table:
+                raise LayoutError(f"{op}: {a} is a coordinate stride; this operation needs integer strides")
+            return table[op](*args)
+    # The layouts' values were checked when they were built, so a cheap type test suffices here.
+    ok = all(type(a) is int or _is_symbolic_candidate(a) and not isinstance(a, bool) for a in args)
+    fn = _backend(op) if ok else None
     if fn is None:
         raise LayoutError(f"{op}: expected integers, got {', '.join(repr(a) for a in args)}")
     return fn(*args)
 
 
+def _is_symbolic_candidate(x: Any) -> bool:
+    # Only sympy objects can be symbolic values; anything else is refused without loading the prover.
+    return type(x).__module__.startswith("sympy") or type(x).__name__ == "Sym"
+
+
 def is_value(x: Any) -> bool:
-    """True for an extent or stride value (an int that is not a bool, or a registered symbolic value)."""
+    """True for an extent or stride value (an int that is not a bool, or a symbolic integer expression)."""
     if type(x) is int:
         return True
-    check = _symbolic.get("is_value")
+    if not _is_symbolic_candidate(x):
+        return False
+    check = _backend("is_value")
     return bool(check and check(x))
+
+
+def is_one(x: Any) -> bool:
+    """x is 1 (for symbolic values: proved to be 1; an undecided value counts as not 1)."""
+    if type(x) is int:
+        return x == 1
+    fn = _backend("is_one") if _is_symbolic_candidate(x) else None
+    return bool(fn and fn(x))
+
+
+def normal(x: Any) -> Any:
+    """A value in its simplest form (symbolic: floor/ceil of provably integral arguments dropped)."""
+    if type(x) is int:
+        return x
+    fn = _backend("normal") if _is_symbolic_candidate(x) else None
+    return fn(x) if fn else x
+
+
+def known(decide: Callable[..., bool], *args: Any) -> bool | None:
+    """decide(*args), or None where the facts do not settle it (for probing several sufficient conditions)."""
+    from .errors import UndecidableError
+
+    try:
+        return decide(*args)
+    except UndecidableError:
+        return None
+
+
+def show(x: Any) -> str:
+    """The printed form of a value (symbolic ones without spaces, ceil for ceiling)."""
+    if type(x) is int:
+        return str(x)
+    fn = _backend("show") if _is_symbolic_candidate(x) else None
+    return fn(x) if fn else str(x)
+
+
+def sort_by(items: list, key: Callable[[Any], Any]) -> list:
+    """items sorted by key, deciding order through lt (so symbolic keys are compared by the prover)."""
+    keys = [key(x) for x in items]
+    if all(type(k) is int for k in keys):
+        return [x for _, _, x in sorted(zip(keys, range(len(items)), items), key=lambda p: (p[0], p[1]))]
+    order = sorted(range(len(items)), key=functools.cmp_to_key(
+        lambda i, j: -1 if lt(keys[i], keys[j]) else 1 if lt(keys[j], keys[i]) else i - j))
+    return [items[i] for i in order]
+
+
+def is_stride(x: Any) -> bool:
+    """True for a stride: a value, or a stride-only type such as a ScaledBasis (coordinate layouts)."""
+    return is_value(x) or type(x) in _types
 
 
 def eq(a: Any, b: Any) -> bool:

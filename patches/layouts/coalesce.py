@@ -25,14 +25,20 @@ def coalesce_flat(shapes: tuple, strides: tuple) -> tuple[list, list]:
     rs: list = []
     rd: list = []
     for s, d in zip(shapes, strides):
-        if type(s) is int and s == 1 or type(s) is not int and arith.eq(s, 1):
-            continue
-        if rs and arith.eq(rs[-1] * rd[-1], d):
+        # Merging first is the same for a size-1 mode (it multiplies by 1), and spares symbolic
+        # extents the question whether they are 1 wherever they merge.
+        if rs and _meets(rs[-1] * rd[-1], d):
             rs[-1] = rs[-1] * s
+        elif arith.is_one(s):  # a symbolic extent not proved 1 stays, as CuTe keeps dynamic ones
+            continue
         else:
             rs.append(s)
             rd.append(d)
     return rs, rd
+
+
+def _meets(x: Any, d: Any) -> bool:
+    return x == d if type(x) is int and type(d) is int else arith.eq(x, d)
 
 
 def _from_lists(rs: list, rd: list) -> Layout:
@@ -95,7 +101,8 @@ def filter(layout: Layout, target_profile: Any = None) -> Layout:  # noqa: A001 
     _need_layout(layout, "filter")
     if type(target_profile) is tuple:
         return by_mode(layout, target_profile, filter, "filter")
-    return coalesce(filter_zeros(layout))
+    shapes, strides = _flat(layout)               # coalesce(filter_zeros(layout)), without the intermediate
+    return _from_lists(*coalesce_flat([1 if _meets(d, 0) else x for x, d in zip(shapes, strides)], strides))
 
 
 def flatten(layout: Layout) -> Layout:

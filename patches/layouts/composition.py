@@ -9,7 +9,7 @@ import numpy as np
 from . import arith, check
 from . import inttuple as it
 from .coalesce import _show, coalesce_flat, join
-from .errors import LayoutError
+from .errors import LayoutError, UndecidableError
 from .layout import Layout
 
 
@@ -24,6 +24,11 @@ def composition(a: Layout, b: Any) -> Layout:
     if b is None:
         return a
     if isinstance(b, Layout):
+        if not all(type(d) is int for d in it.iter_leaves(b._stride)):
+            from .basis import compose_by_basis, has_basis
+
+            if has_basis(b):                     # B yields coordinates: its modes pick A's modes
+                return compose_by_basis(a, b)
         return _compose(a, b)
     if type(b) is tuple:
         if len(b) > a.rank:
@@ -52,27 +57,40 @@ def compose_flat(a: Layout) -> tuple[tuple, tuple]:
 
 
 def _compose(a: Layout, b: Layout, verify: bool = True) -> Layout:
-    a_s, a_d = compose_flat(a)
-    # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
-    # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
-    reach = [0] * len(a_s)
-    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach)
-    if exact and len(a_s) > 1:
-        for m in range(len(a_s) - 1):
-            if not arith.lt(reach[m], a_s[m]):
-                exact = False
-                break
-    r = Layout._make(shape, stride)
+    r, exact = compose_exactly(a, b)
     if verify and not exact:
         _verify(a, b, r)
     return r
 
 
-def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
+def compose_exactly(a: Layout, b: Layout) -> tuple[Layout, bool]:
+    """CuTe's A o B, unchecked, and whether divisibility alone proves R(i) = A(B(i))."""
+    a_s, a_d = compose_flat(a)
+    # reach[m]: the largest coordinate B's modes together use in A's mode m; beyond A's extent
+    # their offsets would carry into the next mode, and A o B would not distribute over B's modes.
+    reach = [0] * len(a_s)
+    leaf = _leaf_int if all(type(x) is int for x in a_s + a_d) else _leaf
+    shape, stride, exact = _tree(a_s, a_d, b._shape, b._stride, reach, leaf)
+    if exact and len(a_s) > 1:
+        for m in range(len(a_s) - 1):
+            if not arith.lt(reach[m], a_s[m]):
+                exact = False
+                break
+    return Layout._make(shape, stride), exact
+
+
+def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list, leaf: Any) -> tuple:
     if type(s) is tuple:
-        parts = [_tree(a_s, a_d, x, y, reach) for x, y in zip(s, d)]
-        return (tuple(p[0] for p in parts), tuple(p[1] for p in parts), all(p[2] for p in parts))
-    return _leaf(a_s, a_d, s, d, reach)
+        ss, dd, ok = [], [], True
+        for x, y in zip(s, d):
+            xs, yd, e = _tree(a_s, a_d, x, y, reach, leaf)
+            ss.append(xs)
+            dd.append(yd)
+            ok = ok and e
+        return tuple(ss), tuple(dd), ok
+    if leaf is _leaf_int and (type(s) is not int or type(d) is not int):
+        leaf = _leaf
+    return leaf(a_s, a_d, s, d, reach)
 
 
 def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
@@ -88,12 +106,12 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     for m in range(len(a_s) - 1):
         cs, cd = a_s[m], a_d[m]
         r = rest_d if arith.lt(0, rest_d) else -rest_d
-        one = arith.eq(rest_s, 1)
+        one = arith.is_one(rest_s)
         if exact and not one:
             exact = _exact_step(cs, r, rest_s)
         next_shape = arith.ceil_div(cs, r)
         next_stride = arith.ceil_div(r, cs) * arith.sign(rest_d)
-        if one or arith.eq(next_shape, 1):
+        if one or arith.is_one(next_shape):
             rest_d = next_stride
             continue
         new_shape = arith.minimum(next_shape, rest_s)
@@ -104,7 +122,7 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
         rest_d = next_stride
     if not rs:
         return rest_s, rest_d * a_d[-1], exact
-    if arith.eq(rest_s, 1):
+    if arith.is_one(rest_s):
         if len(rs) == 1:
             return rs[0], rd[0], exact
         return tuple(rs), tuple(rd), exact
@@ -113,18 +131,73 @@ def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     return tuple(rs), tuple(rd), exact
 
 
+def _leaf_int(a_s: tuple, a_d: tuple, s: int, d: int, reach: list) -> tuple:
+    """_leaf on plain ints (the common case), without the arithmetic layer's dispatch; same answers."""
+    if d == 0:
+        return s, d, True
+    if len(a_s) == 1:
+        return s, d * a_d[0], True
+    exact = d > 0
+    sgn = 1 if d > 0 else -1
+    rs: list = []
+    rd: list = []
+    rest_s, rest_d = s, d
+    for m in range(len(a_s) - 1):
+        cs = a_s[m]
+        r = rest_d * sgn
+        if exact and rest_s != 1:
+            if r % cs == 0:                       # the stride skips the whole mode
+                pass
+            elif cs % r == 0:                     # the stride splits the mode evenly
+                q = cs // r
+                exact = q >= rest_s or rest_s % q == 0
+            else:                                 # every remaining element lands inside this mode
+                exact = (rest_s - 1) * r < cs
+        next_shape = -(-cs // r)
+        next_stride = -(-r // cs) * sgn
+        if rest_s == 1 or next_shape == 1:
+            rest_d = next_stride
+            continue
+        new_shape = next_shape if next_shape < rest_s else rest_s
+        reach[m] += (new_shape - 1) * r
+        rs.append(new_shape)
+        rd.append(rest_d * a_d[m])
+        rest_s //= new_shape
+        rest_d = next_stride
+    if not rs:
+        return rest_s, rest_d * a_d[-1], exact
+    if rest_s == 1:
+        return (rs[0], rd[0], exact) if len(rs) == 1 else (tuple(rs), tuple(rd), exact)
+    rs.append(rest_s)
+    rd.append(rest_d * a_d[-1])
+    return tuple(rs), tuple(rd), exact
+
+
 def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
     """Whether stepping stride r (with rest_s elements left) through a mode of extent cs stays exact."""
-    if arith.divides(cs, r):                     # the stride skips the whole mode
+    if arith.known(arith.divides, cs, r):        # the stride skips the whole mode
         return True
-    if arith.divides(r, cs):                     # the stride splits the mode evenly
+    if arith.known(arith.divides, r, cs):        # the stride splits the mode evenly
         q = arith.exact_div(cs, r)
-        return not arith.lt(q, rest_s) or arith.divides(q, rest_s)
-    return arith.lt((rest_s - 1) * r, cs)         # every remaining element lands inside this mode
+        return bool(arith.known(arith.lt, rest_s - 1, q) or arith.known(arith.divides, q, rest_s))
+    return bool(arith.known(arith.lt, (rest_s - 1) * r, cs))  # every remaining element lands inside this mode
 
 
 def _verify(a: Layout, b: Layout, r: Layout) -> None:
+    if not all(type(d) is int for d in it.iter_leaves(a._stride)):
+        from .basis import component, has_basis, paths
+
+        if has_basis(a):                         # A yields coordinates: check each component, an integer layout
+            for p in paths(a):
+                try:
+                    _verify(component(a, p), b, component(r, p))
+                except LayoutError as e:
+                    raise LayoutError(_why(a, b, str(e).split("is inadmissible: ", 1)[-1])) from None
+            return
     n = it.product(b._shape)
+    if not all(type(x) is int for x in it.flatten((a._shape, a._stride, b._shape, b._stride))):
+        raise UndecidableError(_why(a, b, "divisibility does not prove that B's modes cut A's modes evenly for "
+                                          "every value of the symbols; state divisibility facts for its extents"))
     if it.product(r._shape) != n:
         raise LayoutError(_why(a, b, f"the result would have size {it.product(r._shape)}, not size(B) = {n}"))
     if n > check.MAX_POINTS:

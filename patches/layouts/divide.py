@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import arith
-from .coalesce import _need_layout, _show, by_mode, coalesce
+from .coalesce import _flat, _need_layout, _show, by_mode, coalesce_flat
 from .composition import composition
 from .errors import LayoutError
 from .inverse import complement
@@ -31,7 +31,8 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     if type(tiler) is tuple:
         return by_mode(layout, tiler, logical_divide, "logical_divide")
     t = as_tiler_layout(tiler, "logical_divide")
-    rest = complement(t, coalesce(layout)._shape)
+    shapes, _ = coalesce_flat(*_flat(layout))      # the cotarget: A's coalesced shape
+    rest = complement(t, shapes[0] if len(shapes) == 1 else tuple(shapes) if shapes else 1)
     return composition(layout, Layout._make((t._shape, rest._shape), (t._stride, rest._stride)))
 
 

@@ -89,7 +89,7 @@ def to_str(t: IntTuple) -> str:
     """CuTe's text form: ``((2,3),4)``, ``8``, ``()``."""
     if type(t) is tuple:
         return "(" + ",".join(to_str(x) for x in t) + ")"
-    return str(t)
+    return str(t) if type(t) is int else arith.show(t)
 
 
 def compact_col_major(shape: IntTuple, start: Any = 1) -> IntTuple:
@@ -100,7 +100,7 @@ def compact_col_major(shape: IntTuple, start: Any = 1) -> IntTuple:
         nonlocal cur
         if type(s) is tuple:
             return tuple(build(x) for x in s)
-        d = cur if not arith.eq(s, 1) else 0
+        d = cur if not arith.is_one(s) else 0
         cur = cur * s
         return d
 

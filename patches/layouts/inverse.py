@@ -8,8 +8,8 @@ import numpy as np
 
 from . import arith, check
 from . import inttuple as it
-from .coalesce import _flat, _need_layout, coalesce, coalesce_flat, filter
-from .composition import _compose, composition
+from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat, filter
+from .composition import compose_exactly, composition
 from .errors import LayoutError
 from .layout import Layout
 
@@ -38,23 +38,27 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     shape*stride divides the next stride.
     """
     _need_layout(layout, "complement")
-    f = filter(layout)
+    shapes, strides = _flat(layout)
+    if type(cotarget) is int and cotarget > 0 or type(cotarget) is tuple:
+        fast = _complement_ints(shapes, strides, cotarget)
+        if fast is not None:
+            return fast
+    # filter(A), without building it: the modes that move, sorted by stride (merging adjacent ones changes nothing)
+    modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.is_one(s))]
     if cotarget is None:
-        cotarget = cosize(f)
+        cotarget = cosize(layout)
     _check_cotarget(cotarget)
-    shapes, strides = _flat(f)
-    if arith.eq(strides[0], 0):                      # nothing but size-1 / stride-0 modes
+    if not modes:                                    # nothing but size-1 / stride-0 modes
         n = it.product(cotarget)
         return Layout._make(n, 0 if arith.eq(n, 1) else 1)
-    for d in strides:
+    for d, _ in modes:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
-    order = sorted(range(len(strides)), key=strides.__getitem__)
+    modes = arith.sort_by(modes, lambda m: m[0])
     rs: list = []
     rd: list = [1]
     tractable = True
-    for k in order:
-        s, d = shapes[k], strides[k]
+    for d, s in modes:
         cur = rd[-1]
         if arith.lt(d, cur):
             raise LayoutError(f"complement: in {layout}, the mode {s}:{d} overlaps the modes below it "
@@ -69,10 +73,42 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         raise LayoutError(f"complement: the span {rd[-1]} of {layout} does not divide the cotarget shape "
                           f"{it.to_str(cotarget)} mode by mode, so CuTe's shape division covers only "
                           f"{rd[-1] * rs[-1]} of its {it.product(cotarget)} offsets")
-    c = coalesce(Layout._make(tuple(rs), tuple(rd)))
+    c = _from_lists(*coalesce_flat(rs, rd))
     if not tractable:
-        _verify_complement(layout, f, cotarget, c)
+        _verify_complement(layout, filter(layout), cotarget, c)
     return c
+
+
+def _complement_ints(shapes: tuple, strides: tuple, cotarget: Any) -> Layout | None:
+    """complement on plain ints when A is tractable (the common case); None sends anything else,
+    errors included, down the general path."""
+    modes = []
+    for s, d in zip(shapes, strides):
+        if type(s) is not int or type(d) is not int:
+            return None
+        if d and s != 1:
+            modes.append((d, s))
+    if not modes:
+        return None
+    modes.sort()
+    rs, rd, cur = [], [1], 1
+    for d, s in modes:
+        if d <= 0 or d % cur:
+            return None
+        rs.append(d // cur)
+        cur = d * s
+        rd.append(cur)
+    if type(cotarget) is int:
+        rs.append(-(-cotarget // cur))
+    else:
+        leaves = it.flatten(cotarget)
+        if not all(type(x) is int and x > 0 for x in leaves):
+            return None
+        rest = it.product(_shape_ceil_div(cotarget, cur))
+        if cur * rest < it.product(cotarget):
+            return None
+        rs.append(rest)
+    return _from_lists(*coalesce_flat(rs, rd))
 
 
 def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> None:
@@ -80,7 +116,7 @@ def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> N
     why = ("its sorted strides do not each divide by the span below, and CuTe's rule then gives a C "
            "with (A, C) not injective or not covering the cotarget")
     n = it.product(f._shape) * it.product(c._shape)
-    if type(cotarget) is tuple or n > check.MAX_POINTS:
+    if type(cotarget) is tuple or type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"complement: {layout} is not tractable ({why.split(',')[0]})")
     both = Layout._make((f._shape, c._shape), (f._stride, c._stride))
     v = check.evaluate(both, check.points(n))
@@ -112,12 +148,12 @@ def right_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = []
     cur = 1
-    for k in sorted(range(len(strides)), key=strides.__getitem__):
+    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
         if arith.eq(strides[k], cur):
             rs.append(shapes[k])
             rd.append(pre[k])
             cur = shapes[k] * strides[k]
-    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+    return _from_lists(*coalesce_flat(rs, rd))
 
 
 def left_inverse(layout: Layout) -> Layout:
@@ -130,7 +166,7 @@ def left_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = [0]
     prev, span = 1, 1
-    for k in sorted(range(len(strides)), key=strides.__getitem__):
+    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
         s, d = shapes[k], strides[k]
         if not arith.lt(0, d):
             why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"
@@ -143,7 +179,7 @@ def left_inverse(layout: Layout) -> Layout:
         rd.append(pre[k])
         prev, span = d, d * s
     rs.append(s)
-    return coalesce(Layout._make(tuple(rs), tuple(rd)))
+    return _from_lists(*coalesce_flat(rs, rd))
 
 
 def nullspace(layout: Layout) -> Layout:
@@ -178,10 +214,13 @@ def _common_run(a: Layout, b: Layout, op: str) -> Layout:
     _need_layout(a, op)
     _need_layout(b, op)
     inv_b = right_inverse(b)
-    first = coalesce(_compose(a, inv_b, verify=False))[0]
+    full, exact = compose_exactly(a, inv_b)
+    first = coalesce(full)[0]
     if not arith.eq(first._stride, 1):
         return Layout._make(1, 0)
     r = composition(inv_b, first)
+    if exact and not arith.lt(it.product(a._shape), cosize(r)):
+        return r                                     # divisibility proves the run, inside A's domain
     n = it.product(r._shape)
     if type(n) is int and n <= check.MAX_POINTS:
         idx = check.points(n)

@@ -107,8 +107,27 @@ class Layout:
             from .modes import slice_
 
             return slice_(self, c)
-        _check_coord(c, self._shape)
-        return it.crd2idx(c, self._shape, self._stride)
+        return offset(c, self._shape, self._stride)
+
+    # -- symbols -------------------------------------------------------------------
+    @property
+    def free_symbols(self) -> frozenset:
+        """The Syms in the shape and stride (empty for a concrete layout)."""
+        from .prover import free_symbols
+
+        return free_symbols((self._shape, self._stride)) if not self.is_concrete else frozenset()
+
+    @property
+    def is_concrete(self) -> bool:
+        return all(type(x) is int for x in it.flatten((self._shape, self._stride)))
+
+    def subs(self, mapping: dict) -> Layout:
+        """The layout with Syms replaced by values (ints the facts allow, or other expressions)."""
+        if self.is_concrete:
+            return self
+        from .prover import substitute
+
+        return Layout(substitute(self._shape, mapping), substitute(self._stride, mapping))
 
     # -- text ----------------------------------------------------------------------
     @staticmethod
@@ -153,6 +172,10 @@ def _extent_ok(x: Any) -> None:
     if type(x) is not int:
         if isinstance(x, bool) or not _is_value(x):
             raise LayoutError(f"shape entries must be positive integers, got {x!r} ({type(x).__name__})")
+        from .arith import lt
+
+        if not lt(0, x):
+            raise LayoutError(f"shape entries must be positive integers, got {x!r} (not positive for all values)")
         return
     if x <= 0:
         raise LayoutError(f"shape entries must be positive integers, got {x}")
@@ -162,11 +185,24 @@ def _extent_ok(x: Any) -> None:
 
 def _stride_ok(x: Any) -> None:
     if type(x) is not int:
-        if isinstance(x, bool) or not _is_value(x):
+        from .arith import is_stride
+
+        if isinstance(x, bool) or not is_stride(x):
             raise LayoutError(f"stride entries must be integers, got {x!r} ({type(x).__name__})")
         return
     if not -MAX_VALUE < x < MAX_VALUE:
         raise LayoutError(f"stride entry {x} does not fit in 64 bits")
+
+
+def _normal(t: Any) -> Any:
+    """Symbolic leaves in simplest form (ints pass through untouched)."""
+    if type(t) is tuple:
+        return tuple(_normal(x) for x in t)
+    if type(t) is int:
+        return t
+    from .arith import normal
+
+    return normal(t)
 
 
 def _is_value(x: Any) -> bool:
@@ -179,10 +215,12 @@ def _checked(shape: Any, stride: Any) -> tuple:
     if isinstance(shape, Layout):
         raise LayoutError("make_layout takes a shape, not a Layout (use append/prepend or group_modes to combine)")
     _check_tree(shape, "shape", _extent_ok)
+    shape = _normal(shape)
     if stride is None:
         stride = it.compact_col_major(shape)
     else:
         _check_tree(stride, "stride", _stride_ok)
+        stride = _normal(stride)
         if not it.congruent(shape, stride):
             raise LayoutError(
                 f"shape {it.to_str(shape)} and stride {it.to_str(stride)} have different profiles")
@@ -198,6 +236,25 @@ def _has_none(c: Any) -> bool:
     if type(c) is tuple:
         return any(_has_none(x) for x in c)
     return False
+
+
+def offset(c: Any, shape: Any, stride: Any) -> Any:
+    """The checked offset of coordinate c; an int index into int leaves takes a flat fast path."""
+    if type(c) is int and type(shape) is tuple:
+        shapes, strides = it.flatten(shape), it.flatten(stride)
+        if all(type(x) is int for x in shapes):
+            n = 1
+            for x in shapes:
+                n *= x
+            if not 0 <= c < n:
+                raise LayoutError(f"coordinate {c} is outside the mode of shape {it.to_str(shape)} (size {n})")
+            total = 0
+            for x, d in zip(shapes, strides):
+                total = total + c % x * d
+                c //= x
+            return total
+    _check_coord(c, shape)
+    return it.crd2idx(c, shape, stride)
 
 
 def _check_coord(c: Any, shape: Any) -> None:
@@ -219,7 +276,7 @@ def _check_coord(c: Any, shape: Any) -> None:
 
 # -- parsing ----------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(-?_?\d+)|([(),:]))")
+_TOKEN = re.compile(r"\s*(?:(-?_?\d+(?:@\d+)*)|([(),:]))")  # n, or n@i@j a coordinate stride (ScaledBasis)
 
 
 def parse_layout(text: str) -> Layout:
@@ -236,7 +293,7 @@ def parse_layout(text: str) -> Layout:
             raise LayoutError(f"cannot parse layout text at position {pos}: {text[pos:pos + 20]!r}")
         num, sym = m.groups()
         if num is not None:
-            tokens.append(int(num.replace("_", "")))
+            tokens.append(_number(num))
         else:
             tokens.append(sym)
         pos = m.end()
@@ -247,6 +304,14 @@ def parse_layout(text: str) -> Layout:
     if parser.i != len(tokens):
         raise LayoutError(f"unexpected text after the layout in {text!r}")
     return Layout(shape, stride)
+
+
+def _number(text: str) -> Any:
+    if "@" in text:
+        from .basis import parse_basis
+
+        return parse_basis(text)
+    return int(text.replace("_", ""))
 
 
 class _Parser:
@@ -263,7 +328,7 @@ class _Parser:
 
     def tree(self, depth: int = 0) -> Any:
         tok = self.peek()
-        if type(tok) is int:
+        if tok is not None and type(tok) is not str:
             self.i += 1
             return tok
         if tok != "(":

@@ -8,7 +8,7 @@ from . import arith
 from . import inttuple as it
 from .coalesce import _need_layout, _show
 from .errors import LayoutError
-from .layout import Layout, _check_coord
+from .layout import Layout, _check_coord, offset
 
 
 def _slice_tree(c: Any, t: Any, keep_none: bool, what: Layout) -> Any:
@@ -202,8 +202,7 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
         layout = Layout(layout, stride)
     elif stride is not None:
         raise LayoutError("crd2idx: give a Layout, or a shape and a stride, not both")
-    _check_coord(coord, layout._shape)
-    return it.crd2idx(coord, layout._shape, layout._stride)
+    return offset(coord, layout._shape, layout._stride)
 
 
 def idx2crd(idx: Any, shape: Any) -> Any:

@@ -143,6 +143,42 @@ def gen_tiler_layout(draw: Draw, n: int) -> Layout:
     return Layout(tuple(keep), tuple(strides))
 
 
+def gen_swizzle(draw: Draw, max_span_bits: int = 10) -> Any:
+    """A Swizzle<B,M,S> (negative shifts included) whose pattern repeats within 2**max_span_bits offsets."""
+    from .swizzle import Swizzle
+
+    while True:
+        b, m = draw(0, 3), draw(0, 4)
+        s = draw(b, b + 3) * (1 if draw(0, 3) else -1)
+        if b + m + abs(s) <= max_span_bits and abs(s) >= b:
+            return Swizzle(b, m, s) if b else Swizzle(0, 4, 3)   # the identity, canonical as CuTe's make_swizzle
+
+
+def gen_composed(draw: Draw, kind: str = "injective") -> Any:
+    """A ComposedLayout: a swizzle (or, one time in six, a layout) after an offset after a layout of ``kind``."""
+    from .composed import ComposedLayout
+
+    outer = gen_layout(draw, kind)
+    if draw(0, 5) == 0:
+        inner: Any = gen_layout(draw, "compact", 2, 1)
+    else:
+        inner = gen_swizzle(draw)
+    offset = 0 if draw(0, 2) else draw(0, 64)
+    return ComposedLayout(inner, offset, outer)
+
+
+def gen_coordinate_layout(draw: Draw) -> Layout:
+    """A layout with ScaledBasis strides: an identity layout, or one whose modes move random coordinate modes."""
+    from .basis import ScaledBasis, make_identity_layout
+
+    shape = gen_shape(draw, 3, 2)
+    if draw(0, 1) or type(shape) is not tuple:
+        return make_identity_layout(shape if type(shape) is tuple else (shape,))
+    flat = it.flatten(shape)
+    strides = tuple(ScaledBasis(_pick(draw, (1, 1, 2, 4)), draw(0, 1)) for _ in flat)
+    return Layout(shape, it.unflatten(strides, shape))
+
+
 def rng_draw(seed: int) -> Draw:
     """A ``draw`` from a seeded random source, for generating fixed case lists."""
     return random.Random(seed).randint
@@ -169,6 +205,16 @@ def shapes(max_rank: int = 3, max_depth: int = 2) -> Any:
     return _strategy(lambda d: gen_shape(d, max_rank, max_depth))
 
 
+def swizzles() -> Any:
+    """Strategy: Swizzle functions."""
+    return _strategy(gen_swizzle)
+
+
+def composed_layouts(kind: str = "injective") -> Any:
+    """Strategy: ComposedLayouts (mostly swizzled)."""
+    return _strategy(lambda d: gen_composed(d, kind))
+
+
 def composable_pairs() -> Any:
     """Strategy: (A, B) pairs, mostly admissible for composition."""
     return _strategy(gen_composable)
@@ -179,4 +225,59 @@ def divide_pairs(admissible: bool = True) -> Any:
     def gen(d: Draw) -> tuple:
         a = gen_layout(d, "any")
         return a, gen_tiler(d, a, admissible)
+    return _strategy(gen)
+
+
+# -- symbolic layouts ---------------------------------------------------------------------------
+
+_DIVISORS = (1, 2, 4, 8, 16, 64, 128)
+
+
+def gen_symbols(draw: Draw) -> tuple:
+    """Three Syms M, N, K with drawn divisibility facts."""
+    from .symbols import Sym
+
+    return tuple(Sym(name, divisible_by=_pick(draw, _DIVISORS)) for name in ("M", "N", "K"))
+
+
+def gen_symbolic_layout(draw: Draw, syms: tuple) -> Layout:
+    """A layout whose extents mix Syms and ints, with compact (column- or row-major), gapped or int strides."""
+    from .layout import make_layout
+
+    shape = gen_shape(draw, 3, 2)
+    leaves = [(_pick(draw, syms) if draw(0, 2) else x) for x in it.flatten(shape)]
+    if not any(type(x) is not int for x in leaves):
+        leaves[draw(0, len(leaves) - 1)] = _pick(draw, syms)
+    shape = it.unflatten(tuple(leaves), shape)
+    kind = draw(0, 3)
+    if kind == 0:
+        return make_layout(shape)
+    order = list(range(len(leaves)))
+    if kind == 1:
+        order.reverse()
+    elif kind == 2:
+        for i in range(len(order) - 1, 0, -1):
+            j = draw(0, i)
+            order[i], order[j] = order[j], order[i]
+    strides: list = [0] * len(leaves)
+    cur: Any = 1
+    for k in order:
+        if kind == 3 and draw(0, 3) == 0:
+            strides[k] = 0                       # a broadcast mode
+            continue
+        strides[k] = cur
+        cur = cur * leaves[k] * (_pick(draw, (1, 1, 2)) if kind == 3 else 1)
+    return Layout(shape, it.unflatten(tuple(strides), shape))
+
+
+def assignments(draw: Draw, syms: tuple, n: int = 3) -> list[dict]:
+    """n assignments of small values the Syms' facts allow."""
+    return [{s: s.lo + s.divisor * _pick(draw, (0, 0, 1, 2, 3, 7)) for s in syms} for _ in range(n)]
+
+
+def symbolic_cases() -> Any:
+    """Strategy: (symbols, symbolic layout, seed) for substitution-commutes tests (seed: for rng_draw)."""
+    def gen(d: Draw) -> tuple:
+        syms = gen_symbols(d)
+        return syms, gen_symbolic_layout(d, syms), d(0, 1 << 30)
     return _strategy(gen)

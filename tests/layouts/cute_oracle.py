@@ -1,8 +1,11 @@
 """Run layout-algebra cases through CuTe DSL (on the CPU, inside one @cute.jit trace) and print JSON answers.
 
 Used by the differential tests as a subprocess: stdin is a JSON list of cases
-``[op, args]`` (layouts encoded as ``{"L": [shape, stride]}``, tuples as lists);
-stdout is one JSON line per case: ``["ok", text]`` or ``["err", exception type]``.
+``[op, args]`` (layouts encoded as ``{"L": [shape, stride]}``, tuples as lists; a stride leaf
+``{"E": [value, modes]}`` is value*E(modes); ``{"SW": [b, m, s]}`` a swizzle; ``{"C": [inner, offset, outer]}``
+a composed layout; ``{"T": [start, layout]}`` a counting tensor; ``{"ID": shape}`` an identity tensor);
+stdout is one JSON line per case: ``["ok", text]`` (a list of texts or ints for ops that answer several
+things) or ``["err", exception type]``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+import cutlass
 import cutlass.cute as cute
 
 
@@ -19,10 +23,29 @@ def _tup(x):
     return x
 
 
+def _stride(x):
+    if isinstance(x, dict) and "E" in x:
+        value, modes = x["E"]
+        return value * cute.E(modes)
+    if isinstance(x, list):
+        return tuple(_stride(y) for y in x)
+    return x
+
+
 def decode(x):
     if isinstance(x, dict) and "L" in x:
         shape, stride = x["L"]
-        return cute.make_layout(_tup(shape), stride=_tup(stride))
+        return cute.make_layout(_tup(shape), stride=_stride(stride))
+    if isinstance(x, dict) and "SW" in x:
+        return cute.make_swizzle(*x["SW"])
+    if isinstance(x, dict) and "C" in x:
+        inner, offset, outer = x["C"]
+        return cute.make_composed_layout(decode(inner), offset, decode(outer))
+    if isinstance(x, dict) and "T" in x:
+        start, layout = x["T"]
+        return cute.make_tensor(start, decode(layout))
+    if isinstance(x, dict) and "ID" in x:
+        return cute.make_identity_tensor(_tup(x["ID"]))
     if isinstance(x, list):
         return tuple(decode(y) for y in x)
     return x
@@ -30,6 +53,22 @@ def decode(x):
 
 def _modes(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+DTYPES = {"bf16": "BFloat16", "f16": "Float16", "tf32": "TFloat32", "f8e4m3": "Float8E4M3FN", "f8e5m2": "Float8E5M2"}
+
+
+def _smem(operand, major, tile_mnk, dtype, stages):
+    from cutlass.tensor_utils import LayoutEnum
+    from cutlass.utils import hopper_helpers
+
+    enum = LayoutEnum.ROW_MAJOR if major == "k" else LayoutEnum.COL_MAJOR
+    make = hopper_helpers.make_smem_layout_a if operand == "a" else hopper_helpers.make_smem_layout_b
+    return make(enum, tile_mnk, getattr(cutlass, DTYPES[dtype]), stages)
+
+
+def _values(layout):
+    return [int(layout(i)) for i in range(cute.size(layout))]
 
 
 OPS = {
@@ -67,6 +106,17 @@ OPS = {
     "make_ordered_layout": lambda s, o: cute.make_ordered_layout(s, order=o),
     "tile_to_shape": cute.tile_to_shape,
     "recast_layout": cute.recast_layout,
+    # Hopper-grade layouts: swizzles, composed and coordinate layouts, TV layouts, partitions, smem atoms
+    "values": _values,
+    "make_identity_layout": cute.make_identity_layout,
+    "make_composed_layout": cute.make_composed_layout,
+    "compose_by_basis": cute.composition,
+    "make_layout_tv": lambda t, v: [str(x) for x in cute.make_layout_tv(t, v)],
+    "slice_and_offset": lambda c, a: [str(x) for x in cute.slice_and_offset(c, a)],
+    "local_tile": lambda t, tiler, c, proj=None: cute.local_tile(t, tiler, c, proj=proj),
+    "local_partition": lambda t, tile, i, proj=1: cute.local_partition(t, tile, cutlass.Int32(i), proj),
+    "tensor_slice": lambda t, c: t[c],
+    "smem_layout": _smem,
 }
 
 
@@ -74,7 +124,7 @@ def run_all(cases, out):
     for op, args in cases:
         try:
             r = OPS[op](*[decode(a) for a in args])
-            answer = ["ok", str(r)]
+            answer = ["ok", r if isinstance(r, list) else str(r)]
         except Exception as e:  # CuTe refuses inadmissible input with assorted exception types
             answer = ["err", type(e).__name__]
         # One line per answer, flushed, so that a case that kills the process is known by position.

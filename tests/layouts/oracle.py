@@ -10,22 +10,42 @@ from typing import Any
 
 import numpy as np
 
-from patches.layouts import Layout
+from patches.layouts import ComposedLayout, Layout, ScaledBasis, Swizzle
 from patches.layouts import inttuple as it
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def encode(x: Any) -> Any:
+    """A case argument as JSON: layouts, swizzles, composed layouts and coordinate strides get tagged objects."""
     if isinstance(x, Layout):
         return {"L": [_lists(x.shape), _lists(x.stride)]}
+    if isinstance(x, Swizzle):
+        return {"SW": [x.bits, x.base, x.shift]}
+    if isinstance(x, ComposedLayout):
+        return {"C": [encode(x.inner), x.offset, encode(x.outer)]}
+    if isinstance(x, Tensor):
+        return {"ID": _lists(x.layout.shape)} if x.identity else {"T": [x.start, encode(x.layout)]}
     if isinstance(x, tuple):
         return [encode(y) for y in x]
     return x
 
 
 def _lists(x: Any) -> Any:
+    if isinstance(x, ScaledBasis):
+        return {"E": [x.value, list(x.mode)]}
     return [_lists(y) for y in x] if isinstance(x, tuple) else x
+
+
+class Tensor:
+    """A CuTe tensor for the oracle: a counting tensor (start + layout(c)) or the identity tensor of a shape,
+    so that CuTe DSL's tensor-only partitions (local_tile, local_partition) can be asked about layouts."""
+
+    def __init__(self, layout: Any, start: int = 0, identity: bool = False) -> None:
+        self.layout, self.start, self.identity = layout, start, identity
+
+    def __str__(self) -> str:
+        return f"tensor<{self.start} o {self.layout}>"
 
 
 def run_cute(cases: list) -> list:

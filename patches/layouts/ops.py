@@ -1,0 +1,72 @@
+"""The public operations of the algebra, each taking a Layout or a ComposedLayout (CuTe's overload set).
+
+The modules beside this one implement the operations on Layouts; a ComposedLayout ``inner o offset o outer``
+is handled as CuTe does, by applying the operation to ``outer`` and carrying ``inner`` and ``offset``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import coalesce as _coalesce
+from . import divide as _divide
+from . import modes as _modes
+from . import product as _product
+from .composed import ComposedLayout, complement, composition, lift, recast_layout, slice_and_offset
+from .errors import LayoutError
+from .layout import Layout
+
+coalesce = lift(_coalesce.coalesce)
+filter = lift(_coalesce.filter)  # noqa: A001 (CuTe's name)
+filter_zeros = lift(_coalesce.filter_zeros)
+flatten = lift(_coalesce.flatten)
+
+logical_divide = lift(_divide.logical_divide)
+zipped_divide = lift(_divide.zipped_divide)
+tiled_divide = lift(_divide.tiled_divide)
+flat_divide = lift(_divide.flat_divide)
+
+logical_product = lift(_product.logical_product)
+zipped_product = lift(_product.zipped_product)
+tiled_product = lift(_product.tiled_product)
+flat_product = lift(_product.flat_product)
+blocked_product = lift(_product.blocked_product)
+raked_product = lift(_product.raked_product)
+tile_to_shape = lift(_product.tile_to_shape)
+
+select = lift(_modes.select)
+group_modes = lift(_modes.group_modes)
+append = lift(_modes.append)
+prepend = lift(_modes.prepend)
+size = lift(_modes.size)
+cosize = lift(_modes.cosize)
+rank = lift(_modes.rank)
+depth = lift(_modes.depth)
+
+
+def slice_(layout: Layout | ComposedLayout, coord: Any) -> Layout | ComposedLayout:
+    """The layout of the modes where coord is None (CuTe's ``_``); integer entries fix a mode.
+
+    For a swizzled ComposedLayout this is CuTe's slice: the fixed part's offset folds into the swizzle or into a
+    plain layout, and is dropped as CuTe's slice drops it (``slice_and_offset`` returns it).
+    """
+    if isinstance(layout, ComposedLayout):
+        return slice_and_offset(coord, layout)[0]
+    return _modes.slice_(layout, coord)
+
+
+def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
+    """The offset of coord in a layout (a ComposedLayout applies its inner function too)."""
+    if isinstance(layout, ComposedLayout):
+        if stride is not None:
+            raise LayoutError("crd2idx: give a ComposedLayout alone, without a stride")
+        return layout(coord)
+    return _modes.crd2idx(coord, layout, stride)
+
+
+__all__ = [
+    "append", "blocked_product", "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "filter",
+    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "logical_divide", "logical_product",
+    "prepend", "raked_product", "rank", "recast_layout", "select", "size", "slice_", "slice_and_offset",
+    "tile_to_shape", "tiled_divide", "tiled_product", "zipped_divide", "zipped_product",
+]

@@ -1,0 +1,649 @@
+"""Differential tests of the Hopper-grade layouts against CuTe DSL, all cases in one oracle run.
+
+Swizzles bit-exact over all offsets; composed layouts under the algebra; coordinate (identity) layouts and
+their divides; make_layout_tv, local_tile and local_partition (asked of CuTe on counting and identity
+tensors); and the wgmma shared-memory layouts against ``make_smem_layout_a/b``. As in test_differential,
+each CuTe answer is checked against the defining property before it is trusted.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+import patches.layouts as pl
+from patches.layouts import ComposedLayout, E, Layout, LayoutError, Swizzle, hopper
+from patches.layouts import inttuple as it
+from patches.layouts import strategies as S
+
+from .oracle import Tensor, ev, run_cute, size, values
+from .test_differential import PROPS, composes, recast_admissible, vouched
+
+pytest.importorskip("cutlass")
+
+N = 150  # random cases per operation
+
+
+# -- independent definitions ------------------------------------------------------------------------
+
+def swizzle_ref(b: int, m: int, s: int, x: np.ndarray) -> np.ndarray:
+    """Swizzle<B,M,S> from its definition: ZZZ ^= YYY, the Y bits B wide at bit M+max(S,0)."""
+    ybits = ((x >> (m + max(s, 0))) & ((1 << b) - 1))
+    return x ^ (ybits << (m - min(s, 0)))
+
+
+def composed_values(c: ComposedLayout) -> np.ndarray:
+    x = c.offset + values(c.outer)
+    if isinstance(c.inner, Swizzle):
+        return swizzle_ref(c.inner.bits, c.inner.base, c.inner.shift, x)
+    return ev(c.inner, x, extend=True)
+
+
+def leaf_slicer(shape, coord) -> list:
+    """For each flat leaf of shape: None (kept) or its fixed coordinate."""
+    if coord is None:
+        return [None] * len(it.flatten(shape))
+    if type(shape) is not tuple:
+        return [coord]
+    if type(coord) is not tuple:
+        return list(it.flatten(it.idx2crd(coord, shape)))
+    return [x for s, c in zip(shape, coord) for x in leaf_slicer(s, c)]
+
+
+def sliced_points(shape, coord) -> list:
+    """The flat coordinates of the kept elements, in the colexicographic order of the kept leaves."""
+    flat, fix = it.flatten(shape), leaf_slicer(shape, coord)
+    kept = [i for i, f in enumerate(fix) if f is None]
+    out = []
+    for j in range(int(np.prod([flat[i] for i in kept], dtype=np.int64))):
+        pt = list(fix)
+        for i in kept:
+            pt[i] = j % flat[i]
+            j //= flat[i]
+        out.append(it.unflatten(tuple(pt), shape))
+    return out
+
+
+def plain(x):
+    return tuple(plain(y) for y in x) if isinstance(x, tuple) else x
+
+
+def _coord(v):
+    """A value of a coordinate layout as a coordinate (a basis element becomes its tuple)."""
+    return pl.basis.as_coord(v) if isinstance(v, pl.ScaledBasis) else v
+
+
+def same_value(a, b) -> bool:
+    """Equal offsets, or equal coordinates once both are padded with zeros to the same length."""
+    a, b = _coord(a), _coord(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    z = pl.basis.ArithTuple(())
+    return plain(z + a + b * 0) == plain(z + b + a * 0)
+
+
+def slices(whole, coord, part, offset) -> bool:
+    """part(i) + offset == whole(i-th kept coordinate) for every i: the defining property of slice_and_offset."""
+    pts = sliced_points(whole.shape, coord)
+    if size(part) != len(pts):
+        return False
+    try:
+        return all(same_value(whole(p), _coord(part(i)) + _coord(offset)) for i, p in enumerate(pts))
+    except LayoutError:
+        return False
+
+
+def component(layout: Layout, path) -> Layout:
+    """The integer layout of one coordinate component (written here independently of basis.component)."""
+    def pick(d):
+        if isinstance(d, tuple):
+            return tuple(pick(x) for x in d)
+        return d.value if isinstance(d, pl.ScaledBasis) and d.mode == path else 0
+    return Layout(layout.shape, pick(layout.stride))
+
+
+def modes_of(layout: Layout) -> set:
+    return {d.mode for d in it.flatten(layout.stride) if isinstance(d, pl.ScaledBasis)}
+
+
+def coord_divides(a: Layout, t, r: Layout) -> bool:
+    """logical_divide of a coordinate layout: r = a o (t, complement(t, shape of coalesce(a))), component-wise."""
+    if isinstance(t, tuple):
+        return r.rank == a.rank and all(coord_divides(a[i], x, r[i]) for i, x in enumerate(t) if x is not None)
+    t = pl.make_layout(t) if isinstance(t, int) else t
+    c = pl.complement(t, pl.coalesce(a).shape)
+    j = Layout((t.shape, c.shape), (t.stride, c.stride))
+    if size(r) != size(j) or modes_of(r) - modes_of(a):
+        return False
+    return all(np.array_equal(values(component(r, p)), ev(component(a, p), values(j), extend=True)) for p in modes_of(a))
+
+
+def coord_composes(a: Layout, b, r: Layout) -> bool:
+    return not (modes_of(r) - modes_of(a)) and all(composes(component(a, p), b, component(r, p)) for p in modes_of(a))
+
+
+def leaves_text(layout) -> list:
+    return sorted(zip(map(str, it.flatten(layout.shape)), map(str, it.flatten(layout.stride))))
+
+
+# -- case generators ------------------------------------------------------------------------------
+
+def swizzle_cases() -> list:
+    out = []
+    for b, m in itertools.product(range(4), range(5)):
+        for s in sorted({b, b + 1, b + 3, -b, -(b + 2)}):
+            if abs(s) >= b and b + m + abs(s) <= 10 and not (b == 0 and s <= 0):
+                sw = Swizzle(b, m, s)
+                out.append(("values", (ComposedLayout(sw, 0, pl.make_layout(2 * sw.span)),)))
+    return out
+
+
+def _composed_args(op: str, d):
+    c = S.gen_composed(d, "injective" if d(0, 3) else "compact")
+    a = c.outer
+    if op == "composition":
+        return (c, S.gen_tiler_layout(d, size(a)))
+    if op in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide"):
+        return (c, S.gen_tiler(d, a, admissible=d(0, 4) > 0))
+    if op in ("logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product"):
+        return (c, S.gen_layout(d, "compact", 2, 1))
+    if op == "tile_to_shape":
+        block = S.gen_layout(d, "compact", 2, 1)
+        c = ComposedLayout(c.inner, c.offset, block)
+        target = tuple(it.product(m.shape) * d(1, 3) for m in block) if block.rank > 1 else (size(block) * d(1, 4), d(1, 3))
+        return (c, target, (1, 0) if len(target) == 2 and d(0, 1) else tuple(range(len(target))))
+    if op == "recast_layout":
+        bits = (8, 16, 32, 64)
+        return (bits[d(0, 3)], bits[d(0, 3)], c)
+    if op == "select":
+        return (c, [d(0, a.rank - 1) for _ in range(d(1, 3))])
+    if op == "group_modes":
+        b = d(0, a.rank - 1)
+        return (c, b, d(b + 1, a.rank) if a.rank > 1 else 1)
+    if op == "append":
+        return (c, S.gen_layout(d, "compact", 1, 1))
+    if op in ("tensor_slice",):
+        return (Tensor(c), _slicer(d, a.shape))
+    return (c,)
+
+
+def _slicer(d, shape):
+    if isinstance(shape, tuple) and d(0, 2):
+        return tuple(_slicer(d, s) for s in shape)
+    return None if d(0, 2) == 0 else d(0, it.product(shape) - 1)
+
+
+COMPOSED_OPS = ("values", "composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
+                "logical_product", "zipped_product", "blocked_product", "raked_product", "tile_to_shape", "coalesce",
+                "filter", "flatten", "recast_layout", "select", "group_modes", "append", "tensor_slice")
+
+
+def composed_cases() -> list:
+    out = []
+    for op in COMPOSED_OPS:
+        d = S.rng_draw(sum(map(ord, op)) + 7)
+        out += [(op, _composed_args(op, d)) for _ in range(N)]
+    return out
+
+
+def _identity_args(op: str, d):
+    a = S.gen_coordinate_layout(d)
+    if op == "make_identity_layout":
+        return (S.gen_shape(d, 3, 2),)
+    if op in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide"):
+        return (a, S.gen_tiler(d, a, admissible=d(0, 4) > 0))
+    if op == "composition":
+        return (a, S.gen_tiler_layout(d, size(a)) if d(0, 3) else S.gen_layout(d, "any", 2, 1))
+    if op == "compose_by_basis":
+        outer = S.gen_layout(d, "any", 2, 1)
+        while outer.rank < 2 or not isinstance(outer.shape, tuple):
+            outer = S.gen_layout(d, "any", 2, 1)
+        bs = tuple(d(1, 2) for _ in range(2))
+        modes = [d(0, 1) for _ in range(2)]
+        strides = tuple(E(m) * d(1, 2) for m in modes)
+        return (outer, Layout(bs, strides))
+    if op == "coalesce":
+        return (a,)
+    if op == "crd2idx":
+        return (it.idx2crd(d(0, size(a) - 1), a.shape), a)
+    if op == "local_tile":
+        shape = S.gen_shape(d, 2, 1)
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        ident = pl.make_identity_layout(shape)
+        tiler = tuple(_divisor(d, s) for s in shape)
+        coord = tuple(d(0, s // t - 1) for s, t in zip(shape, tiler))
+        return (Tensor(ident, identity=True), tiler, coord)
+    if op == "local_partition":
+        shape = tuple(_pick_div(d) * 2 for _ in range(2))
+        thr = Layout(tuple(_divisor(d, s) for s in shape))
+        return (Tensor(pl.make_identity_layout(shape), identity=True), thr, d(0, size(thr) - 1))
+    raise AssertionError(op)
+
+
+def _pick_div(d):
+    return (1, 2, 4, 8, 3, 6)[d(0, 5)]
+
+
+def _divisor(d, n: int) -> int:
+    divs = [k for k in range(1, n + 1) if n % k == 0]
+    return divs[d(0, len(divs) - 1)]
+
+
+IDENTITY_OPS = ("make_identity_layout", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide",
+                "composition", "compose_by_basis", "coalesce", "crd2idx", "local_tile", "local_partition")
+
+
+def identity_cases() -> list:
+    out = []
+    for op in IDENTITY_OPS:
+        d = S.rng_draw(sum(map(ord, op)) + 11)
+        out += [(op, _identity_args(op, d)) for _ in range(N)]
+    return out
+
+
+def _tv_args(op: str, d):
+    if op == "make_layout_tv":
+        thr = S.gen_layout(d, "compact" if d(0, 5) else "injective", 2, 1)
+        val = S.gen_layout(d, "compact" if d(0, 5) else "injective", 2, 1)
+        thr = thr if thr.rank == 2 else Layout((size(thr), 1))
+        val = val if val.rank == 2 else Layout((1, size(val)))
+        return (thr, val)
+    a = S.gen_layout(d, "any", 2, 2)
+    if a.rank != 2:
+        a = Layout((size(a), d(1, 4)))
+    target = Tensor(a, start=0) if d(0, 3) else Tensor(S.gen_composed(d, "injective"))
+    if not isinstance(target.layout, Layout):
+        c = target.layout
+        outer = c.outer if c.outer.rank == 2 else Layout((size(c.outer), 2), (c.outer.stride if not isinstance(
+            c.outer.stride, tuple) else 1, size(c.outer) * 3))
+        target = Tensor(ComposedLayout(c.inner, c.offset, outer))
+    shape = target.layout.shape
+    tiler = tuple(_divisor(d, it.product(s)) for s in shape)
+    if op == "local_tile":
+        coord = tuple(d(0, it.product(s) // t - 1) if d(0, 4) else None for s, t in zip(shape, tiler))
+        if d(0, 4) == 0:
+            return (target, tiler + (d(1, 3),), coord + (0,), (1, 1, None))
+        return (target, tiler, coord)
+    thr = Layout(tiler, tuple(S._permuted_compact(d, tiler, gaps=False))) if d(0, 3) else Layout(tiler)
+    return (target, thr, d(0, size(thr) - 1))
+
+
+TV_OPS = ("make_layout_tv", "local_tile", "local_partition")
+
+
+def tv_cases() -> list:
+    out = []
+    for op in TV_OPS:
+        d = S.rng_draw(sum(map(ord, op)) + 13)
+        out += [(op, _tv_args(op, d)) for _ in range(N)]
+    return out
+
+
+DTYPES = ("bf16", "f16", "f8e4m3", "f8e5m2", "tf32")
+TILES = ((64, 16), (64, 32), (64, 64), (128, 64), (128, 128), (256, 64), (64, 256), (192, 96), (8, 8), (16, 24),
+         (40, 16), (128, 32), (96, 48), (64, 8))
+STAGES = (1, 2, 4, 7)
+
+
+def smem_cases() -> list:
+    out = []
+    for dtype, major, (mn, k), stages in itertools.product(DTYPES, ("k", "mn"), TILES, STAGES):
+        out.append(("smem_layout", ("a", major, (mn, 1, k), dtype, stages)))
+        out.append(("smem_layout", ("b", major, (1, mn, k), dtype, stages)))
+    return out
+
+
+@functools.cache
+def cases_and_answers() -> dict:
+    """{section: [(op, args, CuTe's answer)]}, from one oracle run over every section's cases."""
+    sections = {"swizzle": swizzle_cases(), "composed": composed_cases(), "coordinate": identity_cases(),
+                "tv": tv_cases(), "smem": smem_cases()}
+    flat = [case for cases in sections.values() for case in cases]
+    answers = iter(run_cute(flat))
+    return {name: [(op, args, next(answers)) for op, args in cases] for name, cases in sections.items()}
+
+
+def answers_for(section: str, op: str | None = None) -> list:
+    return [row for row in cases_and_answers()[section] if op is None or row[0] == op]
+
+
+# -- the tests --------------------------------------------------------------------------------------
+
+def test_swizzles_bit_exact_over_all_offsets():
+    n = 0
+    for _, (c,), (kind, got) in answers_for("swizzle"):
+        sw = c.inner
+        x = np.arange(2 * sw.span, dtype=np.int64)
+        ref = swizzle_ref(sw.bits, sw.base, sw.shift, x)
+        assert kind == "ok" and np.array_equal(np.array(got), ref), f"CuTe's {sw} differs from the definition"
+        assert np.array_equal(sw(x), ref) and [sw(int(i)) for i in x[:64]] == ref[:64].tolist(), str(sw)
+        assert np.array_equal(sw(sw(x)), x), f"{sw} is not an involution"
+        assert len(set(sw(x[: sw.span]).tolist())) == sw.span and sw(x[: sw.span]).max() < sw.span
+        n += 1
+    assert n >= 40
+
+
+def _ours_composed(op: str, args):
+    if op == "values":
+        c = args[0]
+        return "ok", [c(i) for i in range(size(c.outer))]
+    if op == "tensor_slice":
+        t, coord = args
+        part, off = pl.slice_and_offset(coord, t.layout)
+        return "ok", (part, off)
+    fn = getattr(pl, op)
+    if op == "select":
+        args = (args[0], list(args[1]))
+    try:
+        return "ok", fn(*args)
+    except LayoutError as e:
+        return "err", e
+
+
+def _composed_right(op: str, args, text) -> bool:
+    """Whether CuTe's answer keeps the inner function and offset and its outer layout satisfies the op's property."""
+    c = args[0].layout if op == "tensor_slice" else args[-1] if op == "recast_layout" else args[0]
+    if op == "values":
+        return isinstance(text, list) and np.array_equal(np.array(text), composed_values(c))
+    if op == "tensor_slice":
+        if not text.startswith("tensor<"):          # every mode fixed: CuTe answers the element itself
+            return text.lstrip("-").isdigit() and int(text) == composed_values(c)[_index(c, args[1])]
+        part, off = _parse_tensor(text)
+        return slices(c, args[1], part, off)
+    try:
+        r = ComposedLayout.parse(cute_text(text))
+    except LayoutError:
+        return False
+    if op == "recast_layout":
+        new, old, _ = args
+        return recasts(c, new, old, r)
+    if r.inner != c.inner or r.offset != c.offset:
+        return False
+    prop = PROPS.get(op)
+    if prop is not None:
+        return vouched(prop, (c.outer,) + tuple(args[1:]), str(r.outer))
+    if op in ("coalesce", "filter", "flatten", "select", "group_modes", "append"):
+        ref = getattr(pl, op)(c.outer, *([list(args[1])] if op == "select" else args[1:]))
+        return str(r.outer) == str(ref) if op in ("select", "group_modes", "append", "flatten") else \
+            set(values(r.outer).tolist()) == set(values(ref).tolist())
+    return False
+
+
+def _index(c: ComposedLayout, coord) -> int:
+    """The colexicographic index of a full coordinate."""
+    return int(pl.crd2idx(coord, Layout(c.shape)))
+
+
+def recasts(c: ComposedLayout, new: int, old: int, r: ComposedLayout) -> bool:
+    """recast of a swizzled layout: the swizzle commutes with the change of unit (S'(x)*n == S(x*n), with S(x*n)
+    a multiple of n, upcasting by n; S'(x) == S(x//n)*n + x%n downcasting by n), the offset scales, and the outer
+    layout is recast as a plain layout is (where that is admissible)."""
+    up, down = up_down(new, old)
+    if up == down == 1:
+        return r == c
+    if not isinstance(c.inner, Swizzle) or not isinstance(r.inner, Swizzle) or up > 1 < down:
+        return False
+    if r.offset * up != c.offset * down or not recast_admissible((new, old, c.outer)):
+        return False
+    x = np.arange(4 * max(c.inner.span, r.inner.span), dtype=np.int64)
+    if up > 1:
+        s_up = c.inner(x * up)
+        return bool((s_up % up == 0).all() and np.array_equal(r.inner(x), s_up // up))
+    return bool(np.array_equal(r.inner(x), c.inner(x // down) * down + x % down))
+
+
+def up_down(new: int, old: int) -> tuple:
+    g = int(np.gcd(new, old))
+    return new // g, old // g
+
+
+def _parse_tensor(text: str):
+    assert text.startswith("tensor<") and text.endswith(">"), text
+    body = text[len("tensor<"):-1]
+    start, rest = body.split(" o ", 1)
+    off = pl.basis.ArithTuple(_read_tuple(start)) if start.startswith("(") else int(start)  # (a,b): a coordinate
+    layout = ComposedLayout.parse(cute_text(rest)) if " o " in rest else Layout.parse(rest)
+    return layout, off
+
+
+def cute_text(text: str) -> str:
+    """CuTe DSL 4.8.1 prints a swizzle with a negative shift cut to 8 characters ('S<1,4,-2'): restore the '>'."""
+    return re.sub(r"S<(\d+),(\d+),(-\d+)(?!>)", r"S<\1,\2,\3>", text)
+
+
+@pytest.mark.parametrize("op", COMPOSED_OPS)
+def test_composed_layouts_against_cute(op):
+    agreed = refused = 0
+    for _, args, (kind, text) in answers_for("composed", op):
+        mine, value = _ours_composed(op, args)
+        where = f"{op}{tuple(str(a) for a in args)}: CuTe {kind} {text}, ours {mine} {value}"
+        if kind == "ok" and _composed_right(op, args, text):
+            assert mine == "ok", where
+            got = [int(v) for v in value] if op == "values" else \
+                f"tensor<{_fmt_offset(value[1])} o {value[0]}>" if op == "tensor_slice" else str(value)
+            if op == "tensor_slice" and not text.startswith("tensor<"):
+                part, off = value
+                got = str(part(0) + off) if pl.size(part) == 1 else got
+            if op in ("blocked_product", "raked_product") and got != text:
+                # CuTe DSL regroups these (see test_differential); the function must be the same.
+                theirs = ComposedLayout.parse(cute_text(text))
+                assert np.array_equal(values(value.outer), values(theirs.outer)), where
+                got = cute_text(text)
+            assert got == cute_text(text) if isinstance(text, str) else got == text, where
+            agreed += 1
+        else:
+            if mine == "ok":
+                assert op in ("tensor_slice",) and slices(args[0].layout, args[1], *value) or \
+                    _composed_right(op, args, str(value)), where
+            else:
+                refused += 1
+    if op == "flatten":
+        # CuTe DSL 4.8.1 returns a composed layout unflattened (C++ CuTe flattens its outer layout): it agrees
+        # only where the outer layout is already flat, and elsewhere ours is the flattened one (checked above).
+        flat = sum(1 for _, (c,), _ in answers_for("composed", op) if c.outer.depth <= 1)
+        assert agreed >= flat > N // 4, (agreed, flat)
+        return
+    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+
+
+def _fmt_offset(off) -> str:
+    return it.to_str(plain(off)) if isinstance(off, tuple) else str(off)
+
+
+def _identity_ours(op, args):
+    try:
+        if op == "compose_by_basis":
+            return "ok", pl.composition(*args)
+        if op == "crd2idx":
+            return "ok", pl.crd2idx(*args)
+        if op in ("local_tile", "local_partition"):
+            t = args[0]
+            part, off = getattr(pl, op)(t.layout, *args[1:])
+            return "ok", (part, off)
+        return "ok", getattr(pl, op)(*args)
+    except LayoutError as e:
+        return "err", e
+
+
+def coord_value(a: Layout, crd):
+    """a(crd) computed component by component on the integer projections."""
+    total = pl.basis.ArithTuple(())
+    for p in sorted(modes_of(a)):
+        total = total + pl.ScaledBasis(component(a, p)(crd), p)
+    return total
+
+
+def _identity_right(op, args, text) -> bool:
+    try:
+        if op == "make_identity_layout":
+            r, shape = Layout.parse(text), args[0]
+            return r.shape == shape and all(
+                same_value(r(i), pl.basis.ArithTuple(plain(it.idx2crd(i, shape))) if isinstance(shape, tuple) else i)
+                for i in range(size(r)))
+        if op == "crd2idx":
+            crd, a = args
+            return same_value(pl.basis.ArithTuple(_read_tuple(text)), coord_value(a, crd))
+        if op in ("local_tile", "local_partition"):
+            return slices(_partitioned(op, args), _slicer_of(op, args), *_parse_tensor(text))
+        r = Layout.parse(text)
+        if op == "coalesce":
+            a = args[0]
+            return size(r) == size(a) and all(same_value(r(i), a(i)) for i in range(size(a)))
+        a, t = args
+        if op == "logical_divide":
+            return coord_divides(a, t, r)
+        if op in ("zipped_divide", "tiled_divide", "flat_divide"):
+            return leaves_text(r) == leaves_text(pl.logical_divide(a, t))
+        if op == "composition":
+            return coord_composes(a, t, r)
+        if op == "compose_by_basis":
+            rank = len(a.shape) if isinstance(a.shape, tuple) else 1
+            pad = lambda c: plain(c) + (0,) * (rank - len(c))
+            return size(r) == size(t) and all(a(pad(_coord(t(i)))) == r(i) for i in range(size(t)))
+    except LayoutError:
+        return False
+    raise AssertionError(op)
+
+
+def _read_tuple(text: str):
+    return eval(re.sub(r"(\d)\)", r"\1,)", text), {})   # CuTe prints coordinates as tuples: (1, 2), ((1,2),3)
+
+
+def _partitioned(op, args) -> Layout:
+    t = args[0].layout
+    return pl.zipped_divide(t, args[1] if op == "local_tile" else tuple(args[1].shape))
+
+
+@pytest.mark.parametrize("op", IDENTITY_OPS)
+def test_coordinate_layouts_against_cute(op):
+    agreed = 0
+    for _, args, (kind, text) in answers_for("coordinate", op):
+        mine, value = _identity_ours(op, args)
+        where = f"{op}{tuple(str(a) for a in args)}: CuTe {kind} {text}, ours {mine} {value}"
+        if kind == "ok" and _identity_right(op, args, text):
+            assert mine == "ok", where
+            if op in ("local_tile", "local_partition"):
+                part, off = value
+                full = pl.basis.ArithTuple((0,) * len(args[0].layout.shape)) + off
+                got = f"tensor<{_fmt_offset(full)} o {part}>"
+            elif op == "crd2idx":
+                got = str(plain(_coord(value)))
+            else:
+                got = str(value)
+            assert got == text, where
+            agreed += 1
+        elif mine == "ok":
+            if op in ("local_tile", "local_partition"):
+                assert slices(_partitioned(op, args), _slicer_of(op, args), *value), where
+            elif op == "crd2idx":
+                assert same_value(value, coord_value(args[1], args[0])), where
+            else:
+                assert _identity_right(op, args, str(value)), where
+    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+
+
+def _slicer_of(op, args):
+    if op == "local_tile":
+        t, tiler, coord = args[:3]
+        r0 = len(tiler)
+        return (tuple([None] * r0) if r0 > 1 else None, coord)
+    t, thr, idx = args
+    coord = pl.tv.thread_coord(thr, idx)
+    return (coord, tuple([None] * len(thr.shape)) if len(thr.shape) > 1 else None)
+
+
+def tv_property(thr: Layout, val: Layout, tiler, tv: Layout) -> bool:
+    """Each element of the tiler (m, n) is owned by thread thr(tm, tn) as value val(vm, vn), where the tile is raked:
+    m = vm + VM*tm, n = vn + VN*tn; tv sends that (thread, value) to the element's column-major index."""
+    (tm_, tn_), (vm_, vn_) = thr.shape, val.shape
+    tm_, tn_, vm_, vn_ = (it.product(x) for x in (tm_, tn_, vm_, vn_))
+    if tuple(tiler) != (tm_ * vm_, tn_ * vn_) or size(tv) != size(thr) * size(val):
+        return False
+    nthr = size(thr)
+    for m in range(tm_ * vm_):
+        for n in range(tn_ * vn_):
+            t, v = thr((m // vm_, n // vn_)), val((m % vm_, n % vn_))
+            if not (0 <= t < nthr and 0 <= v < size(val)) or tv(t + nthr * v) != m + tm_ * vm_ * n:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("op", TV_OPS)
+def test_tv_layouts_and_partitions_against_cute(op):
+    agreed = refused = 0
+    for _, args, (kind, text) in answers_for("tv", op):
+        try:
+            if op == "make_layout_tv":
+                value = pl.make_layout_tv(*args)
+            else:
+                value = getattr(pl, op)(args[0].layout, *args[1:])
+            mine = "ok"
+        except LayoutError as e:
+            mine, value = "err", e
+        where = f"{op}{tuple(str(a) for a in args)}: CuTe {kind} {text}, ours {mine} {value}"
+        if op == "make_layout_tv":
+            right = kind == "ok" and tv_property(*args, eval(text[0], {}), Layout.parse(text[1]))
+            if right:
+                assert mine == "ok" and [str(value[0]), str(value[1])] == text, where
+                agreed += 1
+            else:
+                assert mine == "err" or tv_property(*args, *value), where
+                refused += mine == "err"
+            continue
+        try:
+            z, slicer = _partition_definition(op, args)
+        except LayoutError:                      # the definition itself is inadmissible: nothing to vouch for
+            assert mine == "err", where
+            continue
+        right = kind == "ok" and slices(z, slicer, *_parse_tensor(text))
+        if right:
+            assert mine == "ok", where
+            assert f"tensor<{_fmt_offset(value[1])} o {value[0]}>" == cute_text(text), where
+            agreed += 1
+        else:
+            assert mine == "err" or slices(z, slicer, *value), where
+    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+
+
+def _partition_definition(op, args) -> tuple:
+    """(zipped_divide of the target, the slicer): local_tile keeps the tile and fixes the rest mode at coord;
+    local_partition fixes the tile mode at the thread's coordinate and keeps the rest."""
+    t = args[0].layout
+    if op == "local_tile":
+        tiler, coord = args[1], args[2]
+        if len(args) > 3:
+            keep = [p is not None for p in args[3]]
+            tiler = tuple(x for x, k in zip(tiler, keep) if k)
+            coord = tuple(x for x, k in zip(coord, keep) if k)
+        z = pl.zipped_divide(t, tiler)
+        return z, ((None,) * len(tiler), coord + (None,) * (len(z.shape[1]) - len(coord)))
+    thr = args[1]
+    z = pl.zipped_divide(t, tuple(thr.shape))
+    hier = [(args[2] // d) % s if s > 1 else 0 for s, d in zip(thr.shape, thr.stride)]  # the thread's coordinate
+    if thr(tuple(hier)) != args[2]:
+        raise LayoutError("thread index outside the thread layout")
+    return z, (tuple(hier), (None,) * len(z.shape[1]))
+
+
+def test_wgmma_smem_layouts_equal_cute_helpers():
+    agreed = refused = 0
+    for _, (operand, major, tile_mnk, dtype, stages), (kind, text) in answers_for("smem"):
+        mn, k = (tile_mnk[0] if operand == "a" else tile_mnk[1]), tile_mnk[2]
+        try:
+            ours = hopper.wgmma_smem_layout(dtype, major, (mn, k), stages)
+        except LayoutError as e:
+            why = str(e)
+            # We refuse exactly: MN-major for types wgmma cannot transpose, or a tile the atom does not divide.
+            assert (major == "mn" and dtype in hopper.K_MAJOR_ONLY) or "does not divide" in why or "multiple of 8" in why, why
+            refused += 1
+            continue
+        where = f"{operand} {major} {dtype} {(mn, k)} x{stages}: CuTe {kind} {text}, ours {ours}"
+        assert kind == "ok" and str(ours) == text, where
+        # The outer layout is compact: a bijection from (mn, k, stages) onto [0, mn*k*stages).
+        assert np.array_equal(np.sort(values(ours.outer)), np.arange(mn * k * stages)), where
+        agreed += 1
+    assert agreed >= 400 and refused >= 100, (agreed, refused)
