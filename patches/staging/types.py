@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..layouts import Layout, LayoutError, arith, make_layout
+from ..layouts import Layout, LayoutError, UndecidableError, arith, make_layout
 from ..layouts import inttuple as it
 from . import dtypes
 from .errors import fail
@@ -169,7 +169,15 @@ def mode_size(mode: Any) -> Any:
 
 
 def is_one(x: Any) -> bool:
-    return type(x) is int and x == 1 or type(x) is not int and type(x) is not tuple and arith.eq(x, 1)
+    """Whether an extent is provably 1 (a symbolic extent that might be 1 stays a mode, as CuTe keeps dynamic extents)."""
+    if type(x) is int:
+        return x == 1
+    if type(x) is tuple:
+        return False
+    try:
+        return arith.eq(x, 1)
+    except UndecidableError:
+        return False
 
 
 def logical_shape(layout: Layout) -> tuple:
