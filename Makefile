@@ -30,6 +30,7 @@ test: $(TSTAMP)
 
 bench: $(TSTAMP)
 	$(BIN)/python benchmarks/layout_algebra.py
+	$(BIN)/python benchmarks/staging.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

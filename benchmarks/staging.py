@@ -7,6 +7,8 @@ What is measured:
   through ``jax.make_jaxpr`` in the same run (it records the same 1000 equations) when JAX is importable,
   printed as a ratio. Each timed call stages a fresh function object, since JAX caches traces per function.
 * printing: ``str(program)`` of that program (and ``str(jaxpr)`` for JAX).
+* staging a gradient: ``pt.stage(pt.grad(f))`` of the sum of that chain (jvp, partial evaluation and the
+  transpose all run while staging), against ``jax.make_jaxpr(jax.grad(f))``.
 * interpreter overhead: ``pt.evaluate`` of a 10-equation program on (8,8) arrays against the same ten
   numpy calls, per call and per equation; and a ``pt.jit`` call (cache lookup + interpreter) of the same function.
 
@@ -82,11 +84,20 @@ def main() -> None:
         # a fresh function each time: jax caches traces per function object, and staging is what is timed
         jax_stage = timeit(lambda: jax.make_jaxpr(lambda x, y: chain(x, y, jnp.tanh, n))(xs, xs), repeat)
         jax_print = timeit(lambda: str(jaxpr), repeat)
+    # staging the gradient of the same chain (forward, linearization and transpose, all recorded)
+    loss = lambda x, y: pt.reduce_sum(chain(x, y, pt.tanh, n))  # noqa: E731
+    grad_eqns = len(pt.stage(pt.grad(loss), t, t).eqns)
+    grad_s = timeit(lambda: pt.stage(pt.grad(lambda x, y: pt.reduce_sum(chain(x, y, pt.tanh, n))), t, t), repeat)
+    jax_grad = None
+    if jax is not None:
+        jax_grad = timeit(lambda: jax.make_jaxpr(jax.grad(lambda x, y: jnp.sum(chain(x, y, jnp.tanh, n))))(xs, xs), repeat)
     print(f"patches {pt.__version__}; jax {'not importable' if jax is None else jax.__version__}")
     print(f"-- staging a {n}-equation program (per equation)")
     row("pt.stage", stage_s, n, peer=jax_stage, peer_name="jax.make_jaxpr")
     row("str(program)", print_s, n, peer=jax_print, peer_name="str(jaxpr)")
     row("pt.stage, whole program", stage_s, 1, unit="ms", peer=jax_stage, peer_name="jax.make_jaxpr")
+    print(f"-- staging the gradient of that function ({grad_eqns} equations), whole program")
+    row("pt.stage(pt.grad(f))", grad_s, 1, unit="ms", peer=jax_grad, peer_name="make_jaxpr(jax.grad)")
 
     print("-- interpreter overhead on a 10-equation program, (8,8) f32")
     small = lambda x, y: pt.reduce_sum(chain(x, y, pt.tanh, 8) @ y.T, 0) * 2.0  # noqa: E731

@@ -47,6 +47,8 @@ def _flat_fun(f: Callable, in_tree: Any) -> Callable:
 
 def jvp(f: Callable, primals: Any, tangents: Any) -> tuple:
     """(f(*primals), the derivative of f at primals applied to tangents); both pytrees like f's output."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise fail("jvp", "primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
@@ -174,6 +176,8 @@ def vjp(f: Callable, *primals: Any) -> tuple:
 def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
     """A function returning (f(*args), gradient of f's scalar output with respect to args[argnums])."""
     many = not isinstance(argnums, int)
+    if many and not (isinstance(argnums, (tuple, list)) and argnums):
+        raise fail("grad", f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     nums = tuple(argnums) if many else (argnums,)
 
     def wrapped(*args: Any) -> tuple:

@@ -137,7 +137,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
                     results.append(t.val)
                     continue
                 r = t.aval.rank + 1
-                if not -r <= oax < r:
+                if type(oax) is not int or not -r <= oax < r:
                     raise fail("vmap", f"out_axes {oax} is out of range for an output of rank {r}", t.aval)
                 results.append(move_bdim(t.val, t.bdim, oax % r, size))
         return tree_unflatten(out_tree, [to_user(x) for x in results])

@@ -33,7 +33,7 @@ def linear(prim: Any) -> None:
     jvp_rules[prim] = rule
 
 
-for _p in (P.neg_p, P.transpose_p, P.slice_p, P.broadcast_p, P.reduce_sum_p, P.embed_p, P.copy_p):
+for _p in (P.neg_p, P.transpose_p, P.broadcast_p, P.reduce_sum_p, P.embed_p, P.copy_p):
     linear(_p)
 
 
@@ -58,7 +58,7 @@ def _layout_view(prim: Any) -> None:
     jvp_rules[prim] = rule
 
 
-for _p in (P.tile_p, P.view_p):
+for _p in (P.slice_p, P.tile_p, P.view_p):
     _layout_view(_p)
 
 

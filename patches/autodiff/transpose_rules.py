@@ -110,7 +110,10 @@ def view_transpose(prim: Any) -> Any:
 
 
 def _embed(ct: Any, y: Any, *, shape: Any, map: Any, offset: Any) -> list:
-    return [P.view(ct, map, offset)]
+    try:
+        return [P.view(ct, map, offset)]
+    except StagingError:  # not a layout on the cotangent's layout: read a compact copy of it
+        return [P.view(P.copy(ct), map, offset)]
 
 
 def _matmul(ct: Any, a: Any, b: Any) -> list:

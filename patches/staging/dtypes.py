@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,10 @@ def canonical(dtype: Any, where: str = "tensor") -> str:
     if isinstance(dtype, str) and dtype in _NUMPY:
         return dtype
     try:
-        d = np.dtype(dtype)
-    except TypeError:
+        with warnings.catch_warnings():  # numpy deprecates some one-letter aliases; they are refused anyway
+            warnings.simplefilter("ignore")
+            d = np.dtype(dtype)
+    except (TypeError, ValueError):
         d = None
     name = _FROM_NUMPY.get(d) if d is not None else None
     if name is None:

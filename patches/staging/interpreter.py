@@ -18,7 +18,7 @@ from .errors import fail
 from .ir import Literal, Program
 from .pytree import tree_flatten, tree_unflatten
 from .symbols import bind_symbols, is_symbolic, substitute
-from .types import TensorType, logical_shape
+from .types import TensorType, is_compact, logical_shape
 
 
 def evaluate(prog: Program, *args: Any) -> Any:
@@ -34,7 +34,7 @@ def evaluate(prog: Program, *args: Any) -> Any:
         outs = eval_program(prog, leaves)
         return tree_unflatten(prog.out_tree, outs)
     types = [p.type for p in prog.params]
-    env = bind_symbols(types, leaves) if any(is_symbolic(t) for t in types) else None
+    env = bind_symbols(types, leaves) if prog.symbolic else None
     if env is not None:
         types = [substitute(t, env) for t in types]
     arrays = [bind_argument(t, x, i, prog.name) for i, (t, x) in enumerate(zip(types, leaves))]
@@ -70,7 +70,9 @@ def run(prog: Program, args: list, symbols: dict | None = None) -> list:
 
     def read(a: Any) -> Array:
         if type(a) is Literal:
-            return to_array(a.value)
+            if a.array is None:
+                a.array = to_array(a.value)
+            return a.array
         return env[id(a)]
 
     for e in prog.eqns:
@@ -88,13 +90,37 @@ def run(prog: Program, args: list, symbols: dict | None = None) -> list:
     return [read(a) for a in prog.outputs]
 
 
+def conform(x: Any, t: TensorType, i: int, name: str) -> Any:
+    """An argument in parameter type t's layout: concrete values are bound (copied if need be), traced ones
+    whose layout differs get a ``copy`` into it, so a program runs only on the types it was staged for."""
+    if not isinstance(x, Tracer):
+        return bind_argument(t, x, i, name)
+    have = x.aval
+    if have.layout == t.layout or t.size != have.size or not injective(t.layout):
+        return x
+    from .primitives import copy
+
+    return copy(x, t.layout)
+
+
+def injective(layout: Any) -> bool:
+    from ..layouts import check
+
+    if is_compact(layout):
+        return True
+    return not is_symbolic(layout) and bool(check.image_is_injective(layout))
+
+
 def eval_program(prog: Program, args: list) -> list:
-    """Evaluate by binding each equation's primitive, so the current transformations see every step."""
+    """Evaluate by binding each equation's primitive, so the current transformations see every step.
+
+    Arguments are first conformed to the parameter types (see ``conform``).
+    """
     env: dict[int, Any] = {}
     for v, x in zip(prog.consts, prog.const_values):
         env[id(v)] = x
-    for v, x in zip(prog.params, args):
-        env[id(v)] = x
+    for i, (v, x) in enumerate(zip(prog.params, args)):
+        env[id(v)] = x if prog.symbolic else conform(x, v.type, i, prog.name)
 
     def read(a: Any) -> Any:
         if type(a) is Literal:

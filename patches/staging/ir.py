@@ -31,11 +31,12 @@ class Var:
 class Literal:
     """A scalar constant written inline in an equation (``2.0``); ``value`` is a numpy scalar."""
 
-    __slots__ = ("value", "type")
+    __slots__ = ("value", "type", "array")
 
     def __init__(self, value: Any, type: TensorType) -> None:
         self.value = value
         self.type = type
+        self.array = None  # the interpreter's Array of the value, made on first use
 
     def __repr__(self) -> str:
         return f"Literal({self.value})"
@@ -56,7 +57,7 @@ class Eqn:
 class Program:
     """A staged program: ``{ lambda consts ; params . eqns ; return outputs }``, printable and type-checkable."""
 
-    __slots__ = ("consts", "const_values", "params", "eqns", "outputs", "in_tree", "out_tree", "name")
+    __slots__ = ("consts", "const_values", "params", "eqns", "outputs", "in_tree", "out_tree", "name", "_symbolic")
 
     def __init__(self, consts: list, const_values: list, params: list, eqns: list, outputs: list,
                  in_tree: TreeDef | None = None, out_tree: TreeDef | None = None, name: str = "program") -> None:
@@ -69,6 +70,16 @@ class Program:
         self.out_tree = out_tree if out_tree is not None else (
             LEAF if len(self.outputs) == 1 else TreeDef(tuple, None, (LEAF,) * len(self.outputs)))
         self.name = name
+        self._symbolic: bool | None = None
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether a parameter's layout holds symbols (then evaluating binds them from the arguments)."""
+        if self._symbolic is None:
+            from .symbols import is_symbolic
+
+            self._symbolic = any(is_symbolic(v.type) for v in self.params)
+        return self._symbolic
 
     @property
     def in_types(self) -> list:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layouts import Layout
+from ..layouts import Layout, LayoutError
 from ..layouts import inttuple as it
 from .errors import fail
 from .types import TensorType, modes_of
@@ -39,7 +39,10 @@ def substitute(x: Any, env: dict) -> Any:
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         return type(x)(*(substitute(v, env) for v in x))
     if isinstance(x, Layout):
-        return Layout._make(substitute(x.shape, env), substitute(x.stride, env))
+        try:
+            return x.subs(env)  # the symbolic layer checks the values against the symbols' facts
+        except LayoutError as e:
+            raise fail("evaluate", str(e)) from None
     if isinstance(x, TensorType):
         return TensorType(x.dtype, substitute(x.layout, env))
     if isinstance(x, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..layouts import Layout, LayoutError, arith, make_layout
+from ..layouts import Layout, LayoutError, UndecidableError, arith, make_layout
 from ..layouts import inttuple as it
 from . import dtypes
 from .errors import fail
@@ -120,7 +120,7 @@ def is_compact(layout: Layout) -> bool:
     try:
         shapes = it.flatten(layout.shape) if type(layout.shape) is tuple else (layout.shape,)
         strides = it.flatten(layout.stride) if type(layout.stride) is tuple else (layout.stride,)
-        modes = [(d, s) for s, d in zip(shapes, strides) if not arith.is_one(s)]
+        modes = [(d, s) for s, d in zip(shapes, strides) if not arith.eq(s, 1)]
         for d, _ in modes:
             if not arith.lt(0, d):
                 return False
@@ -169,8 +169,15 @@ def mode_size(mode: Any) -> Any:
 
 
 def is_one(x: Any) -> bool:
-    """x is proved to be 1 (a symbolic extent that may be 1 counts as not 1, as CuTe treats dynamic extents)."""
-    return type(x) is not tuple and arith.is_one(x)
+    """Whether an extent is provably 1 (a symbolic extent that might be 1 stays a mode, as CuTe keeps dynamic extents)."""
+    if type(x) is int:
+        return x == 1
+    if type(x) is tuple:
+        return False
+    try:
+        return arith.eq(x, 1)
+    except UndecidableError:
+        return False
 
 
 def logical_shape(layout: Layout) -> tuple:

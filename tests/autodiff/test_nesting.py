@@ -109,3 +109,54 @@ def test_vmap_of_vmap_and_jvp_of_vmap():
     np.testing.assert_allclose(out, (x * x).sum(2), rtol=1e-12)
     _, t = pt.jvp(pt.vmap(lambda r: pt.reduce_sum(pt.sin(r))), (x,), (np.ones_like(x),))
     np.testing.assert_allclose(t, np.cos(x).sum((1, 2)), rtol=1e-12)
+
+
+def test_linear_programs_take_tangents_in_any_layout():
+    rng = np.random.default_rng(3)
+    x = pt.Array.from_logical(rng.standard_normal((4, 6)), pt.make_layout((4, 6)), "f64")   # column-major primal
+    _, lin = pt.linearize(lambda v: pt.sin(pt.view(v, pt.make_layout((6, 4)))), x)
+    t = rng.standard_normal((4, 6))                                                          # a row-major tangent
+    want = (np.cos(x.logical()) * t).ravel(order="F").reshape((6, 4), order="F")
+    np.testing.assert_allclose(lin(t), want, rtol=1e-12)
+    row = pt.tensor("f64", pt.make_layout((4, 6), (6, 1)))
+    prog = pt.stage(lambda tt: lin(tt), row).check()           # traced: conformed by a staged copy
+    assert [e.prim.name for e in prog.eqns][0] == "copy"
+    np.testing.assert_allclose(pt.evaluate(prog, t), want, rtol=1e-12)
+
+
+def test_pytrees_through_transformations():
+    rng = np.random.default_rng(4)
+    d = {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((2, 3))}
+
+    def f(d):
+        return {"s": pt.reduce_sum(d["a"] * d["b"]), "t": d["a"].T}
+
+    _, f_vjp = pt.vjp(f, d)
+    (ct,) = f_vjp({"s": np.float64(1.0), "t": np.ones((3, 2))})
+    np.testing.assert_allclose(ct["a"], d["b"] + 1)
+    np.testing.assert_allclose(ct["b"], d["a"])
+    np.testing.assert_allclose(pt.grad(lambda d: f(d)["s"])(d)["b"], d["a"])
+    _, t = pt.jvp(f, (d,), ({"a": np.ones((2, 3)), "b": np.zeros((2, 3))},))
+    assert np.isclose(t["s"], d["b"].sum())
+    out = pt.vmap(lambda d: d["a"] * d["b"], in_axes=({"a": 0, "b": None},))({"a": np.ones((5, 2, 3)), "b": d["b"]})
+    np.testing.assert_allclose(out, np.broadcast_to(d["b"], (5, 2, 3)))
+
+
+SECOND_ORDER = [
+    lambda x: pt.reduce_sum(pt.sin(x[1:3, ::2]) * x[0, 1]),
+    lambda x: pt.reduce_sum(pt.sin(pt.tile(x.T, (2, 2))[1]) ** 2.0),
+    lambda x: pt.reduce_sum(pt.tanh(pt.view(pt.copy(x), pt.make_layout((6, 4)))) * x.T),
+    lambda x: pt.reduce_sum(pt.reduce_max(pt.reduce_sum(pt.exp(x[:, None] * 0.3), 2) * x[None, :, 0:1], 1)),
+]
+
+
+def test_second_order_through_views():
+    from .helpers import check_grads
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 6))
+    for f in SECOND_ORDER:
+        g = pt.grad(f)
+        check_grads(g, [x], rng)                              # jvp(grad) against finite differences; vjp(grad)
+        pt.stage(pt.grad(lambda v, g=g: pt.reduce_sum(g(v) * g(v))), pt.tensor("f64", (4, 6))).check()
+        np.testing.assert_allclose(pt.vmap(g)(np.stack([x, x + 1]))[1], g(x + 1), rtol=1e-12)

@@ -111,3 +111,26 @@ def test_no_stray_python_errors_on_random_bad_indices():
             pt.stage(lambda x, idx=idx: x[idx], T34)
         except pt.StagingError:
             pass
+
+
+BAD_VALUES = [None, "a", 2.5, -1, 0, (), (0,), (5,), (1, 0), (2, 2, 2), (3, 5), [1, 2], pt.make_layout(5),
+              pt.make_layout((2, 2), (0, 1)), np.ones(2), np.ones((4, 3)), object()]
+
+
+def test_ops_with_garbage_params_raise_staging_errors_only():
+    """Every op, staged on a good tensor with each bad value in each parameter: a StagingError or a result."""
+    ops = [
+        lambda x, v: pt.transpose(x, v), lambda x, v: pt.tile(x, v), lambda x, v: pt.tile(x, (2, 2), v),
+        lambda x, v: pt.view(x, v), lambda x, v: pt.view(x, pt.make_layout(3), v), lambda x, v: pt.broadcast(x, v, (0, 1)),
+        lambda x, v: pt.broadcast(x, (3, 4), v), lambda x, v: pt.broadcast_to(x, v), lambda x, v: pt.reduce_sum(x, v),
+        lambda x, v: pt.reduce_max(x, v), lambda x, v: pt.astype(x, v), lambda x, v: pt.copy(x, v),
+        lambda x, v: pt.full(v, 1.0), lambda x, v: pt.full((2,), v), lambda x, v: x[v], lambda x, v: x @ v,
+        lambda x, v: x + v, lambda x, v: pt.where(v, x, x), lambda x, v: pt.where(x > 0, x, v),
+        lambda x, v: pt.matmul(v, x), lambda x, v: pt.zeros(v), lambda x, v: pt.exp(v),
+    ]
+    for op in ops:
+        for v in BAD_VALUES:
+            try:
+                pt.stage(lambda x, op=op, v=v: op(x, v), T34)
+            except pt.StagingError:
+                pass

@@ -9,12 +9,8 @@ import patches as pt
 from patches.layouts import Sym, make_layout
 
 
-def symbols(names: str) -> tuple:
-    return tuple(Sym(n) for n in names.split())
-
-
 def test_matmul_program_over_symbols():
-    M, N, K = symbols("M N K")
+    M, N, K = Sym("M"), Sym("N"), Sym("K")
     a_t, b_t = pt.tensor("f32", make_layout((M, K))), pt.tensor("f32", make_layout((K, N)))
     prog = pt.stage(lambda a, b: pt.tanh(a @ b) + 1.0, a_t, b_t).check()
     text = str(prog)
@@ -28,7 +24,7 @@ def test_matmul_program_over_symbols():
 
 
 def test_symbolic_views_and_reductions():
-    M, N = symbols("M N")
+    M, N = Sym("M"), Sym("N")
     t = pt.tensor("f64", make_layout((M, N)))
     prog = pt.stage(lambda x: (x.T, pt.reduce_sum(x, 0), x[0], x + pt.broadcast_to(x[0], (M, N))), t).check()
     assert [str(o) for o in prog.out_types] == ["f64[(N,M):(M,1)]", "f64[N:1]", "f64[N:M]", "f64[(M,N):(1,M)]"]
@@ -41,7 +37,22 @@ def test_symbolic_views_and_reductions():
 
 
 def test_inconsistent_bindings_are_refused():
-    M, N, K = symbols("M N K")
+    M, N, K = Sym("M"), Sym("N"), Sym("K")
     prog = pt.stage(lambda a, b: a @ b, pt.tensor("f32", make_layout((M, K))), pt.tensor("f32", make_layout((K, N))))
     with pytest.raises(pt.StagingError, match="symbol K is bound to 3 and to 4"):
         pt.evaluate(prog, np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+
+
+def test_bindings_must_respect_the_facts():
+    M = Sym("M", divisible_by=4)
+    prog = pt.stage(lambda x: x * 2.0, pt.tensor("f32", make_layout((M, 3))))
+    np.testing.assert_allclose(pt.evaluate(prog, np.ones((8, 3), np.float32)), 2 * np.ones((8, 3)))
+    with pytest.raises(pt.StagingError, match="M = 6 breaks its facts"):
+        pt.evaluate(prog, np.ones((6, 3), np.float32))
+
+
+def test_undecidable_layout_questions_name_the_missing_fact():
+    M, N = Sym("M"), Sym("N")
+    with pytest.raises(pt.StagingError, match="add: needs to know whether"):
+        pt.stage(lambda x, y: pt.bind(pt.staging.add_p, x, y), pt.tensor("f32", make_layout(M)),
+                 pt.tensor("f32", make_layout(N)))

@@ -70,8 +70,11 @@ def _check_kind(name: str, kind: str, types: tuple) -> str:
 
 def _impl(np_fn: Any, name: str, out_dtype: str | None = None) -> Any:
     def impl(*xs: Array) -> list:
-        types = tuple(x.type for x in xs)
-        layout = elementwise_layout(name, types)
+        first = xs[0].layout
+        if all(x.layout is first or x.layout == first for x in xs[1:]):
+            layout = computed_layout(first)  # the common case, without building types
+        else:
+            layout = elementwise_layout(name, tuple(x.type for x in xs))
         d = out_dtype or xs[0].dtype
         with np.errstate(all="ignore"):
             values = np_fn(*(x.logical() for x in xs))

@@ -45,7 +45,12 @@ def normalize_axes(x: Any, axes: Any, name: str) -> tuple:
     r = t.rank
     if axes is None:
         return tuple(range(r))
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        axes = (int(axes),)
+    elif isinstance(axes, (tuple, list)):
+        axes = tuple(axes)
+    else:
+        raise fail(name, f"axes must be an int, a tuple of ints or None, got {axes!r}", t)
     out = []
     for a in axes:
         if type(a) is not int or not -r <= a < r:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, size, zipped_divide
+from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, make_layout, size, zipped_divide
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from ..array import Array
@@ -60,12 +60,23 @@ class Span(NamedTuple):
 view_rules: dict[Any, Any] = {}
 
 
+class Refused(Exception):
+    """Raised by a view's layout rule; the caller turns it into a StagingError naming the operand's type."""
+
+
+def _apply(rule: Any, name: str, layout: Layout, t: Any, params: dict) -> tuple:
+    try:
+        return rule(layout, name=name, **params)
+    except Refused as e:
+        raise fail(name, str(e), t) from None
+
+
 def _view(name: str, rule: Any) -> Any:
     def abstract(x: TensorType, **params: Any) -> list:
-        return [TensorType(x.dtype, rule(x.layout, name=name, **params)[0])]
+        return [TensorType(x.dtype, _apply(rule, name, x.layout, x, params)[0])]
 
     def impl(x: Array, **params: Any) -> list:
-        out, delta = rule(x.layout, name=name, **params)
+        out, delta = _apply(rule, name, x.layout, x.type, params)
         return [Array(x.storage, x.offset + delta, out, x.dtype)]
 
     p = primitive(name, abstract, impl)
@@ -75,7 +86,28 @@ def _view(name: str, rule: Any) -> Any:
 
 def coordinate_map(prim: Any, shape: Any, params: dict) -> tuple[Layout, Any]:
     """(B, offset): result coordinate j reads the operand at colexicographic index offset + B(j)."""
-    return view_rules[prim](compact(shape), name=prim.name, **params)
+    ident = compact(shape)
+    return _apply(view_rules[prim], prim.name, ident, ident, params)
+
+
+# -- checking params at the op boundary ------------------------------------------------------
+
+
+def int_tuple(name: str, v: Any, what: str) -> tuple:
+    """A tuple of Python ints from a sequence of ints, or a StagingError naming the op."""
+    if isinstance(v, (tuple, list)) and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in v):
+        return tuple(int(i) for i in v)
+    raise fail(name, f"{what} must be a tuple of ints, got {v!r}")
+
+
+def checked_shape(name: str, shape: Any) -> Any:
+    """A shape (an extent or nested tuple of extents), validated by building its layout."""
+    shape = tuple(shape) if isinstance(shape, list) else shape
+    try:
+        make_layout(shape)
+    except (LayoutError, TypeError) as e:
+        raise fail(name, f"bad shape {shape!r}: {e}") from None
+    return shape
 
 
 # -- transpose ---------------------------------------------------------------------------
@@ -84,7 +116,7 @@ def coordinate_map(prim: Any, shape: Any, params: dict) -> tuple[Layout, Any]:
 def _transpose_rule(layout: Layout, *, perm: tuple, name: str) -> tuple:
     r = layout.rank
     if sorted(perm) != list(range(r)):
-        raise fail(name, f"perm={perm} is not a permutation of the {r} modes", TensorType("?", layout))
+        raise Refused(f"perm={perm} is not a permutation of the {r} modes")
     return permute(layout, perm), 0
 
 
@@ -94,7 +126,7 @@ transpose_p = _view("transpose", _transpose_rule)
 def transpose(x: Any, perm: Any = None) -> Any:
     """Permute the modes (default: reverse them, like numpy's ``.T``); a view, so free."""
     r = get_aval(x).rank
-    perm = tuple(reversed(range(r))) if perm is None else tuple(int(p) for p in perm)
+    perm = tuple(reversed(range(r))) if perm is None else int_tuple("transpose", perm, "perm")
     perm = tuple(p + r if p < 0 else p for p in perm)
     if perm == tuple(range(r)) and len(perm) == r:
         return x
@@ -107,7 +139,7 @@ def transpose(x: Any, perm: Any = None) -> Any:
 def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
     ms = mode_layouts(layout)
     if len(index) != len(ms):
-        raise fail(name, f"index {index} does not have one entry per mode", TensorType("?", layout))
+        raise Refused(f"index {index} does not have one entry per mode")
     kept, delta = [], 0
     for m, ix in zip(ms, index):
         if ix is None:
@@ -120,7 +152,7 @@ def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
             elif ix.start == 0:
                 kept.append(composition(m, Layout._make(n, ix.step if n > 1 else 0)))
             else:
-                raise fail(name, f"a range with a nonzero start ({ix}) in the hierarchical mode {m} is not a layout view")
+                raise Refused(f"a range with a nonzero start ({ix}) in the hierarchical mode {m} is not a layout view")
         else:
             delta = delta + m(ix)
     return layout_of_modes(kept), delta
@@ -212,9 +244,9 @@ def _tile_rule(layout: Layout, *, tiler: Any, mode: str, name: str) -> tuple:
     elif mode == "logical":
         out = logical_divide(layout, tiler)
     else:
-        raise fail(name, f"mode must be 'zipped' or 'logical', got {mode!r}")
+        raise Refused(f"mode must be 'zipped' or 'logical', got {mode!r}")
     if not arith.eq(size(out), size(layout)):
-        raise fail(name, f"the tiler {tiler} does not divide the shape {it.to_str(layout.shape)}", TensorType("?", layout))
+        raise Refused(f"the tiler {tiler} does not divide the shape {it.to_str(layout.shape)}")
     return out, 0
 
 
@@ -223,6 +255,10 @@ tile_p = _view("tile", _tile_rule)
 
 def tile(x: Any, tiler: Any, mode: str = "zipped") -> Any:
     """Divide ``x`` by a tiler (zipped: ((tile),(rest)); logical: per mode (tile, rest)); a view."""
+    if not isinstance(mode, str) or mode not in ("zipped", "logical"):
+        raise fail("tile", f"mode must be 'zipped' or 'logical', got {mode!r}")
+    if isinstance(tiler, list):
+        tiler = tuple(tiler)
     return bind(tile_p, x, tiler=tiler, mode=mode)
 
 
@@ -234,17 +270,17 @@ def _view_rule(src: Layout, *, layout: Layout, offset: Any, name: str) -> tuple:
     n = size(layout)
     for d in it.flatten(b.stride) if type(b.stride) is tuple else (b.stride,):
         if arith.lt(d, 0):
-            raise fail(name, f"the layout {b} has a negative stride", TensorType("?", layout))
+            raise Refused(f"the layout {b} has a negative stride")
     if arith.lt(n, cosize(b) + offset):
-        raise fail(name, f"the layout {b} at offset {offset} reaches index {cosize(b) + offset - 1}, "
-                         f"past the {n} elements of the operand", TensorType("?", layout))
+        raise Refused(f"the layout {b} at offset {offset} reaches index {cosize(b) + offset - 1}, "
+                         f"past the {n} elements of the operand")
     if offset != 0:
         _check_no_carry(layout, b, offset, name)
     try:
         out = composition(layout, b)
     except LayoutError as e:
-        raise fail(name, f"reading {layout} through {b} is not a layout, so it is not a view (copy the operand "
-                         f"to a compact layout first): {e}", TensorType("?", layout)) from None
+        raise Refused(f"reading {layout} through {b} is not a layout, so it is not a view (copy the operand "
+                         f"to a compact layout first): {e}") from None
     if type(b.shape) is not tuple and type(out.shape) is tuple:
         out = Layout._make((out.shape,), (out.stride,))  # B's one mode stays one (hierarchical) mode
     delta = layout(offset) if offset != 0 else 0
@@ -261,7 +297,7 @@ def _check_no_carry(layout: Layout, b: Layout, offset: Any, name: str) -> None:
     base = layout_check.evaluate(ident, np.array([offset]))[0]
     if not np.array_equal(layout_check.evaluate(ident, idx + offset), idx + base) or not np.array_equal(
             layout_check.evaluate(layout, idx + offset), layout_check.evaluate(layout, idx) + layout(offset)):
-        raise fail(name, f"offset {offset} plus the layout {b} crosses mode boundaries of {layout}, so it is not a view")
+        raise Refused(f"offset {offset} plus the layout {b} crosses mode boundaries of {layout}, so it is not a view")
 
 
 view_p = _view("view", _view_rule)
@@ -271,7 +307,9 @@ def view(x: Any, layout: Layout, offset: int = 0) -> Any:
     """Reinterpret ``x`` through ``layout``: result coordinate j reads x's colexicographic index offset + layout(j)."""
     if not isinstance(layout, Layout):
         raise fail("view", f"expected a Layout, got {type(layout).__name__}")
-    return bind(view_p, x, layout=layout, offset=offset)
+    if not isinstance(offset, (int, np.integer)) or isinstance(offset, bool) or offset < 0:
+        raise fail("view", f"offset must be a non-negative int, got {offset!r}")
+    return bind(view_p, x, layout=layout, offset=int(offset))
 
 
 # -- broadcast ---------------------------------------------------------------------------------
@@ -280,9 +318,8 @@ def view(x: Any, layout: Layout, offset: int = 0) -> Any:
 def _broadcast_rule(layout: Layout, *, shape: Any, dims: tuple, name: str) -> tuple:
     out_modes = modes_of(shape)
     ms = mode_layouts(layout) if layout.rank else []
-    t = TensorType("?", layout)
     if len(dims) != len(ms) or any(b <= a for a, b in zip(dims, dims[1:])) or any(not 0 <= d < len(out_modes) for d in dims):
-        raise fail(name, f"dims={dims} must map the {len(ms)} operand modes in increasing order into {len(out_modes)} modes", t)
+        raise Refused(f"dims={dims} must map the {len(ms)} operand modes in increasing order into {len(out_modes)} modes")
     src = dict(zip(dims, ms))
     out = []
     for j, m in enumerate(out_modes):
@@ -292,7 +329,7 @@ def _broadcast_rule(layout: Layout, *, shape: Any, dims: tuple, name: str) -> tu
         elif same_mode(o.shape, m):
             out.append(o)
         else:
-            raise fail(name, f"operand mode {o} cannot broadcast to the mode {it.to_str(m)}", t)
+            raise Refused(f"operand mode {o} cannot broadcast to the mode {it.to_str(m)}")
     return layout_of_modes(out), 0
 
 
@@ -301,13 +338,14 @@ broadcast_p = _view("broadcast", _broadcast_rule)
 
 def broadcast(x: Any, shape: Any, dims: tuple) -> Any:
     """Operand mode i becomes result mode dims[i] (stretched with stride 0 if it has size 1); other modes get stride 0."""
-    shape = tuple(shape) if isinstance(shape, list) else shape
-    return bind(broadcast_p, x, shape=shape, dims=tuple(dims))
+    shape = checked_shape("broadcast", shape)
+    return bind(broadcast_p, x, shape=shape, dims=int_tuple("broadcast", dims, "dims"))
 
 
 def broadcast_to(x: Any, shape: Any) -> Any:
     """numpy-style broadcast of ``x`` to ``shape`` (modes aligned on the right); a view."""
     t = get_aval(x)
+    shape = checked_shape("broadcast_to", shape)
     if t.rank and same_modes(t.shape, shape):
         return x
     r = len(modes_of(shape))
