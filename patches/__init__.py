@@ -2,8 +2,8 @@
 
 from .autodiff import grad, jvp, linearize, value_and_grad, vjp, vmap
 from .layouts import *  # noqa: F403
-from .lower import LoweringError, TileConfig, lower, split_matmuls
 from .layouts import __all__ as _layout_names
+from .lower import LoweringError, TileConfig, lower, split_matmuls
 from .staging import OPS as _ops
 from .staging import Array, Program, StagingError, TensorType, bind, evaluate, jit, stage, tensor
 from .staging.primitives import *  # noqa: F403

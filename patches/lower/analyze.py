@@ -100,7 +100,6 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     mi = find_matmul(prog)
-    params = {id(v): i for i, v in enumerate(prog.params)}
     sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
 
     for e in prog.eqns[:mi]:

@@ -48,7 +48,7 @@ def split_matmuls(prog: Program) -> list[Program]:
         params: list = []
         eqns: list = []
 
-        def reach(v: Any) -> None:
+        def reach(v: Any, params: list = params, eqns: list = eqns) -> None:
             p = producer.get(id(v))
             if id(v) in roots or p is None or p.prim.name not in VIEWS:
                 if all(v is not q for q in params):

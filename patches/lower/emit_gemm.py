@@ -53,7 +53,7 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
         return []
     used = sorted({c for si in spec.inputs for c in si.coords if c is not None})
     out = [f"{indent}# The epilogue on the accumulator registers, in the program's order (f32, rounded once at the store).",
-           f"{indent}for i in cutlass.range_constexpr(cute.size(acc)):",
+           f"{indent}for i in cutlass.range(cute.size(acc), unroll_full=True):",
            f"{indent}    m, n, l = tCcC[i]"]
     for c in used:
         out.append(f"{indent}    {COORDS[c]}_in = cutlass.min({COORDS[c]}, ext_{COORDS[c]} - 1)   "
@@ -159,7 +159,7 @@ def emit_gemm(spec: GemmSpec) -> str:
     w(f"def host(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor{side_params}, stream: cuda.CUstream):")
     w('    """Build the MMA, the TMA descriptors and the grid, and launch one CTA per output tile."""')
     w("    tiled_mma = sm90_utils.make_trivial_tiled_mma(")
-    w(f"        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))")
+    w("        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))")
     w("    sA_layout, sB_layout, sC_layout = smem_layout_a(), smem_layout_b(), smem_layout_c()")
     w(f"    tma_a, tA = cpasync.make_tiled_tma_atom(cpasync.{a_op}(), mA, cute.slice_(sA_layout, (None, None, 0)),")
     w(f"                                           (TILE_MNK[0], TILE_MNK[2]), num_multicast={mc_a})")
@@ -175,7 +175,7 @@ def emit_gemm(spec: GemmSpec) -> str:
     w("")
     w("")
     w("@cute.kernel")
-    w(f"def kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,")
+    w("def kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,")
     w(f"           mC: cute.Tensor{side_params}, tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,")
     w("           sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout):")
     w('    """One CTA computes one TILE_M x TILE_N tile of C for one batch entry."""')
@@ -221,8 +221,9 @@ def emit_gemm(spec: GemmSpec) -> str:
         w("    tBsB, tBgB = cpasync.tma_partition(tma_b, cluster_coord[0], cute.make_layout(CLUSTER_MN[0]),")
         w("                                       cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))")
     else:
-        w("    tAsA, tAgA = cpasync.tma_partition(tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))")
-        w("    tBsB, tBgB = cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))")
+        for t, op in (("A", "a"), ("B", "b")):
+            w(f"    t{t}s{t}, t{t}g{t} = cpasync.tma_partition(tma_{op}, 0, cute.make_layout(1), cute.group_modes(s{t}, 0, 2),")
+            w(f"                                       cute.group_modes(g{t}, 0, 2))")
     w("")
     w("    # Each math warpgroup reads the whole smem tiles and owns TILE_M / MMA_WARPGROUPS rows of C.")
     w("    wg_mma = tiled_mma.get_slice(cute.arch.make_warp_uniform(tidx // 128) * 128)")

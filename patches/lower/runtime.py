@@ -21,8 +21,8 @@ def kernel_view(t: Any, perm: tuple, batched: bool) -> Any:
 
 
 def run(exe: Any, tensors: tuple) -> Any:
-    import torch
     import cuda.bindings.driver as cuda
+    import torch
     from cutlass.cute.runtime import from_dlpack
 
     spec = exe.module.spec
@@ -32,11 +32,11 @@ def run(exe: Any, tensors: tuple) -> Any:
         raise LoweringError("call a compiled kernel with CUDA torch tensors")
     a = kernel_view(tensors[spec.a.param], spec.a.perm, spec.batched)
     b = kernel_view(tensors[spec.b.param], spec.b.perm, spec.batched)
-    m, n, l = a.shape[0], b.shape[0], a.shape[2]
+    m, n, batch = a.shape[0], b.shape[0], a.shape[2]
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[spec.c_dtype]
     inv = tuple(int(i) for i in np.argsort(spec.c.perm))
-    kshape = (m, n, l) if spec.batched else (m, n)
-    user_shape = tuple(kshape[i] for i in spec.c.perm) if False else tuple(kshape[p] for p in inv)
+    kshape = (m, n, batch) if spec.batched else (m, n)
+    user_shape = tuple(kshape[p] for p in inv)
     order = _stride_order(spec.c.layout, len(user_shape), inv)
     out = _empty_in_order(user_shape, order, dtype, tensors[0].device)
     c = kernel_view(out, spec.c.perm, spec.batched)
