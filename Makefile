@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,10 @@ demo: $(STAMP)
 test: $(TSTAMP)
 	$(BIN)/ruff check patches tests benchmarks
 	$(BIN)/python -m pytest -q -n auto
+
+# The long sweeps (kernel configurations, ...), deselected from `make test`.
+test-slow: $(TSTAMP)
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 bench: $(TSTAMP)
 	$(BIN)/python benchmarks/layout_algebra.py

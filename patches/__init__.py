@@ -3,10 +3,12 @@
 from .autodiff import grad, jvp, linearize, value_and_grad, vjp, vmap
 from .layouts import *  # noqa: F403
 from .layouts import __all__ as _layout_names
+from .lower import LoweringError, TileConfig, lower, split_matmuls
 from .staging import OPS as _ops
 from .staging import Array, Program, StagingError, TensorType, bind, evaluate, jit, stage, tensor
 from .staging.primitives import *  # noqa: F403
 
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
-                                 *_ops, "grad", "jvp", "linearize", "value_and_grad", "vjp", "vmap"]
+                                 *_ops, "grad", "jvp", "linearize", "value_and_grad", "vjp", "vmap",
+                                 "lower", "LoweringError", "TileConfig", "split_matmuls"]

@@ -1,4 +1,5 @@
-"""The command line: ``patches demo`` (a walkthrough of the layout algebra) and ``patches show LAYOUT``."""
+"""The command line: ``patches demo`` (stage, differentiate, lower and compile a layer), ``patches tour`` (a
+walkthrough of the layout algebra), ``patches gemm`` (emit/compile one GEMM kernel) and ``patches show LAYOUT``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from . import layouts as L
 
 
-def demo() -> None:
+def tour() -> None:
     """Print a short tour of the algebra on the layouts a GEMM kernel uses."""
     step = [0]
 
@@ -41,13 +42,39 @@ def demo() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="patches")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="a walkthrough of the layout algebra")
+    sub.add_parser("demo", help="stage a layer, differentiate it, emit and compile its three kernels for sm_90a")
+    sub.add_parser("tour", help="a walkthrough of the layout algebra")
+    g = sub.add_parser("gemm", help="emit (and compile) one Hopper GEMM kernel with a fused epilogue")
+    g.add_argument("--m", default="4096", help="an int, or a name for a symbolic extent (M or M/128: divisibility)")
+    g.add_argument("--n", default="4096")
+    g.add_argument("--k", default="4096")
+    g.add_argument("--dtype", default="f16", choices=["bf16", "f16"])
+    g.add_argument("--epilogue", default="", help="comma-separated: bias, relu, gelu, tanh, scale, residual")
+    g.add_argument("--tile", default="", help="CTA tile MxN, e.g. 128x256 (default: the heuristic)")
+    g.add_argument("--cluster", default="1x1", help="cluster MxN: 1x1, 2x1 or 1x2")
+    g.add_argument("--stages", type=int, default=0, help="pipeline stages (0: as many as shared memory holds)")
+    g.add_argument("--emit", default="", help="write the CuTe DSL source to this file")
+    g.add_argument("--compile", action="store_true", help="compile for sm_90a and report resources and SASS counts")
     show = sub.add_parser("show", help="parse a layout and print its facts")
     show.add_argument("layout", help="a layout in CuTe's text form, e.g. '((2,3),4):((1,2),0)'")
     args = parser.parse_args(argv)
     if args.cmd == "demo":
+        from .lower.story import demo
+
         demo()
         return 0
+    if args.cmd == "tour":
+        tour()
+        return 0
+    if args.cmd == "gemm":
+        from .lower import LoweringError
+        from .lower.story import gemm_command
+
+        try:
+            return gemm_command(args)
+        except (LoweringError, ValueError) as e:
+            print(f"patches: {e}", file=sys.stderr)
+            return 2
     try:
         layout = L.Layout.parse(args.layout)
     except L.LayoutError as e:

@@ -1,1 +1,19 @@
-"""Lowering: staged programs to CuTe DSL Hopper kernels (lands with the lowering issue)."""
+"""Lowering staged programs to CuTe DSL Hopper (sm_90a) kernels.
+
+Modules, in the order a program flows through them: ``errors`` (LoweringError), ``config`` (TileConfig, stage
+count, the default heuristic), ``spec`` (the kernel description), ``analyze`` (program -> GemmSpec: matmul,
+operand majorness from layouts, epilogue), ``names`` (safe text for generated code), ``emit_gemm`` (the CuTe
+DSL source), ``module`` (Module, Executable: compile, PTX/SASS, resources), ``runtime`` (calls on a GPU),
+``export`` (ahead-of-time C export and loader), ``simulate`` (numpy model of the kernel), ``api`` (lower).
+"""
+
+from .analyze import analyze
+from .api import lower, split_matmuls
+from .config import TileConfig, default_config
+from .errors import LoweringError
+from .module import Executable, Module
+from .simulate import simulate
+from .spec import GemmSpec
+
+__all__ = ["Executable", "GemmSpec", "LoweringError", "Module", "TileConfig", "analyze", "default_config", "lower",
+           "simulate", "split_matmuls"]

@@ -1,0 +1,264 @@
+"""Reading a staged program as a GEMM kernel: find the matmul, trace its operands to parameters through views,
+read their majorness off the layouts, and collect the elementwise epilogue that follows.
+
+Every tracked variable carries ``kmap``: for each of its modes, the kernel coordinate (0=m, 1=n, 2=l) it walks,
+or None for a stride-0 (broadcast) mode. Views (transpose, broadcast) only permute or extend ``kmap``, so the
+epilogue may read a bias through a broadcast and the output may be a transposed view of the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from ..layouts import Layout, Sym
+from ..layouts.hopper import wgmma_smem_layout
+from ..staging import Literal, Program, Var
+from ..staging.types import modes_of
+from .config import TileConfig, check_config, default_config, resolve_stages
+from .errors import LoweringError
+from .names import sanitize
+from .spec import EpiStep, GemmSpec, Operand, SideInput
+
+UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic"}
+BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
+MMA_DTYPES = ("bf16", "f16")
+OUT_DTYPES = ("bf16", "f16", "f32")
+
+
+@dataclass
+class _Side:
+    """A view of a parameter: which parameter, and for each parameter mode the view mode it became (None: size 1)."""
+
+    param: int
+    pmodes: tuple          # param mode -> view mode (or None when that size-1 mode was stretched)
+
+
+def _flat_modes(layout: Layout, what: str) -> tuple[tuple, tuple]:
+    shape, stride = layout.shape, layout.stride
+    if not isinstance(shape, tuple):
+        shape, stride = (shape,), (stride,)
+    if any(isinstance(s, tuple) for s in shape):
+        raise LoweringError(f"{what}: hierarchical modes are not supported by the GEMM kernel (layout {layout})")
+    return shape, stride
+
+
+def _is(x: Any, v: int) -> bool:
+    return bool(sympy.sympify(x) == v)
+
+
+def _divisor(x: Any) -> int:
+    """The largest power-of-two divisor (up to 16) the facts guarantee for an extent or stride."""
+    if isinstance(x, int):
+        return x & -x if x else 16
+    if isinstance(x, Sym):
+        return x.divisor & -x.divisor
+    coeff, _ = sympy.sympify(x).as_coeff_Mul()
+    syms = [s for s in sympy.sympify(x).free_symbols if isinstance(s, Sym)]
+    d = int(coeff) if coeff.is_Integer else 1
+    for s in syms:
+        d *= s.divisor
+    return d & -d
+
+
+def _major(layout: Layout, kmodes: tuple, role: str) -> str:
+    """'k'/'mn' (A, B) or 'm'/'n' (C): which kernel mode has unit stride; TMA needs one, and 16-byte strides else."""
+    shape, stride = _flat_modes(layout, role)
+    unit = [i for i, d in enumerate(stride) if _is(d, 1) and not _is(shape[i], 1)]
+    names = {"a": ("mn", "k"), "b": ("mn", "k"), "c": ("m", "n")}[role]
+    if not unit or unit[0] not in (0, 1):
+        raise LoweringError(f"operand {role.upper()} has layout {layout} (modes {kmodes}): neither its "
+                            f"{'/'.join(names)} mode has unit stride, so TMA cannot load it; copy it first")
+    return names[unit[0]]
+
+
+def _check_tma_strides(layout: Layout, role: str, bytes_per: int) -> None:
+    shape, stride = _flat_modes(layout, role)
+    for s, d in zip(shape, stride):
+        if _is(d, 1) or _is(s, 1):
+            continue
+        if _divisor(d) * bytes_per % 16:
+            raise LoweringError(f"operand {role.upper()}: stride {d} of layout {layout} is not a proven multiple of "
+                                f"16 bytes, which TMA requires; state a divisibility fact (Sym(..., divisible_by=8))")
+
+
+def find_matmul(prog: Program) -> int:
+    idx = [i for i, e in enumerate(prog.eqns) if e.prim.name == "matmul"]
+    if not idx:
+        raise LoweringError("the program has no matmul; elementwise programs lower with target='simt'")
+    if len(idx) > 1:
+        raise LoweringError(f"the program has {len(idx)} matmuls; lower one kernel per matmul "
+                            "(patches.lower.split_matmuls(prog) gives one program each)")
+    return idx[0]
+
+
+def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm") -> GemmSpec:
+    """The GemmSpec of a program whose core is one matmul followed by elementwise work."""
+    prog = prog.dce()
+    if prog.consts:
+        raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
+    mi = find_matmul(prog)
+    sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
+
+    for e in prog.eqns[:mi]:
+        if e.prim.name not in ("transpose", "broadcast"):
+            raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
+                                "from parameters through views (transpose) only")
+        _view_side(e, sides)
+
+    mm = prog.eqns[mi]
+    a_var, b_var = mm.inputs
+    rank = len(modes_of(a_var.type.shape))
+    if rank > 3:
+        raise LoweringError(f"matmul operands of rank {rank}: at most one batch mode is supported")
+    batched = rank == 3
+    ops = []
+    for role, var, kmodes in (("a", a_var, (0, 2, 1)), ("b", b_var, (2, 1, 0))):
+        ops.append(_operand(role, var, sides, kmodes, batched))
+    a, b = ops
+    ab_dtype = a.dtype
+    if ab_dtype not in MMA_DTYPES or b.dtype != ab_dtype:
+        raise LoweringError(f"matmul operands are {a.dtype} and {b.dtype}; the wgmma kernel takes bf16 or f16 (both the same)")
+    mshape = modes_of(mm.outputs[0].type.shape)
+    m, n = mshape[0], mshape[1]
+    k = modes_of(a_var.type.shape)[1]
+    batch = mshape[2] if batched else 1
+
+    # The epilogue: elementwise equations on the accumulator chain.
+    kmap: dict[int, tuple] = {id(mm.outputs[0]): (0, 1, 2) if batched else (0, 1)}
+    value: dict[int, tuple] = {id(mm.outputs[0]): ("acc",)}
+    steps: list[EpiStep] = []
+    inputs: list[SideInput] = []
+    input_of: dict[tuple, int] = {}
+    for e in prog.eqns[mi + 1:]:
+        ins = [a for a in e.inputs if isinstance(a, Var)]
+        on_chain = [a for a in ins if id(a) in kmap]
+        if not on_chain:
+            if e.prim.name in ("transpose", "broadcast") and id(e.inputs[0]) in sides:
+                _view_side(e, sides)
+                continue
+            raise LoweringError(f"equation {e.prim.name} does not read the matmul result and is not a view of a "
+                                "parameter; only the matmul's epilogue can be fused")
+        out = e.outputs[0]
+        if e.prim.name == "transpose":
+            kmap[id(out)] = tuple(kmap[id(e.inputs[0])][p] for p in e.params["perm"])
+            value[id(out)] = value[id(e.inputs[0])]
+            continue
+        if e.prim.name not in UNARY | BINARY and e.prim.name != "astype":
+            raise LoweringError(f"equation {e.prim.name} on the matmul result cannot be fused into the epilogue "
+                                f"(supported: {', '.join(sorted(UNARY | BINARY))}, astype, transpose)")
+        if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES:
+            raise LoweringError(f"astype to {e.params['dtype']} in the epilogue: supported are {', '.join(OUT_DTYPES)}")
+        ref = kmap[id(on_chain[0])]
+        args = []
+        for x in e.inputs:
+            if isinstance(x, Literal):
+                args.append(("lit", float(x.value)))
+            elif id(x) in value:
+                if kmap[id(x)] != ref:
+                    raise LoweringError(f"{e.prim.name}: operands walk the output in different orders")
+                args.append(value[id(x)])
+            elif id(x) in sides:
+                args.append(("in", _side_input(x, sides[id(x)], ref, prog, inputs, input_of)))
+            else:
+                raise LoweringError(f"{e.prim.name}: operand {x.type} is computed outside the epilogue; "
+                                    "only parameters (through views) and literals can be fused")
+        steps.append(EpiStep(e.prim.name, tuple(args), e.params.get("dtype", ""), _note(e)))
+        kmap[id(out)] = ref
+        value[id(out)] = ("v", len(steps) - 1)
+
+    if len(prog.outputs) != 1 or id(prog.outputs[0]) not in kmap:
+        raise LoweringError("the GEMM kernel has one output, the matmul result after its epilogue; "
+                            f"this program returns {len(prog.outputs)} value(s) not all on that chain")
+    out = prog.outputs[0]
+    if value[id(out)] != (("v", len(steps) - 1) if steps else ("acc",)):
+        raise LoweringError("the program's output is not the last epilogue value; drop the unused equations")
+    c_dtype = out.type.dtype
+    if c_dtype not in OUT_DTYPES:
+        raise LoweringError(f"output dtype {c_dtype}: the kernel stores {', '.join(OUT_DTYPES)}")
+    c = _output(out, kmap[id(out)], batched)
+
+    if config is None:
+        config = default_config(m, n, k, batch)
+    check_config(config, ab_dtype)
+    config = resolve_stages(config, ab_dtype, c_dtype)
+    smem_a = wgmma_smem_layout(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)
+    smem_b = wgmma_smem_layout(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
+    from .config import EPI_STAGES
+
+    smem_c = wgmma_smem_layout(c_dtype if c_dtype != "f32" else "tf32", "mn" if c.major == "m" else "k",
+                               config.epi_tile, EPI_STAGES)
+    return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
+                    a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
+                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params))
+
+
+def _view_side(e: Any, sides: dict) -> None:
+    src = sides.get(id(e.inputs[0]))
+    if src is None:
+        raise LoweringError(f"{e.prim.name} of a computed value before the matmul cannot be fused")
+    if e.prim.name == "transpose":
+        inv = {p: j for j, p in enumerate(e.params["perm"])}
+        pm = tuple(None if v is None else inv[v] for v in src.pmodes)
+    else:
+        dims = e.params["dims"]
+        in_modes = modes_of(e.inputs[0].type.shape)
+        out_modes = modes_of(e.outputs[0].type.shape)
+        pm = tuple(None if v is None or (_is(in_modes[v], 1) and not _is(out_modes[dims[v]], 1)) else dims[v]
+                   for v in src.pmodes)
+    sides[id(e.outputs[0])] = _Side(src.param, pm)
+
+
+def _operand(role: str, var: Var, sides: dict, order: tuple, batched: bool) -> Operand:
+    """A or B in kernel mode order: A (M,K,L) from (M,K,L); B (N,K,L) from (K,N,L)."""
+    side = sides.get(id(var))
+    if side is None:
+        raise LoweringError(f"matmul operand {role.upper()} ({var.type}) is computed, not a parameter or a view of one; "
+                            "the kernel loads operands with TMA straight from the arguments")
+    lay = var.type.layout
+    shape, stride = _flat_modes(lay, role)
+    sel = (0, 1) if role == "a" else (1, 0)
+    kshape = tuple(shape[i] for i in sel) + ((shape[2],) if batched else (1,))
+    kstride = tuple(stride[i] for i in sel) + ((stride[2],) if batched else (0,))
+    klay = Layout._make(kshape, kstride)
+    major = _major(Layout._make(kshape[:2], kstride[:2]), ("mn", "k"), role)
+    _check_tma_strides(klay, role, 2)
+    view_modes = sel + ((2,) if batched else ())
+    perm = tuple(side.pmodes.index(v) if v in side.pmodes else None for v in view_modes)
+    if None in perm or any(p is None for p in side.pmodes):
+        raise LoweringError(f"operand {role.upper()} is a broadcast view; the kernel loads dense operands only")
+    return Operand(role, side.param, var.type.dtype, klay, perm, major)
+
+
+def _output(var: Var, kmap: tuple, batched: bool) -> Operand:
+    lay = var.type.layout
+    shape, stride = _flat_modes(lay, "c")
+    want = (0, 1, 2) if batched else (0, 1)
+    if sorted(kmap) != list(want):
+        raise LoweringError(f"the output {var.type} does not cover the (M, N{', L' if batched else ''}) modes once each")
+    perm = tuple(kmap.index(c) for c in want)
+    kshape = tuple(shape[p] for p in perm) + (() if batched else (1,))
+    kstride = tuple(stride[p] for p in perm) + (() if batched else (0,))
+    klay = Layout._make(kshape, kstride)
+    major = _major(Layout._make(kshape[:2], kstride[:2]), ("m", "n"), "c")
+    _check_tma_strides(klay, "c", 2)
+    return Operand("c", -1, var.type.dtype, klay, perm, major)
+
+
+def _side_input(x: Var, side: _Side, ref: tuple, prog: Program, inputs: list, input_of: dict) -> int:
+    coords = tuple(None if v is None else ref[v] for v in side.pmodes)
+    if any(c is None for c, v in zip(coords, side.pmodes) if v is not None):
+        raise LoweringError(f"side input {x.type} has a mode the output does not walk")
+    key = (side.param, coords)
+    if key not in input_of:
+        p = prog.params[side.param]
+        input_of[key] = len(inputs)
+        inputs.append(SideInput(f"mE{len(inputs)}", side.param, p.type.dtype, p.type.layout, coords))
+    return input_of[key]
+
+
+def _note(e: Any) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in e.params.items())
+    return sanitize(f"{e.prim.name}{'[' + params + ']' if params else ''}")

@@ -1,0 +1,71 @@
+"""Calling a compiled kernel on a GPU with torch tensors: view each argument in kernel mode order (a permutation,
+no copy), allocate the output in the program's output layout, launch on the current stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import LoweringError
+
+
+def kernel_view(t: Any, perm: tuple, batched: bool) -> Any:
+    """The torch tensor ``t`` read in kernel mode order (M,K,L)/(N,K,L)/(M,N,L): a permutation view plus L=1."""
+    v = t.permute(*perm)
+    if batched:
+        return v
+    import torch
+
+    return torch.as_strided(v, (*v.shape, 1), (*v.stride(), max(1, v.numel())))
+
+
+def run(exe: Any, tensors: tuple) -> Any:
+    import cuda.bindings.driver as cuda
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    spec = exe.module.spec
+    if len(tensors) != spec.n_params:
+        raise LoweringError(f"{spec.name} takes {spec.n_params} tensors (the program's parameters), got {len(tensors)}")
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        raise LoweringError("call a compiled kernel with CUDA torch tensors")
+    a = kernel_view(tensors[spec.a.param], spec.a.perm, spec.batched)
+    b = kernel_view(tensors[spec.b.param], spec.b.perm, spec.batched)
+    m, n, batch = a.shape[0], b.shape[0], a.shape[2]
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[spec.c_dtype]
+    inv = tuple(int(i) for i in np.argsort(spec.c.perm))
+    kshape = (m, n, batch) if spec.batched else (m, n)
+    user_shape = tuple(kshape[p] for p in inv)
+    order = _stride_order(spec.c.layout, len(user_shape), inv)
+    out = _empty_in_order(user_shape, order, dtype, tensors[0].device)
+    c = kernel_view(out, spec.c.perm, spec.batched)
+    dynamic = any(not isinstance(x, int) for x in (spec.m, spec.n, spec.k, spec.batch))
+    args = []
+    for t in [a, b, c] + [tensors[si.param] for si in spec.inputs]:
+        x = from_dlpack(t, assumed_align=16)
+        args.append(x.mark_layout_dynamic() if dynamic else x)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    exe.compiled(*args, stream)
+    return out
+
+
+def _stride_order(layout: Any, rank: int, inv: tuple) -> list:
+    """Modes of the user's output from fastest to slowest, following the program's output layout."""
+    import sympy
+
+    stride = layout.stride[:rank]
+    keys = [int(sympy.sympify(stride[p]).subs({s: 1 << 20 for s in sympy.sympify(stride[p]).free_symbols}))
+            for p in inv]
+    return sorted(range(rank), key=lambda i: keys[i])
+
+
+def _empty_in_order(shape: tuple, order: list, dtype: Any, device: Any) -> Any:
+    import torch
+
+    stride = [0] * len(shape)
+    acc = 1
+    for i in order:
+        stride[i] = acc
+        acc *= shape[i]
+    return torch.empty_strided(shape, stride, dtype=dtype, device=device)

@@ -1,0 +1,102 @@
+"""A numpy model of the emitted GEMM kernel at tile level: the same grid, CTA tiles, K loop (TMA zero-fills past
+the edges), f32 accumulation, epilogue order with clamped side-input reads, and the clipped TMA store.
+
+It checks the kernel's tiling and epilogue without a GPU: ``simulate(spec, *arrays)`` against numpy's answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .spec import GemmSpec
+
+UNARY = {
+    "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, np.float32(0)), "exp": np.exp, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
+    "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
+}
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
+          "maximum": np.maximum, "minimum": np.minimum}
+
+
+def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Round f32 values to bf16/f16 (round to nearest even) and back to f32, as the kernel's conversions do."""
+    x = np.asarray(x, np.float32)
+    if dtype == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    if dtype == "bf16":
+        b = x.view(np.uint32).astype(np.uint64)
+        b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+        return b.astype(np.uint32).view(np.float32)
+    return x
+
+
+def _kernel_view(x: np.ndarray, perm: tuple, batched: bool) -> np.ndarray:
+    v = np.transpose(x, perm)
+    return v if batched else v[..., None]
+
+
+def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.ndarray:
+    """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output."""
+    cfg = spec.config
+    a = _kernel_view(np.asarray(args[spec.a.param], np.float32), spec.a.perm, spec.batched)     # (M, K, L)
+    b = _kernel_view(np.asarray(args[spec.b.param], np.float32), spec.b.perm, spec.batched)     # (N, K, L)
+    M, K, L = a.shape
+    N = b.shape[0]
+    tm, tn, tk = cfg.tile
+    cm, cn = cfg.cluster
+    grid = (-(-M // (tm * cm)) * cm, -(-N // (tn * cn)) * cn, L)
+    out = np.full((M, N, L), np.nan, np.float32)
+    k_tiles = -(-K // tk)
+    for bz in range(grid[2]):
+        for bx in range(grid[0]):
+            for by in range(grid[1]):
+                acc = np.zeros((tm, tn), np.float32)
+                for kt in range(k_tiles):
+                    sa = np.zeros((tm, tk), np.float32)       # TMA fills out-of-bounds boxes with zeros
+                    sb = np.zeros((tn, tk), np.float32)
+                    ra = a[bx * tm:(bx + 1) * tm, kt * tk:(kt + 1) * tk, bz]
+                    rb = b[by * tn:(by + 1) * tn, kt * tk:(kt + 1) * tk, bz]
+                    sa[:ra.shape[0], :ra.shape[1]] = ra
+                    sb[:rb.shape[0], :rb.shape[1]] = rb
+                    acc += sa @ sb.T
+                m = np.arange(bx * tm, (bx + 1) * tm)[:, None] + np.zeros((1, tn), int)
+                n = np.arange(by * tn, (by + 1) * tn)[None, :] + np.zeros((tm, 1), int)
+                coords = (np.minimum(m, M - 1), np.minimum(n, N - 1), np.full_like(m, bz))
+                acc = epilogue(spec, acc, coords, args)
+                res = round_to(acc, spec.c_dtype)
+                rm, rn = min(tm, M - bx * tm), min(tn, N - by * tn)
+                if rm > 0 and rn > 0:                          # the TMA store clips to the tensor
+                    out[bx * tm:bx * tm + rm, by * tn:by * tn + rn, bz] = res[:rm, :rn]
+    inv = np.argsort(spec.c.perm)
+    return np.transpose(out if spec.batched else out[..., 0], inv)
+
+
+def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.ndarray:
+    """The epilogue steps on an f32 tile, in order; side inputs read at (clamped) kernel coordinates."""
+    vals: list = []
+
+    def get(a: tuple) -> np.ndarray:
+        if a[0] == "acc":
+            return acc
+        if a[0] == "v":
+            return vals[a[1]]
+        if a[0] == "lit":
+            return np.float32(a[1])
+        si = spec.inputs[a[1]]
+        x = np.asarray(args[si.param], np.float32)
+        idx = tuple(coords[c] if c is not None else 0 for c in si.coords)
+        return x[idx] if idx else np.full_like(acc, x.reshape(()))
+
+    with np.errstate(all="ignore"):
+        for st in spec.epilogue:
+            xs = [get(a) for a in st.args]
+            if st.op == "astype":
+                vals.append(round_to(xs[0], st.dtype))
+            elif st.op in UNARY:
+                vals.append(UNARY[st.op](xs[0]).astype(np.float32))
+            else:
+                vals.append(BINARY[st.op](xs[0], xs[1]).astype(np.float32))
+    return vals[-1] if vals else acc

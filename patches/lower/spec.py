@@ -1,0 +1,92 @@
+"""The kernel description a program lowers to: operands with their majorness, side inputs, epilogue, configuration.
+
+Kernel coordinates are CuTe's GEMM modes: A is (M,K,L), B is (N,K,L), C is (M,N,L); a program without batch
+modes gets L = 1. Everything the emitter writes into the generated source comes from these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..layouts import ComposedLayout, Layout
+from .config import TileConfig
+
+COORDS = ("m", "n", "l")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A matmul operand or the output, read through ``layout`` (kernel mode order) from program parameter ``param``.
+
+    ``perm`` maps kernel modes to the parameter's modes (how the runtime views the user's tensor); ``major`` is
+    ``"k"``/``"mn"`` for A and B and ``"m"``/``"n"`` for C, read off the layout's unit stride.
+    """
+
+    role: str
+    param: int
+    dtype: str
+    layout: Layout
+    perm: tuple
+    major: str
+
+
+@dataclass(frozen=True)
+class SideInput:
+    """A tensor the epilogue reads per output element (a bias, a residual): parameter ``param`` indexed by
+    kernel coordinates ``coords`` (one of 0=m, 1=n, 2=l per parameter mode, or None for a size-1 mode)."""
+
+    name: str
+    param: int
+    dtype: str
+    layout: Layout
+    coords: tuple
+
+
+@dataclass(frozen=True)
+class EpiStep:
+    """One elementwise equation of the epilogue: ``v{index} = op(args)``; args are ("acc",), ("v", i),
+    ("lit", float) or ("in", k) for side input k; ``dtype`` is the target of an astype, ``note`` the equation."""
+
+    op: str
+    args: tuple
+    dtype: str
+    note: str
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """Everything needed to emit, compile and simulate one Hopper GEMM kernel."""
+
+    name: str
+    m: Any
+    n: Any
+    k: Any
+    batch: Any
+    batched: bool
+    ab_dtype: str
+    c_dtype: str
+    a: Operand
+    b: Operand
+    c: Operand
+    inputs: tuple
+    epilogue: tuple
+    config: TileConfig
+    smem_a: ComposedLayout
+    smem_b: ComposedLayout
+    smem_c: ComposedLayout
+    program_text: str = ""
+    n_params: int = 0
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def mnkl(self) -> tuple:
+        return (self.m, self.n, self.k, self.batch)
+
+
+def kernel_operands(self: GemmSpec) -> tuple:
+    """The kernel's tensor arguments in order: A, B, C, then the side inputs (as records with layout and dtype)."""
+    return (self.a, self.b, self.c) + tuple(self.inputs)
+
+
+GemmSpec.kernel_operands = kernel_operands

@@ -1,0 +1,32 @@
+"""Programs the lowering tests share: the MLP layer, its backward matmuls, a symbolic-shape layer."""
+
+import patches as pt
+from patches.layouts import Sym, make_layout
+
+
+def layer(x, w, b):
+    return pt.relu(x @ w + b)
+
+
+def layer_types(m=256, k=128, n=512, dtype="f16"):
+    return (pt.tensor(dtype, make_layout((m, k), (k, 1))), pt.tensor(dtype, make_layout((k, n), (n, 1))),
+            pt.tensor(dtype, n))
+
+
+def forward(m=256, k=128, n=512, dtype="f16"):
+    return pt.stage(layer, *layer_types(m, k, n, dtype))
+
+
+def backward_matmuls(m=256, k=128, n=512):
+    """dA = dC @ W^T and dB = X^T @ dC, cut out of the autodiff program of the layer (the first matmul is the forward)."""
+    g = pt.stage(pt.grad(lambda x, w, b: pt.reduce_sum(layer(x, w, b)), argnums=(0, 1, 2)), *layer_types(m, k, n)).dce()
+    progs = pt.split_matmuls(g)
+    assert len(progs) == 3
+    return progs[1], progs[2]            # (X^T @ dC: dB, dC @ W^T: dA)
+
+
+def symbolic():
+    M, N, K = Sym("M", divisible_by=128), Sym("N", divisible_by=64), Sym("K", divisible_by=64)
+    types = (pt.tensor("f16", make_layout((M, K), (K, 1))), pt.tensor("f16", make_layout((K, N), (N, 1))),
+             pt.tensor("f16", N))
+    return pt.stage(lambda x, w, b: pt.tanh(x @ w + b) * 2.0, *types)
