@@ -26,6 +26,12 @@ from .test_differential import PROPS, composes, recast_admissible, vouched
 pytest.importorskip("cutlass")
 
 N = 150  # random cases per operation
+N_TENSOR = 60  # fewer for the ops CuTe DSL answers only on tensors (tens of milliseconds each)
+TENSOR_OPS = ("tensor_slice", "local_tile", "local_partition")
+
+
+def count(op: str) -> int:
+    return N_TENSOR if op in TENSOR_OPS else N
 
 
 # -- independent definitions ------------------------------------------------------------------------
@@ -144,6 +150,8 @@ def swizzle_cases() -> list:
 
 def _composed_args(op: str, d):
     c = S.gen_composed(d, "injective" if d(0, 3) else "compact")
+    while op == "values" and size(c.outer) > 512:
+        c = S.gen_composed(d, "injective" if d(0, 3) else "compact")
     a = c.outer
     if op == "composition":
         return (c, S.gen_tiler_layout(d, size(a)))
@@ -186,7 +194,7 @@ def composed_cases() -> list:
     out = []
     for op in COMPOSED_OPS:
         d = S.rng_draw(sum(map(ord, op)) + 7)
-        out += [(op, _composed_args(op, d)) for _ in range(N)]
+        out += [(op, _composed_args(op, d)) for _ in range(count(op))]
     return out
 
 
@@ -241,7 +249,7 @@ def identity_cases() -> list:
     out = []
     for op in IDENTITY_OPS:
         d = S.rng_draw(sum(map(ord, op)) + 11)
-        out += [(op, _identity_args(op, d)) for _ in range(N)]
+        out += [(op, _identity_args(op, d)) for _ in range(count(op))]
     return out
 
 
@@ -279,7 +287,7 @@ def tv_cases() -> list:
     out = []
     for op in TV_OPS:
         d = S.rng_draw(sum(map(ord, op)) + 13)
-        out += [(op, _tv_args(op, d)) for _ in range(N)]
+        out += [(op, _tv_args(op, d)) for _ in range(count(op))]
     return out
 
 
@@ -447,7 +455,7 @@ def test_composed_layouts_against_cute(op):
         flat = sum(1 for _, (c,), _ in answers_for("composed", op) if c.outer.depth <= 1)
         assert agreed >= flat > N // 4, (agreed, flat)
         return
-    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+    assert agreed > count(op) // 3, f"only {agreed} agreed cases for {op}"
 
 
 def _fmt_offset(off) -> str:
@@ -543,7 +551,7 @@ def test_coordinate_layouts_against_cute(op):
                 assert same_value(value, coord_value(args[1], args[0])), where
             else:
                 assert _identity_right(op, args, str(value)), where
-    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+    assert agreed > count(op) // 3, f"only {agreed} agreed cases for {op}"
 
 
 def _slicer_of(op, args):
@@ -606,7 +614,7 @@ def test_tv_layouts_and_partitions_against_cute(op):
             agreed += 1
         else:
             assert mine == "err" or slices(z, slicer, *value), where
-    assert agreed > N // 3, f"only {agreed} agreed cases for {op}"
+    assert agreed > count(op) // 3, f"only {agreed} agreed cases for {op}"
 
 
 def _partition_definition(op, args) -> tuple:
