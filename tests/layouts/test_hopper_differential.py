@@ -509,9 +509,13 @@ def _identity_right(op, args, text) -> bool:
         if op == "composition":
             return coord_composes(a, t, r)
         if op == "compose_by_basis":
-            rank = len(a.shape) if isinstance(a.shape, tuple) else 1
+            # R(i) = A(B(i)), B(i) a coordinate; each mode of A extends past its extent (its last sub-mode
+            # unbounded), as a composition extends A
+            rank = len(a.shape)
             pad = lambda c: plain(c) + (0,) * (rank - len(c))
-            return size(r) == size(t) and all(a(pad(_coord(t(i)))) == r(i) for i in range(size(t)))
+            return size(r) == size(t) and all(
+                sum(ev(a[m], np.int64(x), extend=True) for m, x in enumerate(pad(_coord(t(i))))) == r(i)
+                for i in range(size(t)))
     except LayoutError:
         return False
     raise AssertionError(op)
