@@ -118,7 +118,7 @@ def test_text_grid_reads_back():
 def test_text_of_cute_print_layout_form():
     assert pl.layout_text(Layout((2, 3), (3, 1))).splitlines() == [
         "(2,3):(3,1)",
-        "      0   1   2 ",
+        "      0   1   2",
         "    +---+---+---+",
         " 0  | 0 | 1 | 2 |",
         "    +---+---+---+",
