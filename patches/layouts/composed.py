@@ -109,10 +109,17 @@ def apply_inner(inner: Swizzle | Layout, x: Any) -> Any:
     return it.crd2idx(x, inner.shape, inner.stride)
 
 
-def _coord(t: Any) -> ArithTuple:
-    if not all(type(x) is int or (type(x) is tuple and _coord(x) is not None) for x in t):
-        raise LayoutError(f"make_composed_layout: a coordinate offset must be a tuple of integers, got {t!r}")
-    return ArithTuple(_coord(x) if type(x) is tuple else x for x in t)
+def _coord(t: tuple) -> ArithTuple:
+    """A coordinate offset (nested tuples of ints) as an ArithTuple."""
+    out: list = []
+    for x in t:
+        if type(x) is tuple:
+            out.append(_coord(x))
+        elif type(x) is int:
+            out.append(x)
+        else:
+            raise LayoutError(f"make_composed_layout: a coordinate offset must be a tuple of integers, got {t!r}")
+    return ArithTuple(out)
 
 
 def parse_composed(text: str) -> ComposedLayout:
