@@ -79,7 +79,7 @@ def svg_layout(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_co
 
     def color(r: int, c: int) -> str:
         v = vals[(r, c)]
-        return PASTEL[v % 8] if type(v) is int else PASTEL[hash(show_value(v)) % 8]
+        return PASTEL[v % 8] if type(v) is int else PASTEL[sum(it.flatten(_coordinate(v))) % 8]
 
     text = lambda r, c: show_value(vals[(r, c)])
     return _grid_svg(str(layout), rows, cols, text, color, text, max_rows, max_cols)
@@ -131,6 +131,13 @@ def svg_tv(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX
     color = lambda r, c: hue(owner[(r, c)][0], n_thr) if (r, c) in owner else "white"
     return _grid_svg(f"{it.to_str(tiler)} <- {tv}", rows, cols, label, color, label, max_rows, max_cols,
                      "color: thread; label: T<thread>V<value>")
+
+
+def _coordinate(v: Any) -> Any:
+    """A value of a coordinate layout as plain nested tuples."""
+    from .basis import ScaledBasis, as_coord, plain
+
+    return plain(as_coord(v) if isinstance(v, ScaledBasis) else v)
 
 
 def _identity_swizzle() -> Any:

@@ -167,3 +167,18 @@ def test_pictures_refuse_what_is_not_a_layout():
         pl.svg_tv((4, 4), Layout(16))
     assert np.array_equal(hopper.banks(pl.make_composed_layout(pl.Swizzle(0, 4, 3), 0, Layout(64)), 32),
                           np.arange(64) % 32)
+
+
+def test_svg_of_a_coordinate_layout_reads_back_as_coordinates():
+    ident = pl.make_identity_layout(((2, 3), 4))
+    svg = pl.svg_layout(ident)
+    got = cells(svg)
+    assert len(got) == 24 and svg == pl.svg_layout(ident)        # deterministic, colors included
+    for (r, c), (value, label, _) in got.items():
+        crd = pl.inttuple.idx2crd(r + 6 * c, ((2, 3), 4))     # the identity's value is the coordinate itself
+        assert label == value == pl.inttuple.to_str(crd)
+
+
+def test_banks_follow_a_layout_inner_function():
+    c = pl.make_composed_layout(Layout(16, 2), 3, Layout((2, 4)))
+    assert hopper.byte_addresses(c, 16).tolist() == [2 * c(i) for i in range(8)]
