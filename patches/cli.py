@@ -1,5 +1,6 @@
 """The command line: ``patches demo`` (stage, differentiate, lower and compile a layer), ``patches tour`` (a
-walkthrough of the layout algebra), ``patches gemm`` (emit/compile one GEMM kernel) and ``patches show LAYOUT``."""
+walkthrough of the layout algebra), ``patches gemm`` (emit/compile one GEMM kernel) and ``patches show LAYOUT``
+(its facts and pictures: ``--text``, ``-o picture.svg``, ``--tv``, ``--swizzle``, ``--tile``)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,62 @@ def tour() -> None:
         show("an inadmissible composition is refused", f"LayoutError: {e}")
 
 
+def _parse(text: str) -> L.Layout | L.ComposedLayout:
+    return L.ComposedLayout.parse(text) if " o " in text else L.Layout.parse(text)
+
+
+def _bits(dtype: str) -> int:
+    if dtype.isdigit():
+        return int(dtype)
+    from .layouts.hopper import element_bits
+
+    return element_bits(dtype)
+
+
+def _tiler(text: str) -> object:
+    """A tiler: an extent, a layout, or a tuple of extents, e.g. '(64,32)'."""
+    if ":" in text:
+        return L.Layout.parse(text)
+    if text.strip().isdigit():
+        return int(text)
+    return L.Layout.parse(text + ":" + text).shape      # read the shape with the layout parser (no eval)
+
+
+def show(args: argparse.Namespace) -> int:
+    """Print a layout's facts, and draw it: as text (--text) or as an SVG file (-o)."""
+    layout = _parse(args.layout)
+    if args.swizzle:
+        b, m, s = (int(x) for x in args.swizzle.split(","))
+        if not isinstance(layout, L.Layout):
+            raise L.LayoutError("--swizzle composes a swizzle with a plain layout; this one is already composed")
+        layout = L.make_composed_layout(L.Swizzle(b, m, s), 0, layout)
+    if args.tv:
+        tiler, tv = L.make_layout_tv(layout, L.Layout.parse(args.tv))
+        print(f"thr      {layout}\nval      {args.tv}\ntiler    {tiler}\ntv       {tv}")
+        text = L.tv_text(tiler, tv)
+        svg = L.svg_tv(tiler, tv)
+    else:
+        print(f"layout   {layout}\nsize     {L.size(layout)}\ncosize   {L.cosize(layout)}\n"
+              f"coalesce {L.coalesce(layout)}")
+        text = L.layout_text(layout)
+        if args.tile:
+            svg = L.svg_tiling(layout, _tiler(args.tile))
+        elif isinstance(layout, L.ComposedLayout) and isinstance(layout.inner, L.Swizzle):
+            svg = L.svg_banks(layout, _bits(args.dtype))
+        else:
+            svg = L.svg_layout(layout)
+    if args.text:
+        print(text)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(svg)
+        except OSError as e:
+            raise L.LayoutError(f"cannot write {args.output}: {e.strerror}") from None
+        print(f"wrote    {args.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="patches")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -55,8 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--stages", type=int, default=0, help="pipeline stages (0: as many as shared memory holds)")
     g.add_argument("--emit", default="", help="write the CuTe DSL source to this file")
     g.add_argument("--compile", action="store_true", help="compile for sm_90a and report resources and SASS counts")
-    show = sub.add_parser("show", help="parse a layout and print its facts")
-    show.add_argument("layout", help="a layout in CuTe's text form, e.g. '((2,3),4):((1,2),0)'")
+    p = sub.add_parser("show", help="parse a layout, print its facts, and draw it")
+    p.add_argument("layout", help="a layout in CuTe's text form, e.g. '((2,3),4):((1,2),0)' or "
+                                  "'S<3,4,3> o 0 o (8,64):(64,1)'")
+    p.add_argument("-o", "--output", metavar="FILE.svg", help="write an SVG picture")
+    p.add_argument("--text", action="store_true", help="print the grid of offsets (or of threads and values)")
+    p.add_argument("--tv", metavar="VAL_LAYOUT", help="the layout is a thread layout; show make_layout_tv with "
+                                                      "this value layout")
+    p.add_argument("--swizzle", metavar="B,M,S", help="compose the layout with Swizzle<B,M,S>; the picture colors "
+                                                      "each element by shared-memory bank")
+    p.add_argument("--dtype", default="bf16", help="element type (bf16, f16, tf32, f8e4m3, or a bit width) for "
+                                                   "the bank picture of a swizzled layout (default bf16)")
+    p.add_argument("--tile", metavar="TILER", help="color the picture by the tile each element falls in, "
+                                                   "e.g. '(2,4)'")
     args = parser.parse_args(argv)
     if args.cmd == "demo":
         from .lower.story import demo
@@ -76,10 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"patches: {e}", file=sys.stderr)
             return 2
     try:
-        layout = L.Layout.parse(args.layout)
-    except L.LayoutError as e:
+        return show(args)
+    except (L.LayoutError, ValueError) as e:
         print(f"patches: {e}", file=sys.stderr)
         return 2
-    print(f"layout   {layout}\nsize     {L.size(layout)}\ncosize   {L.cosize(layout)}\n"
-          f"coalesce {L.coalesce(layout)}")
-    return 0

@@ -209,8 +209,9 @@ def compose_by_basis(a: Layout, b: Layout) -> Layout:
 
 
 def _verify_by_basis(a: Layout, b: Layout, r: Layout) -> None:
-    """R(i) = A(B(i)) for every i, B(i) a coordinate inside A's domain (modes of B that meet in one mode of A
-    must not carry out of its sub-modes)."""
+    """R(i) = A(B(i)) for every i, B(i) a coordinate of A, each of A's modes extended past its extent as CuTe's
+    composition extends a layout (its last sub-mode unbounded). Modes of B that meet in one mode of A must not
+    carry out of its sub-modes."""
     from . import check
 
     n = it.product(b.shape)
@@ -220,17 +221,15 @@ def _verify_by_basis(a: Layout, b: Layout, r: Layout) -> None:
     for i in range(n):
         c = b(i)
         c = as_coord(c) if isinstance(c, ScaledBasis) else c
-        if not isinstance(c, tuple) or len(c) > rank:
+        if not isinstance(c, tuple) or len(c) > rank or any(x < 0 for x in it.iter_leaves(plain(c))):
             raise LayoutError(f"composition {a} o {b}: B({i}) = {c} is not a coordinate of A")
-        full = _plain(tuple(c) + (0,) * (rank - len(c)))
-        try:
-            want = a(full if rank > 1 or type(a.shape) is tuple else full[0])
-        except LayoutError:
-            raise LayoutError(f"composition {a} o {b} is inadmissible: B({i}) = {c} is outside A's domain") from None
+        full = plain(tuple(c) + (0,) * (rank - len(c)))
+        want = it.crd2idx(full if type(a.shape) is tuple else full[0], a.shape, a.stride)
         if r(i) != want:
             raise LayoutError(f"composition {a} o {b} is inadmissible: B's modes carry inside a mode of A "
                               f"(at i={i}: A(B(i)) = {want}, the mode-by-mode rule gives {r(i)})")
 
 
-def _plain(t: Any) -> Any:
-    return tuple(_plain(x) for x in t) if isinstance(t, tuple) else t
+def plain(t: Any) -> Any:
+    """A coordinate as nested plain tuples (what CuTe DSL returns)."""
+    return tuple(plain(x) for x in t) if isinstance(t, tuple) else t

@@ -7,17 +7,18 @@ is the function and ``.outer`` the layout, as CuTe DSL names them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from . import arith, check
 from . import inttuple as it
-from .basis import ArithTuple, ScaledBasis, as_coord, has_basis
+from .basis import ArithTuple, ScaledBasis, as_coord, has_basis, plain
 from .composition import composition as compose
 from .errors import LayoutError
 from .inverse import complement as comp
-from .layout import Layout
+from .layout import Layout, _has_none
 from .swizzle import Swizzle, recast_swizzle
 
 
@@ -104,24 +105,23 @@ def apply_inner(inner: Swizzle | Layout, x: Any) -> Any:
     if isinstance(x, ScaledBasis):
         x = as_coord(x)
     if isinstance(x, tuple):
-        x = _plain(x)
+        x = plain(x)
     elif type(x) is int and x < 0:
         raise LayoutError(f"the inner layout {inner} is not defined at the negative index {x}")
     return it.crd2idx(x, inner.shape, inner.stride)
 
 
-def _coord(t: Any) -> ArithTuple:
-    if not all(type(x) is int or (type(x) is tuple and _coord(x) is not None) for x in t):
-        raise LayoutError(f"make_composed_layout: a coordinate offset must be a tuple of integers, got {t!r}")
-    return ArithTuple(_coord(x) if type(x) is tuple else x for x in t)
-
-
-def _plain(t: Any) -> Any:
-    return tuple(_plain(x) for x in t) if isinstance(t, tuple) else t
-
-
-def _has_none(c: Any) -> bool:
-    return c is None or (type(c) is tuple and any(_has_none(x) for x in c))
+def _coord(t: tuple) -> ArithTuple:
+    """A coordinate offset (nested tuples of ints) as an ArithTuple."""
+    out: list = []
+    for x in t:
+        if type(x) is tuple:
+            out.append(_coord(x))
+        elif type(x) is int:
+            out.append(x)
+        else:
+            raise LayoutError(f"make_composed_layout: a coordinate offset must be a tuple of integers, got {t!r}")
+    return ArithTuple(out)
 
 
 def parse_composed(text: str) -> ComposedLayout:
@@ -278,7 +278,7 @@ def recast_layout(new_type_bits: int, old_type_bits: int, layout: Any) -> Any:
     if not isinstance(layout, ComposedLayout):
         return recast(new_type_bits, old_type_bits, layout)
     outer = recast(new_type_bits, old_type_bits, layout.outer)
-    g = _gcd(new_type_bits, old_type_bits)
+    g = math.gcd(new_type_bits, old_type_bits)
     up, down = new_type_bits // g, old_type_bits // g
     off = layout.offset
     if up != 1:
@@ -292,9 +292,3 @@ def recast_layout(new_type_bits: int, old_type_bits: int, layout: Any) -> Any:
         raise LayoutError(f"recast_layout: {layout} has a layout as its inner function; recasting it would change the "
                           "units of its index and of its offsets at once, which no defining property pins down")
     return ComposedLayout(recast_swizzle(layout.inner, up, down), off, outer)
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a

@@ -97,10 +97,12 @@ def byte_addresses(layout: ComposedLayout, bits: int) -> np.ndarray:
     n = it.product(layout.shape)
     if n > check.MAX_POINTS:
         raise LayoutError(f"byte_addresses: {n} elements are too many to enumerate")
-    off = layout.offset + check.evaluate(layout.outer, check.points(n))
     if bits % 8:
         raise LayoutError(f"byte_addresses: elements of {bits} bits have no byte address of their own")
-    return layout.inner(off * (bits // 8)) if isinstance(layout.inner, Swizzle) else off * (bits // 8)
+    off = layout.offset + check.evaluate(layout.outer, check.points(n))
+    if isinstance(layout.inner, Swizzle):
+        return layout.inner(off * (bits // 8))
+    return check.evaluate(layout.inner, off, extend=True) * (bits // 8)
 
 
 def banks(layout: ComposedLayout, bits: int) -> np.ndarray:

@@ -53,7 +53,7 @@ def layout_text(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_c
 
         width = max(width, len(str(cosize(layout))))         # CuTe sizes the cells by the digits of the cosize
     rule = "    " + ("+" + "-" * (width + 2)) * shown_c + "+"
-    lines = [str(layout), "    " + "".join(f"  {c:>{width}} " for c in range(shown_c))]
+    lines = [str(layout), ("    " + "".join(f"  {c:>{width}} " for c in range(shown_c))).rstrip()]
     for r in range(shown_r):
         lines.append(rule)
         lines.append(f"{r:>2}  " + "".join(f"| {x:>{width}} " for x in cells[r]) + "|")
@@ -95,7 +95,7 @@ def tv_text(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MA
              for r in range(shown_r)]
     width = max(len(x) for row in cells for x in row)
     rule = "    " + ("+" + "-" * (width + 2)) * shown_c + "+"
-    lines = [f"{it.to_str(tiler)} <- {tv}", "    " + "".join(f"  {c:>{width}} " for c in range(shown_c))]
+    lines = [f"{it.to_str(tiler)} <- {tv}", ("    " + "".join(f"  {c:>{width}} " for c in range(shown_c))).rstrip()]
     for r in range(shown_r):
         lines.append(rule)
         lines.append(f"{r:>2}  " + "".join(f"| {x:>{width}} " for x in cells[r]) + "|")

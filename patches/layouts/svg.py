@@ -40,25 +40,27 @@ def _grid_svg(title: str, rows: int, cols: int, label: Callable[[int, int], str]
     w = max(30, CHAR_W * max((len(x) for row in labels for x in row), default=1) + 10)
     h = CELL_H
     left, top = PAD + 10, PAD + 28
-    width, height = left + w * shown_c + PAD, top + h * shown_r + PAD + (18 if legend else 0)
     caption = title
     if (shown_r, shown_c) != (rows, cols):
         caption += f"  (showing {shown_r} of {rows} rows, {shown_c} of {cols} columns)"
+    text_w = left + 8 * max(len(caption), len(legend)) + PAD             # 13px captions: about 8px a character
+    width, height = max(left + w * shown_c + PAD, text_w), top + h * shown_r + PAD + (18 if legend else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11" '
            f'data-rows="{rows}" data-cols="{cols}">',
+           '<style>.cell rect{stroke:black;stroke-width:0.5}.cell text,.col{text-anchor:middle}.row{text-anchor:end}'
+           '.col,.row{fill:#555}</style>',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{left}" y="{PAD - 8}" font-size="13">{escape(caption)}</text>']
     for c in range(shown_c):
-        out.append(f'<text class="col" x="{left + c * w + w / 2}" y="{top - 6}" text-anchor="middle" fill="#555">{c}</text>')
+        out.append(f'<text class="col" x="{left + c * w + w / 2:g}" y="{top - 6}">{c}</text>')
     for r in range(shown_r):
-        out.append(f'<text class="row" x="{left - 6}" y="{top + r * h + 14}" text-anchor="end" fill="#555">{r}</text>')
+        out.append(f'<text class="row" x="{left - 6}" y="{top + r * h + 14}">{r}</text>')
         for c in range(shown_c):
             x, y = left + c * w, top + r * h
             out.append(f'<g class="cell" data-row="{r}" data-col="{c}" data-value={quoteattr(value(r, c))}>'
-                       f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{color(r, c)}" stroke="black" '
-                       f'stroke-width="0.5"/><text x="{x + w / 2}" y="{y + 14}" text-anchor="middle">'
-                       f'{escape(labels[r][c])}</text></g>')
+                       f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{color(r, c)}"/>'
+                       f'<text x="{x + w / 2:g}" y="{y + 14}">{escape(labels[r][c])}</text></g>')
     if legend:
         out.append(f'<text x="{left}" y="{top + h * shown_r + 20}" fill="#333">{escape(legend)}</text>')
     out.append("</svg>")
@@ -77,7 +79,7 @@ def svg_layout(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_co
 
     def color(r: int, c: int) -> str:
         v = vals[(r, c)]
-        return PASTEL[v % 8] if type(v) is int else PASTEL[hash(show_value(v)) % 8]
+        return PASTEL[v % 8] if type(v) is int else PASTEL[sum(it.flatten(_coordinate(v))) % 8]
 
     text = lambda r, c: show_value(vals[(r, c)])
     return _grid_svg(str(layout), rows, cols, text, color, text, max_rows, max_cols)
@@ -129,6 +131,13 @@ def svg_tv(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX
     color = lambda r, c: hue(owner[(r, c)][0], n_thr) if (r, c) in owner else "white"
     return _grid_svg(f"{it.to_str(tiler)} <- {tv}", rows, cols, label, color, label, max_rows, max_cols,
                      "color: thread; label: T<thread>V<value>")
+
+
+def _coordinate(v: Any) -> Any:
+    """A value of a coordinate layout as plain nested tuples."""
+    from .basis import ScaledBasis, as_coord, plain
+
+    return plain(as_coord(v) if isinstance(v, ScaledBasis) else v)
 
 
 def _identity_swizzle() -> Any:
