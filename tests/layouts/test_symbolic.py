@@ -274,3 +274,18 @@ def test_bad_symbolic_input():
 
 def test_printing():
     assert str(make_layout((M // 128, 64 * M, sympy.ceiling(P / 128)), (1, 1, 1))) == "(M/128,64*M,ceil(P/128)):(1,1,1)"
+
+
+def test_hopper_layouts_take_symbolic_extents():
+    ident = pl.make_identity_layout((M, N))
+    z = pl.zipped_divide(ident, (128, 64))
+    assert str(z) == "((128,64),(M/128,N/64)):((1@0,1@1),(128@0,64@1))"
+    assert z.subs({M: 256, N: 128}) == pl.zipped_divide(pl.make_identity_layout((256, 128)), (128, 64))
+    sw = pl.make_composed_layout(pl.make_swizzle(3, 4, 3), 0, make_layout((M, 64), (64, 1)))
+    assert str(pl.zipped_divide(sw, (8, 64))) == "S<3,4,3> o 0 o ((8,64),(M/8,1)):((64,1),(512,0))"
+    row = make_layout((M, N), (N, 1))
+    tile, off = pl.local_tile(row, (128, 64), (1, 0))
+    assert (str(tile), str(off)) == ("(128,64):(N,1)", "128*N")
+    v = {M: 512, N: 192}
+    t2, o2 = pl.local_tile(row.subs(v), (128, 64), (1, 0))
+    assert tile.subs(v) == t2 and int(off.subs(v)) == o2
