@@ -19,6 +19,7 @@ import sympy
 
 from . import arith, check
 from . import inttuple as it
+from .basis import ScaledBasis
 from .errors import LayoutError, UndecidableError
 from .symbols import Sym, bounds, stated
 
@@ -294,6 +295,8 @@ def substitute(t: Any, mapping: dict) -> Any:
             return tuple(go(y) for y in x)
         if type(x) is int:
             return x
+        if isinstance(x, ScaledBasis):
+            return ScaledBasis(go(x.value), x.mode)
         return _num(sympy.sympify(x).xreplace(mapping))
 
     return go(t)
@@ -302,6 +305,8 @@ def substitute(t: Any, mapping: dict) -> Any:
 def free_symbols(t: Any) -> frozenset:
     out: set = set()
     for x in it.flatten(t):
+        if isinstance(x, ScaledBasis):
+            x = x.value
         if type(x) is not int:
             out |= sympy.sympify(x).free_symbols
     return frozenset(out)
