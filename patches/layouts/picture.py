@@ -52,8 +52,14 @@ def layout_text(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_c
         from .inverse import cosize
 
         width = max(width, len(str(cosize(layout))))         # CuTe sizes the cells by the digits of the cosize
+    return _grid(str(layout), cells, width, rows, cols)
+
+
+def _grid(title: str, cells: list, width: int, rows: int, cols: int) -> str:
+    """A titled text grid of cells with row and column numbers, noting when it shows only part of rows x cols."""
+    shown_r, shown_c = len(cells), len(cells[0]) if cells else 0
     rule = "    " + ("+" + "-" * (width + 2)) * shown_c + "+"
-    lines = [str(layout), ("    " + "".join(f"  {c:>{width}} " for c in range(shown_c))).rstrip()]
+    lines = [title, ("    " + "".join(f"  {c:>{width}} " for c in range(shown_c))).rstrip()]
     for r in range(shown_r):
         lines.append(rule)
         lines.append(f"{r:>2}  " + "".join(f"| {x:>{width}} " for x in cells[r]) + "|")
@@ -94,15 +100,7 @@ def tv_text(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MA
     cells = [[("T{}V{}".format(*owner[(r, c)]) if (r, c) in owner else ".") for c in range(shown_c)]
              for r in range(shown_r)]
     width = max(len(x) for row in cells for x in row)
-    rule = "    " + ("+" + "-" * (width + 2)) * shown_c + "+"
-    lines = [f"{it.to_str(tiler)} <- {tv}", ("    " + "".join(f"  {c:>{width}} " for c in range(shown_c))).rstrip()]
-    for r in range(shown_r):
-        lines.append(rule)
-        lines.append(f"{r:>2}  " + "".join(f"| {x:>{width}} " for x in cells[r]) + "|")
-    lines.append(rule)
-    if (shown_r, shown_c) != (rows, cols):
-        lines.append(f"(showing {shown_r} of {rows} rows and {shown_c} of {cols} columns)")
-    return "\n".join(lines)
+    return _grid(f"{it.to_str(tiler)} <- {tv}", cells, width, rows, cols)
 
 
 def print_tv_layout(tiler: Any, tv: Layout) -> None:
