@@ -8,6 +8,7 @@ each CuTe answer is checked against the defining property before it is trusted.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import numpy as np
@@ -328,7 +329,7 @@ def _identity_right(op, args, text) -> bool:
 
 
 def _read_tuple(text: str):
-    return eval(re.sub(r"(\d)\)", r"\1,)", text), {})   # CuTe prints coordinates as tuples: (1, 2), ((1,2),3)
+    return ast.literal_eval(re.sub(r"(\d)\)", r"\1,)", text))   # CuTe prints coordinates as tuples: (1, 2), ((1,2),3)
 
 
 def _partitioned(op, args) -> Layout:
@@ -404,7 +405,7 @@ def test_tv_layouts_and_partitions_against_cute(op):
             mine, value = "err", e
         where = f"{op}{tuple(str(a) for a in args)}: CuTe {kind} {text}, ours {mine} {value}"
         if op == "make_layout_tv":
-            right = kind == "ok" and tv_property(*args, eval(text[0], {}), Layout.parse(text[1]))
+            right = kind == "ok" and tv_property(*args, ast.literal_eval(text[0]), Layout.parse(text[1]))
             if right:
                 assert mine == "ok" and [str(value[0]), str(value[1])] == text, where
                 agreed += 1
