@@ -12,7 +12,7 @@ import patches as pt
 from patches.lower import TileConfig
 from patches.lower.module import tool
 
-from .helpers import backward_matmuls, forward, symbolic
+from .helpers import backward_matmuls, f32_output, forward, symbolic
 
 pytest.importorskip("cutlass")
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
@@ -33,12 +33,13 @@ def compiled():
     db, da = backward_matmuls()
     mods = {"forward": pt.lower(forward(), config=TileConfig(128, 128)), "dB": pt.lower(db), "dA": pt.lower(da),
             "symbolic": pt.lower(symbolic()),
-            "persistent": pt.lower(forward(), config=TileConfig(128, 256, cluster_m=2, persistent=True))}
+            "persistent": pt.lower(forward(), config=TileConfig(128, 256, cluster_m=2, persistent=True)),
+            "f32_out": pt.lower(f32_output(), config=TileConfig(128, 128))}
     return {k: m.compile() for k, m in mods.items()}
 
 
 @needs_sass
-@pytest.mark.parametrize("kernel", ["forward", "dB", "dA", "symbolic", "persistent"])
+@pytest.mark.parametrize("kernel", ["forward", "dB", "dA", "symbolic", "persistent", "f32_out"])
 def test_representative_kernels(compiled, kernel):
     _check(compiled[kernel])
 

@@ -113,3 +113,15 @@ def test_persistent_kernel_matches_numpy():
     got = simulate(spec, x, w, b)
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, np.maximum(x.astype(np.float64) @ w + b, 0), rtol=2e-3, atol=2e-3)
+
+
+def test_f32_output_is_rounded_once():
+    # The epilogue runs in f32 and rounds once, at the store: an f32 output keeps the unrounded bf16 layer value.
+    from .helpers import f32_output
+
+    rng = np.random.default_rng(6)
+    spec = analyze(f32_output(), TileConfig(128, 128))
+    assert spec.c_dtype == "f32"
+    x, w, b = (round_to(rng.standard_normal(s).astype(np.float32), "bf16") for s in ((256, 128), (128, 512), (512,)))
+    got = simulate(spec, x, w, b)
+    np.testing.assert_allclose(got, np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-5, atol=1e-4)
