@@ -4,7 +4,9 @@ Modules, in the order a program flows through them: ``errors`` (LoweringError), 
 count, the default heuristic), ``spec`` (the kernel description), ``analyze`` (program -> GemmSpec: matmul,
 operand majorness from layouts, epilogue), ``names`` (safe text for generated code), ``emit_gemm`` (the CuTe
 DSL source), ``module`` (Module, Executable: compile, PTX/SASS, resources), ``runtime`` (calls on a GPU),
-``export`` (ahead-of-time C export and loader), ``simulate`` (numpy model of the kernel), ``api`` (lower).
+``export`` (ahead-of-time C export and loader), ``simulate`` (numpy model of the kernel), ``emit_persistent``
+(the persistent warp-specialized variant), ``simt_spec``/``emit_simt``/``simulate_simt`` (fused SIMT row kernels for
+programs without a matmul), ``api`` (lower).
 """
 
 from .analyze import analyze
@@ -13,7 +15,8 @@ from .config import TileConfig, default_config
 from .errors import LoweringError
 from .module import Executable, Module
 from .simulate import simulate
+from .simulate_simt import simulate_simt
 from .spec import GemmSpec
 
 __all__ = ["Executable", "GemmSpec", "LoweringError", "Module", "TileConfig", "analyze", "default_config", "lower",
-           "simulate", "split_matmuls"]
+           "simulate", "simulate_simt", "split_matmuls"]

@@ -13,8 +13,9 @@ from typing import Any
 
 import sympy
 
-from ..layouts import Layout, Sym
-from ..layouts.hopper import wgmma_smem_layout
+from ..layouts import ComposedLayout, Layout, Sym
+from ..layouts.hopper import smem_atom, wgmma_smem_layout
+from ..layouts.product import tile_to_shape
 from ..staging import Literal, Program, Var
 from ..staging.types import modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
@@ -188,11 +189,19 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     smem_b = wgmma_smem_layout(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
     from .config import EPI_STAGES
 
-    smem_c = wgmma_smem_layout(c_dtype if c_dtype != "f32" else "tf32", "mn" if c.major == "m" else "k",
-                               config.epi_tile, EPI_STAGES)
+    smem_c = epilogue_smem_layout(c_dtype, "mn" if c.major == "m" else "k", config.epi_tile, EPI_STAGES)
     return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
                     smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params))
+
+
+def epilogue_smem_layout(dtype: str, major: str, tile: tuple, stages: int) -> ComposedLayout:
+    """The staged smem buffer of the store: a wgmma-style swizzled tile; f32 (never a wgmma operand) may be MN-major."""
+    if dtype != "f32":
+        return wgmma_smem_layout(dtype, major, tile, stages)
+    atom = smem_atom("tf32", major, tile[1] if major == "k" else tile[0])
+    outer = tile_to_shape(atom.outer, (*tile, stages), (0, 1, 2) if major == "k" else (1, 0, 2))
+    return ComposedLayout(atom.inner, atom.offset, outer)
 
 
 def _view_side(e: Any, sides: dict) -> None:

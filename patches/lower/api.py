@@ -11,9 +11,11 @@ from ..staging import Program
 from .analyze import analyze
 from .config import TileConfig
 from .emit_gemm import emit_gemm
+from .emit_simt import emit_simt
 from .errors import LoweringError
 from .module import Module
 from .names import kernel_name
+from .simt_spec import analyze_simt
 
 TARGETS = ("sm_90a", "simt")
 VIEWS = ("transpose",)
@@ -22,7 +24,8 @@ _ids = itertools.count()
 
 def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = None) -> Module:
     """Lower a staged program whose core is one matmul (plus its elementwise epilogue) to a CuTe DSL module for
-    ``sm_90a``; ``config`` picks the tile configuration (default: ``default_config`` of the problem shape)."""
+    ``sm_90a`` (``config``: the tile configuration, default ``default_config``); programs without a matmul
+    (elementwise ops, row reductions) lower to a fused SIMT row kernel."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if target not in TARGETS:
@@ -30,8 +33,10 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     has_matmul = any(e.prim.name == "matmul" for e in prog.eqns)
     t0 = time.perf_counter()
     if target == "simt" or not has_matmul:
-        raise LoweringError("programs without a matmul (elementwise/reduction chains) do not lower yet: the fused "
-                            "SIMT kernel path is not implemented; only matmul + epilogue programs lower to sm_90a")
+        if has_matmul:
+            raise LoweringError("target='simt' lowers elementwise/reduction programs; this one has a matmul")
+        spec = analyze_simt(prog, kernel_name(next(_ids), "simt"))
+        return Module(spec, emit_simt(spec), time.perf_counter() - t0, kind="simt")
     spec = analyze(prog, config, kernel_name(next(_ids)))
     return Module(spec, emit_gemm(spec), time.perf_counter() - t0, kind="gemm")
 

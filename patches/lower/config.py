@@ -94,7 +94,8 @@ def resolve_stages(cfg: TileConfig, ab_dtype: str, c_dtype: str) -> TileConfig:
 
 
 def default_config(m: Any, n: Any, k: Any, batch: Any = 1) -> TileConfig:
-    """The heuristic: the largest tile that still gives every SM work; small problems get small tiles.
+    """The heuristic: the largest tile that still gives every SM work; small problems get small tiles; two or more
+    waves of tiles go persistent (no tail launches, the next tile's loads overlap this tile's epilogue).
 
     Symbolic extents count as large (a kernel for all M is tuned for big M).
     """
@@ -107,5 +108,5 @@ def default_config(m: Any, n: Any, k: Any, batch: Any = 1) -> TileConfig:
             continue
         ctas = -(-mm // tm) * -(-nn // tn) * ll
         if ctas >= NUM_SMS or (tm, tn) == (64, 64):
-            return TileConfig(tm, tn)
+            return TileConfig(tm, tn, persistent=ctas >= 2 * NUM_SMS)
     return TileConfig(64, 64)

@@ -1,5 +1,5 @@
-"""A numpy model of the emitted GEMM kernel at tile level: the same grid, CTA tiles, K loop (TMA zero-fills past
-the edges), f32 accumulation, epilogue order with clamped side-input reads, and the clipped TMA store.
+"""A numpy model of the emitted GEMM kernel at tile level: the same grid (or persistent walk), CTA tiles, K loop
+(TMA zero-fills past the edges), f32 accumulation, epilogue order with clamped side-input reads, and the clipped TMA store.
 
 It checks the kernel's tiling and epilogue without a GPU: ``simulate(spec, *arrays)`` against numpy's answer.
 """
@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .config import NUM_SMS, TileConfig
+from .emit_gemm import RASTER_GROUP
 from .spec import GemmSpec
 
 UNARY = {
@@ -46,32 +48,66 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.nda
     M, K, L = a.shape
     N = b.shape[0]
     tm, tn, tk = cfg.tile
-    cm, cn = cfg.cluster
-    grid = (-(-M // (tm * cm)) * cm, -(-N // (tn * cn)) * cn, L)
     out = np.full((M, N, L), np.nan, np.float32)
     k_tiles = -(-K // tk)
-    for bz in range(grid[2]):
-        for bx in range(grid[0]):
-            for by in range(grid[1]):
-                acc = np.zeros((tm, tn), np.float32)
-                for kt in range(k_tiles):
-                    sa = np.zeros((tm, tk), np.float32)       # TMA fills out-of-bounds boxes with zeros
-                    sb = np.zeros((tn, tk), np.float32)
-                    ra = a[bx * tm:(bx + 1) * tm, kt * tk:(kt + 1) * tk, bz]
-                    rb = b[by * tn:(by + 1) * tn, kt * tk:(kt + 1) * tk, bz]
-                    sa[:ra.shape[0], :ra.shape[1]] = ra
-                    sb[:rb.shape[0], :rb.shape[1]] = rb
-                    acc += sa @ sb.T
-                m = np.arange(bx * tm, (bx + 1) * tm)[:, None] + np.zeros((1, tn), int)
-                n = np.arange(by * tn, (by + 1) * tn)[None, :] + np.zeros((tm, 1), int)
-                coords = (np.minimum(m, M - 1), np.minimum(n, N - 1), np.full_like(m, bz))
-                acc = epilogue(spec, acc, coords, args)
-                res = round_to(acc, spec.c_dtype)
-                rm, rn = min(tm, M - bx * tm), min(tn, N - by * tn)
-                if rm > 0 and rn > 0:                          # the TMA store clips to the tensor
-                    out[bx * tm:bx * tm + rm, by * tn:by * tn + rn, bz] = res[:rm, :rn]
+    for bx, by, bz in tile_order(spec, M, N, L):
+        acc = np.zeros((tm, tn), np.float32)
+        for kt in range(k_tiles):
+            sa = np.zeros((tm, tk), np.float32)       # TMA fills out-of-bounds boxes with zeros
+            sb = np.zeros((tn, tk), np.float32)
+            ra = a[bx * tm:(bx + 1) * tm, kt * tk:(kt + 1) * tk, bz]
+            rb = b[by * tn:(by + 1) * tn, kt * tk:(kt + 1) * tk, bz]
+            sa[:ra.shape[0], :ra.shape[1]] = ra
+            sb[:rb.shape[0], :rb.shape[1]] = rb
+            acc += sa @ sb.T
+        m = np.arange(bx * tm, (bx + 1) * tm)[:, None] + np.zeros((1, tn), int)
+        n = np.arange(by * tn, (by + 1) * tn)[None, :] + np.zeros((tm, 1), int)
+        coords = (np.minimum(m, M - 1), np.minimum(n, N - 1), np.full_like(m, bz))
+        acc = epilogue(spec, acc, coords, args)
+        res = round_to(acc, spec.c_dtype)
+        rm, rn = min(tm, M - bx * tm), min(tn, N - by * tn)
+        if rm > 0 and rn > 0:                          # the TMA store clips to the tensor
+            out[bx * tm:bx * tm + rm, by * tn:by * tn + rn, bz] = res[:rm, :rn]
     inv = np.argsort(spec.c.perm)
     return np.transpose(out if spec.batched else out[..., 0], inv)
+
+
+def tile_order(spec: GemmSpec, m: int, n: int, batch: int) -> list[tuple[int, int, int]]:
+    """The (tile_m, tile_n, l) tiles in the order the kernel computes them (the grid, or the persistent walk)."""
+    cfg = spec.config
+    if cfg.persistent:
+        return [t for walk in persistent_schedule(cfg, m, n, batch).values() for t in walk]
+    cm, cn = cfg.cluster
+    grid = (-(-m // (cfg.tile_m * cm)) * cm, -(-n // (cfg.tile_n * cn)) * cn, batch)
+    return [(bx, by, bz) for bz in range(grid[2]) for bx in range(grid[0]) for by in range(grid[1])]
+
+
+def raster(item: int, clusters_m: int, clusters_n: int, group: int = RASTER_GROUP) -> tuple[int, int, int]:
+    """The emitted ``raster``: work item -> (cluster row, cluster column, batch), ``group`` rows at a time."""
+    per_batch = clusters_m * clusters_n
+    batch, rest = divmod(item, per_batch)
+    g = rest // (group * clusters_n)
+    rows = min(clusters_m - g * group, group)
+    within = rest - g * group * clusters_n
+    return g * group + within % rows, within // rows, batch
+
+
+def persistent_schedule(cfg: TileConfig, m: int, n: int, batch: int, sms: int = NUM_SMS) -> dict:
+    """{(cluster, x, y): [(tile_m, tile_n, l), ...]}: each CTA's walk over the work items, as the kernel does it."""
+    cm, cn = cfg.cluster
+    clusters_m, clusters_n = -(-m // (cfg.tile_m * cm)), -(-n // (cfg.tile_n * cn))
+    items = clusters_m * clusters_n * batch
+    clusters = min(items, sms // (cm * cn))
+    walks = {}
+    for c in range(clusters):
+        for x in range(cm):
+            for y in range(cn):
+                walk = []
+                for item in range(c, items, clusters):
+                    row, col, b = raster(item, clusters_m, clusters_n)
+                    walk.append((row * cm + x, col * cn + y, b))
+                walks[(c, x, y)] = walk
+    return walks
 
 
 def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.ndarray:

@@ -30,3 +30,8 @@ def symbolic():
     types = (pt.tensor("f16", make_layout((M, K), (K, 1))), pt.tensor("f16", make_layout((K, N), (N, 1))),
              pt.tensor("f16", N))
     return pt.stage(lambda x, w, b: pt.tanh(x @ w + b) * 2.0, *types)
+
+
+def f32_output(m=256, k=128, n=512):
+    """The bf16 layer with an f32 result: C is stored in f32 (plain smem stores instead of stmatrix)."""
+    return pt.stage(lambda x, w, b: layer(x, w, b).astype("f32"), *layer_types(m, k, n, "bf16"))

@@ -12,7 +12,7 @@ import patches as pt
 from patches.lower import TileConfig
 from patches.lower.module import tool
 
-from .helpers import backward_matmuls, forward, symbolic
+from .helpers import backward_matmuls, f32_output, forward, symbolic
 
 pytest.importorskip("cutlass")
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
@@ -32,12 +32,14 @@ def _check(exe, min_hgmma=1):
 def compiled():
     db, da = backward_matmuls()
     mods = {"forward": pt.lower(forward(), config=TileConfig(128, 128)), "dB": pt.lower(db), "dA": pt.lower(da),
-            "symbolic": pt.lower(symbolic())}
+            "symbolic": pt.lower(symbolic()),
+            "persistent": pt.lower(forward(), config=TileConfig(128, 256, cluster_m=2, persistent=True)),
+            "f32_out": pt.lower(f32_output(), config=TileConfig(128, 128))}
     return {k: m.compile() for k, m in mods.items()}
 
 
 @needs_sass
-@pytest.mark.parametrize("kernel", ["forward", "dB", "dA", "symbolic"])
+@pytest.mark.parametrize("kernel", ["forward", "dB", "dA", "symbolic", "persistent", "f32_out"])
 def test_representative_kernels(compiled, kernel):
     _check(compiled[kernel])
 
@@ -55,16 +57,26 @@ def test_backward_kernels_flip_the_transpose_bit(compiled):
 def test_symbolic_kernel_has_dynamic_extents(compiled):
     exe = compiled["symbolic"]
     assert "M" in exe.module.source.split("The staged program")[1].splitlines()[1]
-    assert exe.module.spec.config.tile == (128, 256, 64)
+    assert exe.module.spec.config.tile == (128, 256, 64) and exe.module.spec.config.persistent
 
 
-SWEEP = list(itertools.product([(64, 64), (128, 128), (128, 256), (256, 128)], [(1, 1), (2, 1), (1, 2)], ["f16", "bf16"]))
+@needs_sass
+def test_persistent_kernel_is_warp_specialized(compiled):
+    exe = compiled["persistent"]
+    assert exe.counts("USETMAXREG")["USETMAXREG"] == 2              # producer down, consumers up
+    assert "setmaxregister_decrease(PRODUCER_REGS)" in exe.module.source and "while item < items:" in exe.module.source
+    assert exe.resources["registers"] == 168                        # 384 threads at launch; consumers raise to 232
+
+
+SWEEP = list(itertools.product([(64, 64), (128, 128), (128, 256), (256, 128)], [(1, 1), (2, 1), (1, 2)], ["f16", "bf16"],
+                               [False, True]))
 
 
 @pytest.mark.slow
 @needs_sass
-@pytest.mark.parametrize("tile, cluster, dtype", SWEEP)
-def test_configuration_sweep(tile, cluster, dtype):
+@pytest.mark.parametrize("tile, cluster, dtype, persistent", SWEEP)
+def test_configuration_sweep(tile, cluster, dtype, persistent):
     prog = forward(512, 256, 512, dtype)
-    exe = pt.lower(prog, config=TileConfig(*tile, cluster_m=cluster[0], cluster_n=cluster[1])).compile()
+    cfg = TileConfig(*tile, cluster_m=cluster[0], cluster_n=cluster[1], persistent=persistent)
+    exe = pt.lower(prog, config=cfg).compile()
     _check(exe)

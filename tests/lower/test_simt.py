@@ -1,0 +1,79 @@
+"""Programs without a matmul lower to a fused SIMT row kernel: analysis, tiling and numerics in numpy, and a
+compile of an elementwise chain and a softmax-like row reduction (sm_90a, CPU)."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.layouts import make_layout
+from patches.lower import LoweringError
+from patches.lower.module import tool
+from patches.lower.simt_spec import analyze_simt
+from patches.lower.simulate import round_to
+from patches.lower.simulate_simt import element_map, simulate_simt
+
+R, C = 100, 1000
+
+
+def softmax(x):
+    m = pt.broadcast(pt.reduce_max(x, axes=1), (R, C), (0,))
+    e = pt.exp(x - m)
+    return e / pt.broadcast(pt.reduce_sum(e, axes=1), (R, C), (0,))
+
+
+def _x():
+    return pt.tensor("f16", make_layout((R, C), (C, 1)))
+
+
+def _chain():
+    return pt.stage(lambda x, y, b: pt.relu(x * 2.0 + y) + b, _x(), _x(), pt.tensor("f16", C))
+
+
+@pytest.mark.parametrize("rows, cols", [(100, 1000), (7, 256), (64, 3)])
+def test_tiling_visits_every_element_once(rows, cols):
+    spec = analyze_simt(_chain())
+    assert (element_map(spec, rows, cols) == 1).all()
+
+
+def test_softmax_matches_numpy():
+    spec = analyze_simt(pt.stage(softmax, _x()))
+    assert [op for op, _ in spec.reductions] == ["max", "sum"]
+    x = round_to(np.random.default_rng(0).standard_normal((R, C)).astype(np.float32) * 4, "f16")
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(simulate_simt(spec, x), e / e.sum(1, keepdims=True), rtol=2e-3, atol=1e-6)
+
+
+def test_chain_and_row_sum_match_numpy():
+    rng = np.random.default_rng(1)
+    x, y = (round_to(rng.standard_normal((R, C)).astype(np.float32), "f16") for _ in range(2))
+    b = round_to(rng.standard_normal(C).astype(np.float32), "f16")
+    np.testing.assert_allclose(simulate_simt(analyze_simt(_chain()), x, y, b), np.maximum(2 * x + y, 0) + b,
+                               rtol=2e-3, atol=2e-3)
+    spec = analyze_simt(pt.stage(lambda x: pt.reduce_sum(x * x, axes=1), _x()))
+    assert spec.out_is_row
+    np.testing.assert_allclose(simulate_simt(spec, x), (x.astype(np.float64) ** 2).sum(1), rtol=2e-3)
+
+
+def test_refusals_name_the_problem():
+    with pytest.raises(LoweringError, match="reduces rows"):
+        pt.lower(pt.stage(lambda x: pt.reduce_sum(x, axes=0), _x()))
+    with pytest.raises(LoweringError, match="has a matmul"):
+        pt.lower(pt.stage(lambda x, w: x @ w, _x(), pt.tensor("f16", make_layout((C, 64), (64, 1)))), target="simt")
+
+
+def test_source_is_deterministic_and_uses_the_tv_layout():
+    a, b = pt.lower(pt.stage(softmax, _x())), pt.lower(pt.stage(softmax, _x()))
+    assert a.source.replace(a.spec.name, "k") == b.source.replace(b.spec.name, "k")
+    assert "make_layout_tv(32, 8) = (32,8):(8,1)" in a.source and a.kind == "simt"
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+@pytest.mark.parametrize("which", ["chain", "softmax"])
+def test_compiles_without_spills(which):
+    pytest.importorskip("cutlass")
+    prog = _chain() if which == "chain" else pt.stage(softmax, _x())
+    exe = pt.lower(prog).compile()
+    res, counts = exe.resources, exe.counts("LDG", "STG", "SHFL", "MUFU")
+    assert res["spills"] == 0 and counts["LDG"] > 0 and counts["STG"] > 0, (res, counts)
+    if which == "softmax":
+        assert counts["SHFL"] >= 10 and counts["MUFU"] > 0      # two warp reductions, exp
