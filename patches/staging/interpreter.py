@@ -112,6 +112,8 @@ def conform(x: Any, t: TensorType, i: int, name: str) -> Any:
     if not isinstance(x, Tracer):
         return bind_argument(t, x, i, name)
     have = x.aval
+    if getattr(have, "space", None) is not None:  # a Ref is never copied: it is the buffer itself
+        return x
     if have.layout == t.layout or t.size != have.size or not injective(t.layout):
         return x
     from .primitives import copy

@@ -49,9 +49,11 @@ class BlockMapping(NamedTuple):
     index_map: Program      # grid indices (i32 scalars) -> block coordinates in mode 1 of ``carved``
     ref_type: RefType       # the Ref the body sees
     label: str
+    squeezed: tuple = ()    # tile modes of extent 1 the body does not see (a batch mode under vmap)
 
     def __str__(self) -> str:
-        return f"{self.label}:{self.carved}@{format_index_map(self.index_map)}"
+        sq = f"-{self.squeezed}" if self.squeezed else ""
+        return f"{self.label}:{self.carved}{sq}@{format_index_map(self.index_map)}"
 
     @property
     def block_shape(self) -> Any:

@@ -104,6 +104,8 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
             for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
                 coords = tuple(int(x.logical()) for x in run(m.index_map, ids, syms))
                 window = c.block(coords, point)
+                if m.squeezed:
+                    window = window.reshape([n for k, n in enumerate(window.shape) if k not in m.squeezed])
                 is_out = j >= n_in
                 owner = owners[j - n_in] if is_out else None
                 origin = _origin(a) if is_out else None
