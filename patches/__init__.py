@@ -6,9 +6,29 @@ from .layouts import __all__ as _layout_names
 from .lower import LoweringError, TileConfig, lower, split_matmuls
 from .staging import OPS as _ops
 from .staging import Array, Program, StagingError, TensorType, bind, evaluate, jit, stage, tensor
+from .staging.kernel import (
+    GMEM,
+    RMEM,
+    SMEM,
+    BlockSpec,
+    KernelError,
+    MemorySpace,
+    Ref,
+    RefType,
+    Scratch,
+    cond,
+    ds,
+    fori_loop,
+    kernel,
+    num_programs,
+    program_id,
+    when,
+)
 from .staging.primitives import *  # noqa: F403
 
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
                                  *_ops, "grad", "jvp", "linearize", "value_and_grad", "vjp", "vmap",
-                                 "lower", "LoweringError", "TileConfig", "split_matmuls"]
+                                 "lower", "LoweringError", "TileConfig", "split_matmuls",
+                                 "BlockSpec", "GMEM", "KernelError", "MemorySpace", "RMEM", "Ref", "RefType", "SMEM",
+                                 "Scratch", "cond", "ds", "fori_loop", "kernel", "num_programs", "program_id", "when"]

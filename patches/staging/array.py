@@ -122,7 +122,7 @@ class Array(Operators):
     def from_logical(values: Any, layout: Layout, dtype: str) -> Array:
         """A fresh array holding ``values`` (numpy, one axis per top-level mode) stored with ``layout``."""
         npd = dtypes.to_numpy(dtype)
-        values = np.asarray(values, dtype=npd)
+        values = dtypes.cast(values, dtype) if dtype in dtypes.EMULATED else np.asarray(values, dtype=npd)
         plan = _concrete(layout, "evaluate")
         if plan.col_major:
             return Array(np.ravel(values, order="F"), 0, layout, dtype)  # impl rules hand over fresh values
@@ -139,7 +139,9 @@ class Array(Operators):
         arr = np.asarray(x)
         name = dtypes.canonical(arr.dtype, "array") if dtype is None else dtype
         npd = dtypes.to_numpy(name)
-        if arr.dtype != npd:
+        if name in dtypes.EMULATED:
+            arr = dtypes.cast(arr, name)
+        elif arr.dtype != npd:
             arr = arr.astype(npd)
         if arr.ndim == 0:
             return Array(arr.reshape(1), 0, SCALAR_LAYOUT, name)
@@ -172,7 +174,7 @@ def to_array(x: Any, dtype: str | None = None) -> Array:
         return Array.from_numpy(x, dtype)
     if isinstance(x, (bool, int, float)):
         name = dtype or dtypes.of_python_scalar(x)
-        return Array(np.array([x], dtype=dtypes.to_numpy(name)), 0, SCALAR_LAYOUT, name)
+        return Array(dtypes.cast(np.array([x]), name), 0, SCALAR_LAYOUT, name)
     raise fail(None, f"expected a tensor (an Array, a numpy array or a Python number), got {type(x).__name__} {x!r}")
 
 

@@ -9,14 +9,15 @@ import numpy as np
 
 from .errors import fail
 
-# name -> numpy dtype (None: the type stages and prints, but the numpy interpreter cannot run it).
+# name -> numpy dtype. bf16 is emulated: stored as float32, every value rounded to bfloat16 (see ``cast``).
 _NUMPY: dict[str, Any] = {
-    "f16": np.dtype(np.float16), "bf16": None, "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "f16": np.dtype(np.float16), "bf16": np.dtype(np.float32), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
     "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
     "bool": np.dtype(np.bool_),
 }
-_FROM_NUMPY = {v: k for k, v in _NUMPY.items() if v is not None}
+_FROM_NUMPY = {v: k for k, v in _NUMPY.items() if k != "bf16"}
+EMULATED = frozenset({"bf16"})
 FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
 INTS = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
 DEFAULT_FLOAT = "f32"
@@ -44,6 +45,21 @@ def to_numpy(name: str) -> np.dtype:
     if d is None:
         raise fail(None, f"dtype {name} has no numpy implementation, so it cannot be evaluated (it stages and prints)")
     return d
+
+
+def round_bf16(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), still stored as float32."""
+    x = np.ascontiguousarray(values, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    out = np.where(np.isnan(x), x, rounded.view(np.float32))
+    return out.reshape(np.shape(values))
+
+
+def cast(values: Any, name: str) -> np.ndarray:
+    """``values`` as a numpy array holding dtype ``name`` (bf16: float32 rounded to bfloat16)."""
+    out = np.asarray(values, dtype=to_numpy(name))
+    return round_bf16(out) if name == "bf16" else out
 
 
 def is_float(name: str) -> bool:

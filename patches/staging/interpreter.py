@@ -57,11 +57,27 @@ def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Arra
     return a.relayout(t.layout)
 
 
+_SYMBOLS: list = [None]
+
+
+def active_symbols() -> dict | None:
+    """The symbol bindings of the program being run (for implementations that run nested programs)."""
+    return _SYMBOLS[-1]
+
+
 def run(prog: Program, args: list, symbols: dict | None = None) -> list:
     """Evaluate equation by equation with the numpy implementations (all values concrete Arrays).
 
     ``symbols`` binds the symbols of a symbolic program; the params of its equations are made concrete with it.
     """
+    _SYMBOLS.append(symbols)
+    try:
+        return _run(prog, args, symbols)
+    finally:
+        _SYMBOLS.pop()
+
+
+def _run(prog: Program, args: list, symbols: dict | None) -> list:
     env: dict[int, Array] = {}
     for v, x in zip(prog.consts, prog.const_values):
         env[id(v)] = x if isinstance(x, Array) else to_array(x)
@@ -96,6 +112,8 @@ def conform(x: Any, t: TensorType, i: int, name: str) -> Any:
     if not isinstance(x, Tracer):
         return bind_argument(t, x, i, name)
     have = x.aval
+    if getattr(have, "space", None) is not None:  # a Ref is never copied: it is the buffer itself
+        return x
     if have.layout == t.layout or t.size != have.size or not injective(t.layout):
         return x
     from .primitives import copy

@@ -15,6 +15,16 @@ import numpy as np
 from .pytree import LEAF, TreeDef
 from .types import TensorType
 
+# Primitives with effects (writes to Refs): ``dce`` keeps their equations and the loops and branches holding them.
+effectful: set = set()
+
+
+def has_effects(e: Any) -> bool:
+    """Whether an equation writes to a Ref, itself or in a nested program."""
+    if e.prim in effectful:
+        return True
+    return any(isinstance(v, Program) and any(has_effects(x) for x in v.eqns) for v in e.params.values())
+
 
 class Var:
     """A variable of a program, identified by object identity; ``type`` is its TensorType."""
@@ -110,11 +120,11 @@ class Program:
         return evaluate(self, *args)
 
     def dce(self) -> Program:
-        """The same program without the equations no output depends on (every primitive is pure)."""
+        """The same program without the equations no output depends on (equations writing to Refs are kept)."""
         live = {id(a) for a in self.outputs if isinstance(a, Var)}
         kept = []
         for e in reversed(self.eqns):
-            if any(id(v) in live for v in e.outputs):
+            if any(id(v) in live for v in e.outputs) or has_effects(e):
                 kept.append(e)
                 live.update(id(a) for a in e.inputs if isinstance(a, Var))
         kept.reverse()

@@ -15,6 +15,9 @@ from typing import Any
 from ..layouts import Layout
 from .ir import Literal, Program
 
+# prim -> fn(eqn, use, define) -> the equation's text: primitives with effects print as such (``%2[:, 0:8] <- %5``).
+eqn_printers: dict = {}
+
 
 def format_program(prog: Program, indent: int = 0) -> str:
     lines: list[str] = []
@@ -42,14 +45,23 @@ def _emit(prog: Program, indent: int, lines: list) -> None:
     lines.append(f"{pad}{{ lambda {head} ." if head else f"{pad}{{ lambda .")
     for e in prog.eqns:
         nested = [v for v in e.params.values() if isinstance(v, Program)]
-        shown = {k: v for k, v in e.params.items() if v is not None and not isinstance(v, Program)}
+        custom = eqn_printers.get(e.prim)
+        if custom is not None:
+            lines.append(f"{pad}  {custom(e, use, define)}")
+            for sub in nested:
+                _emit(sub, indent + 4, lines)
+            continue
+        shown = {k: v for k, v in e.params.items()
+                 if v is not None and not isinstance(v, Program) and not k.startswith("_")}
         p = "[" + ", ".join(f"{k}={format_param(v)}" for k, v in shown.items()) + "]" if shown else ""
         ins = " ".join(use(a) for a in e.inputs)
         outs = " ".join(define(v) for v in e.outputs)
-        lines.append(f"{pad}  {outs} = {e.prim.name}{p}" + (f" {ins}" if ins else ""))
+        lhs = f"{outs} = " if outs else ""
+        lines.append(f"{pad}  {lhs}{e.prim.name}{p}" + (f" {ins}" if ins else ""))
         for sub in nested:
             _emit(sub, indent + 4, lines)
-    lines.append(f"{pad}  return " + " ".join(use(a) for a in prog.outputs) + " }")
+    ret = " ".join(use(a) for a in prog.outputs)
+    lines.append(f"{pad}  return {ret} }}" if ret else f"{pad}  return }}")
 
 
 def format_param(v: Any) -> str:

@@ -26,7 +26,7 @@ def is_symbolic(x: Any) -> bool:
     if isinstance(x, Layout):
         return is_symbolic(x.shape) or is_symbolic(x.stride)
     if isinstance(x, TensorType):
-        return is_symbolic(x.layout)
+        return is_symbolic(x.layout) if isinstance(x.layout, Layout) else is_symbolic(getattr(x.layout, "outer", None))
     return hasattr(x, "subs") and hasattr(x, "free_symbols")
 
 
@@ -44,7 +44,7 @@ def substitute(x: Any, env: dict) -> Any:
         except LayoutError as e:
             raise fail("evaluate", str(e)) from None
     if isinstance(x, TensorType):
-        return TensorType(x.dtype, substitute(x.layout, env))
+        return x.with_layout(substitute(x.layout, env))
     if isinstance(x, dict):
         return {k: substitute(v, env) for k, v in x.items()}
     if hasattr(x, "subs"):

@@ -174,6 +174,10 @@ def weak_scalar(name: str, x: Any, dtype: str | None) -> Any:
         raise fail(name, f"cannot combine a {dtype} tensor with the Python float {x} (convert with astype)")
     elif dtype == "bool" and not isinstance(x, bool):
         raise fail(name, f"cannot combine a bool tensor with the Python number {x}")
+    if dtype in dtypes.EMULATED:  # no numpy scalar type carries the name: a rank-0 Array does
+        from ..array import to_array
+
+        return to_array(x, dtype)
     return dtypes.to_numpy(dtype).type(x)
 
 

@@ -1,0 +1,163 @@
+"""BlockSpecs: which block of an operand each grid point sees, as a tiler and an index map.
+
+The operand's layout is carved by ``zipped_divide(layout, block)`` into ((tile),(rest)): mode 0 walks
+inside a block, mode 1 picks the block. ``index_map(*grid_indices)`` gives the block's coordinates in
+mode 1. ``block`` is a shape or any tiler layout (a raked tiler reads strided rows, say). A block in
+global memory is a window on the operand; one in shared or register memory is a copy in its own layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ...layouts import ComposedLayout, Layout, arith, size, zipped_divide
+from ...layouts import inttuple as it
+from ..errors import fail
+from ..ir import Literal, Program
+from ..types import SCALAR_LAYOUT, TensorType, compact, mode_layouts, modes_of
+from .refs import GMEM, SPACES, MemorySpace, RefType
+
+
+class BlockSpec:
+    """``BlockSpec(block, index_map)``: ``block`` a shape or tiler (Layout, or a tuple of per-mode Layouts/ints).
+
+    ``memory_space`` GMEM (default) gives the body a window on the operand; SMEM/RMEM a staged copy in
+    ``layout`` (default compact column-major; a swizzled ComposedLayout is allowed).
+    """
+
+    def __init__(self, block: Any = None, index_map: Callable | None = None, memory_space: MemorySpace = GMEM,
+                 layout: Layout | ComposedLayout | None = None) -> None:
+        if memory_space not in SPACES:
+            raise fail("BlockSpec", f"memory_space must be one of GMEM, SMEM, RMEM, got {memory_space!r}")
+        if layout is not None and memory_space == GMEM:
+            raise fail("BlockSpec", "a block in GMEM is a window on the operand; give a layout only with SMEM or RMEM")
+        self.block = tuple(block) if isinstance(block, list) else block
+        self.index_map = index_map
+        self.memory_space = memory_space
+        self.layout = layout
+
+    def __repr__(self) -> str:
+        return f"BlockSpec({self.block!r}, {getattr(self.index_map, '__name__', self.index_map)})"
+
+
+class BlockMapping(NamedTuple):
+    """A BlockSpec resolved against an operand type: the carving, the staged index map and the body's Ref type."""
+
+    carved: Layout          # zipped_divide(operand layout, tiler): ((tile),(rest))
+    tiler: Any
+    index_map: Program      # grid indices (i32 scalars) -> block coordinates in mode 1 of ``carved``
+    ref_type: RefType       # the Ref the body sees
+    label: str
+    squeezed: tuple = ()    # tile modes of extent 1 the body does not see (a batch mode under vmap)
+
+    def __str__(self) -> str:
+        sq = f"-{self.squeezed}" if self.squeezed else ""
+        return f"{self.label}:{self.carved}{sq}@{format_index_map(self.index_map)}"
+
+    @property
+    def block_shape(self) -> Any:
+        return mode_layouts(self.carved)[0].shape
+
+    @property
+    def grid_shape(self) -> tuple:
+        rest = mode_layouts(self.carved)[1]
+        return tuple(it.product(m) for m in modes_of(rest.shape)) if rest.rank else ()
+
+    @property
+    def staged(self) -> bool:
+        return self.ref_type.space != GMEM
+
+
+def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> BlockMapping:
+    """The BlockMapping of ``spec`` on an operand of type ``t`` (None: the whole operand at every grid point)."""
+    from ..tracing import stage_flat
+    from .control import I32
+
+    if spec is None:
+        spec = BlockSpec(None, None)
+    if not isinstance(spec, BlockSpec):
+        raise fail("kernel", f"{label}: expected a BlockSpec or None, got {type(spec).__name__}")
+    tiler = spec.block
+    if tiler is None:
+        tiler = tuple(modes_of(t.layout.shape)) if t.rank else ()
+        tiler = tuple(it.product(m) for m in tiler)
+    if isinstance(tiler, tuple) and len(tiler) == 1 and t.rank == 1:
+        tiler = tiler[0]
+    try:
+        carved = zipped_divide(t.layout, tiler)
+    except Exception as e:  # a LayoutError or a tiler the algebra refuses
+        raise fail("kernel", f"{label}: cannot carve {t} by the block {tiler}: {e}") from None
+    if not arith.eq(size(carved), size(t.layout)):
+        raise fail("kernel", f"{label}: the block {tiler} does not divide {t} (blocks must tile the operand exactly)")
+    tile = mode_layouts(carved)[0] if carved.rank else carved
+    nblock = len(modes_of(mode_layouts(carved)[1].shape)) if carved.rank == 2 else 0
+    index_map = spec.index_map
+    if index_map is None:
+        def index_map(*_: Any) -> tuple:
+            return (0,) * nblock
+    for e in grid:
+        if not (type(e) is int and e > 0 or hasattr(e, "free_symbols")):
+            raise fail("kernel", f"grid extents must be positive ints or Sym expressions, got {grid}")
+
+    def f(*ids: Any) -> Any:
+        out = index_map(*ids)
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != nblock:
+            raise fail("kernel", f"{label}: the index map returns {len(out)} block coordinates; the carving "
+                                 f"{carved} has {nblock} block modes")
+        return list(out)
+    prog = stage_flat(f, [I32] * len(grid), _tree(len(grid)), "index_map")
+    if prog.consts:
+        raise fail("kernel", f"{label}: the index map captures arrays; it may only compute from the grid indices")
+    if spec.memory_space == GMEM:
+        ref = RefType(t.dtype, tile, GMEM)
+    else:
+        layout = spec.layout if spec.layout is not None else compact(tile.shape)
+        if size(layout) != size(tile) or not _same_shape(layout.shape, tile.shape):
+            raise fail("kernel", f"{label}: the staging layout {layout} does not have the block's shape {it.to_str(tile.shape)}")
+        ref = RefType(t.dtype, layout, spec.memory_space)
+    return BlockMapping(carved, tiler, prog, ref, label)
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    from ..types import same_modes
+
+    return same_modes(a, b)
+
+
+def _tree(n: int) -> Any:
+    from ..pytree import tree_flatten
+
+    return tree_flatten(tuple(range(n)))[1]
+
+
+_NAMES = "ijklmnopqrstuvwxyz"
+
+
+def format_index_map(prog: Program) -> str:
+    """An index map as an expression, ``(i,j)->(i,0)``; equations other than integer arithmetic print by name."""
+    names: dict[int, str] = {}
+    for k, v in enumerate(prog.params):
+        names[id(v)] = _NAMES[k] if k < len(_NAMES) else f"g{k}"
+    ops = {"add": "+", "sub": "-", "mul": "*"}
+
+    def use(a: Any) -> str:
+        if isinstance(a, Literal):
+            return str(a.value)
+        return names.get(id(a), "?")
+    for e in prog.eqns:
+        args = [use(a) for a in e.inputs]
+        if e.prim.name in ops and len(args) == 2:
+            text = f"{args[0]}{ops[e.prim.name]}{args[1]}"
+            text = f"({text})" if e.prim.name != "mul" else text
+        else:
+            text = f"{e.prim.name}({','.join(args)})"
+        for o in e.outputs:
+            names[id(o)] = text
+    head = ",".join(names[id(v)] for v in prog.params)
+    return f"({head})->({','.join(use(a) for a in prog.outputs)})"
+
+
+def block_index_types(n: int) -> list:
+    return [TensorType("i32", SCALAR_LAYOUT)] * n

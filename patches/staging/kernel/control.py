@@ -1,0 +1,226 @@
+"""Control flow and grid queries staged into kernel IR: ``program_id``, ``num_programs``, ``fori_loop``, ``cond``/``when``.
+
+Loop and branch bodies are staged into nested Programs (closed over: what they capture, Refs included,
+becomes leading operands), so the kernel IR shows them, and transformations can rewrite them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..array import Array, to_array
+from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules
+from ..errors import fail
+from ..interpreter import active_symbols, run
+from ..ir import Program
+from ..pytree import tree_flatten, tree_unflatten
+from ..tracing import stage_flat
+from ..types import SCALAR_LAYOUT, TensorType, computed_layout
+
+I32 = TensorType("i32", SCALAR_LAYOUT)
+
+# -- the grid -----------------------------------------------------------------------------------------
+
+program_id_p = Primitive("program_id")
+num_programs_p = Primitive("num_programs")
+
+
+def _grid_abstract(*, axis: int) -> list:
+    return [I32]
+
+
+def _program_id_impl(*, axis: int) -> list:
+    from .interpret import current_point
+
+    pt = current_point()
+    if pt is None or not 0 <= axis < len(pt):
+        raise fail("program_id", f"axis {axis} is not an axis of the grid being run ({pt})")
+    return [to_array(np.int32(pt[axis]))]
+
+
+def _num_programs_impl(*, axis: int) -> list:
+    from .interpret import current_grid
+
+    return [to_array(np.int32(current_grid()[axis]))]
+
+
+abstract_eval_rules[program_id_p] = _grid_abstract
+abstract_eval_rules[num_programs_p] = _grid_abstract
+impl_rules[program_id_p] = _program_id_impl
+impl_rules[num_programs_p] = _num_programs_impl
+
+
+def _axis(name: str, axis: Any) -> int:
+    from .kernel import current_grid_spec
+
+    grid = current_grid_spec()
+    if grid is None:
+        raise fail(name, "called outside a kernel body")
+    if type(axis) is not int or not 0 <= axis < len(grid):
+        raise fail(name, f"axis {axis!r} is not an axis of the grid {grid}")
+    return axis
+
+
+def program_id(axis: int) -> Any:
+    """The index of the running grid point along ``axis`` (an i32 scalar)."""
+    return bind(program_id_p, axis=_axis("program_id", axis))
+
+
+def num_programs(axis: int) -> Any:
+    """The extent of the grid along ``axis``: a Python int when static, else a staged i32 scalar."""
+    from .kernel import current_grid_spec
+
+    n = current_grid_spec()[_axis("num_programs", axis)]
+    return n if type(n) is int else bind(num_programs_p, axis=axis)
+
+
+# -- fori_loop ------------------------------------------------------------------------------------------
+
+fori_p = Primitive("fori_loop", multiple_results=True)
+
+
+def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
+    carry = list(types[n_consts:])
+    want = body.in_types
+    if len(want) != 1 + len(types) or want[0] != I32 or any(a != b for a, b in zip(want[1:], types)):
+        raise fail("fori_loop", "the body was staged for other operand types", *types)
+    if body.out_types != carry:
+        raise fail("fori_loop", "the body returns " + ", ".join(map(str, body.out_types)) + " for a carry of "
+                   + ", ".join(map(str, carry)), *types)
+    return carry
+
+
+def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
+    syms = active_symbols()
+    consts, carry = list(args[:n_consts]), list(args[n_consts:])
+    for i in range(int(lower), int(upper)):
+        carry = run(body, [to_array(np.int32(i)), *consts, *carry], syms)
+    return carry
+
+
+abstract_eval_rules[fori_p] = _fori_abstract
+impl_rules[fori_p] = _fori_impl
+
+
+def carry_type(x: Any) -> TensorType:
+    """A loop carry lives in a computed (compact) layout, whatever layout its initial value has."""
+    t = get_aval(x)
+    return TensorType(t.dtype, computed_layout(t.layout))
+
+
+def conform_to(x: Any, t: TensorType) -> Any:
+    """``x`` in type t's layout (a ``copy`` when it differs); dtypes must agree."""
+    from ..primitives import copy
+
+    have = get_aval(x)
+    if have.dtype != t.dtype:
+        raise fail("fori_loop", f"a carry changes dtype from {t.dtype} to {have.dtype}", t, have)
+    return x if have.layout == t.layout else copy(x, t.layout)
+
+
+def stage_body(f: Callable, types: list, name: str, out_types: list | None = None) -> Program:
+    """Stage a loop or branch body on ``types``; outputs are conformed to ``out_types`` when given."""
+    def wrapped(*xs: Any) -> Any:
+        outs = f(*xs)
+        leaves, tree = tree_flatten(outs) if outs is not None else ([], None)
+        if out_types is not None:
+            if len(leaves) != len(out_types):
+                raise fail(name, f"the body returns {len(leaves)} values, expected {len(out_types)}")
+            leaves = [conform_to(o, t) for o, t in zip(leaves, out_types)]
+        return leaves
+    return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name)
+
+
+def fori_loop(lower: Any, upper: Any, body: Callable, init: Any) -> Any:
+    """``for i in range(lower, upper): carry = body(i, carry)``, staged as one loop; bounds are ints or Sym expressions."""
+    for b in (lower, upper):
+        if not (isinstance(b, (int, np.integer)) and not isinstance(b, bool) or hasattr(b, "free_symbols")):
+            raise fail("fori_loop", f"loop bounds must be static (ints or Sym expressions), got {b!r}")
+    leaves, tree = tree_flatten(init)
+    types = [carry_type(x) for x in leaves]
+    init_vals = [conform_to(x, t) for x, t in zip(leaves, types)]
+
+    def f(i: Any, *carry: Any) -> Any:
+        return body(i, tree_unflatten(tree, list(carry)))
+    staged = stage_body(f, [I32, *types], "fori_body", types)
+    return tree_unflatten(tree, bind_loop(staged, init_vals, lower, upper))
+
+
+def bind_loop(staged: Program, init: list, lower: Any, upper: Any) -> list:
+    """Bind a loop whose body ``staged`` takes (i, *carry) and may hold constants (captured values and Refs)."""
+    consts = staged.const_values
+    closed = Program([], [], [staged.params[0], *staged.consts, *staged.params[1:]], staged.eqns, staged.outputs,
+                     None, None, staged.name)
+    return bind_multi(fori_p, *consts, *init, lower=_static(lower), upper=_static(upper), body=closed,
+                      n_consts=len(consts))
+
+
+def _static(b: Any) -> Any:
+    return int(b) if isinstance(b, (int, np.integer)) else static_extent(b)
+
+
+def static_extent(x: Any) -> Any:
+    """An int, or a Sym expression with ``floor(n/d)`` made exact where the facts say d divides n (``M // 16`` -> M/16)."""
+    import sympy
+
+    from ...layouts import UndecidableError, arith
+
+    if isinstance(x, (int, np.integer)) or not hasattr(x, "free_symbols"):
+        return x
+
+    def exact(e: Any) -> Any:
+        n, d = e.args[0].as_numer_denom()
+        try:
+            return arith.exact_div(n, d) if arith.divides(d, n) else e
+        except UndecidableError:
+            return e
+    return x.replace(lambda e: isinstance(e, sympy.floor), exact)
+
+
+# -- cond / when ----------------------------------------------------------------------------------------
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def _cond_abstract(pred: TensorType, *types: TensorType, true: Program, false: Program, n_true: int) -> list:
+    if pred.dtype != "bool" or pred.rank != 0:
+        raise fail("cond", "the predicate must be a bool scalar", pred)
+    if true.in_types != list(types[:n_true]) or false.in_types != list(types[n_true:]):
+        raise fail("cond", "a branch was staged for other operand types", pred, *types)
+    if true.out_types != false.out_types:
+        raise fail("cond", "the branches return different types: " + ", ".join(map(str, true.out_types)) + " and "
+                   + ", ".join(map(str, false.out_types)), pred)
+    return true.out_types
+
+
+def _cond_impl(pred: Array, *args: Any, true: Program, false: Program, n_true: int) -> list:
+    if bool(pred.logical()):
+        return run(true, list(args[:n_true]), active_symbols())
+    return run(false, list(args[n_true:]), active_symbols())
+
+
+abstract_eval_rules[cond_p] = _cond_abstract
+impl_rules[cond_p] = _cond_impl
+
+
+def cond(pred: Any, true_fn: Callable, false_fn: Callable) -> Any:
+    """``true_fn()`` if ``pred`` else ``false_fn()``, staged as one branch; both return values of the same types."""
+    if isinstance(pred, bool):
+        pred = np.bool_(pred)
+    t_prog = stage_body(lambda: true_fn(), [], "true")
+    outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
+    t_prog = stage_body(lambda: true_fn(), [], "true", outs)
+    f_prog = stage_body(lambda: false_fn(), [], "false", outs)
+    res = bind_multi(cond_p, pred, *t_prog.const_values, *f_prog.const_values, true=t_prog.closed_over(),
+                     false=f_prog.closed_over(), n_true=len(t_prog.consts))
+    return res[0] if len(res) == 1 else tuple(res) if res else None
+
+
+def when(pred: Any) -> Callable:
+    """Decorator: run the decorated function (for its effects on Refs) only where ``pred`` holds."""
+    def deco(f: Callable) -> None:
+        cond(pred, lambda: (f(), None)[1], lambda: None)
+    return deco

@@ -1,0 +1,128 @@
+"""Interpret mode: run every grid point of a kernel on numpy, exactly, detecting out-of-bounds accesses and races.
+
+Operands and outputs are carved as the kernel's BlockMappings say (``zipped_divide`` of their actual
+layouts); a block in GMEM is a window (an offset table into the operand's storage), one in SMEM/RMEM a
+copy in its own layout, written back after the grid point. Every output element remembers which grid
+point wrote it: a second grid point writing it is a race, reported with both grid points and the element.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ...layouts import check, size, zipped_divide
+from ...layouts import inttuple as it
+from .. import dtypes
+from ..array import Array, to_array
+from ..interpreter import active_symbols, run
+from ..ir import Program
+from ..types import logical_shape, mode_layouts, modes_of
+from .blockspec import BlockMapping
+from .refs import KernelError, RefValue, check_race, layout_offsets
+
+_STACK: list = []  # (point, grid, linear id) of the grid point being run
+
+
+def current_point() -> tuple | None:
+    return _STACK[-1][0] if _STACK else None
+
+
+def current_grid() -> tuple:
+    return _STACK[-1][1]
+
+
+def current_id() -> int:
+    return _STACK[-1][2]
+
+
+def point_of(k: int) -> tuple:
+    grid = _STACK[-1][1]
+    return tuple(int(x) for x in np.unravel_index(k, grid)) if grid else ()
+
+
+class Carving:
+    """The offset table of an operand carved by a mapping: axes (tile modes..., block modes...)."""
+
+    def __init__(self, a: Array, m: BlockMapping) -> None:
+        carved = zipped_divide(a.layout, m.tiler)
+        tile, rest = mode_layouts(carved)
+        self.tile_dims = tuple(int(it.product(x)) for x in modes_of(tile.shape)) if tile.rank else ()
+        self.block_dims = tuple(int(it.product(x)) for x in modes_of(rest.shape)) if rest.rank else ()
+        flat = check.evaluate(carved, np.arange(size(carved), dtype=np.int64)) + a.offset
+        self.table = flat.astype(np.int64).reshape(self.tile_dims + self.block_dims, order="F")
+        self.label = m.label
+
+    def block(self, coords: tuple, point: tuple) -> np.ndarray:
+        if len(coords) != len(self.block_dims) or any(not 0 <= c < n for c, n in zip(coords, self.block_dims)):
+            raise KernelError(f"out of bounds: grid point {point} maps {self.label} to block {coords}, but it has "
+                              f"{self.block_dims} blocks")
+        return self.table[(Ellipsis, *coords)]
+
+
+def _origin(a: Array) -> Any:
+    """A function from a storage offset of ``a`` to its logical coordinate (for error messages)."""
+    def find(off: int) -> tuple:
+        offs = layout_offsets(a.layout) + a.offset
+        hit = np.argwhere(offs == off)
+        return tuple(int(x) for x in hit[0]) if len(hit) else (off,)
+    return find
+
+
+def _fresh(t: Any) -> Array:
+    shape = logical_shape(t.layout)
+    return Array.from_logical(np.zeros(shape, dtype=dtypes.to_numpy(t.dtype)), t.layout, t.dtype)
+
+
+def _local(ref_type: Any) -> RefValue:
+    offs = layout_offsets(ref_type.layout)
+    n = int(offs.max(initial=0)) + 1
+    fill = np.nan if dtypes.is_float(ref_type.dtype) else 0
+    return RefValue(np.full(n, fill, dtype=dtypes.to_numpy(ref_type.dtype)), offs, ref_type.dtype, None,
+                    f"scratch {ref_type}")
+
+
+def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
+                     _out_types: tuple) -> list:
+    """Run the kernel's body at every grid point (last axis fastest) and return its outputs."""
+    syms = active_symbols()
+    grid = tuple(int(g) for g in grid)
+    outs = [_fresh(t) for t in _out_types]
+    owners = [np.full(o.storage.size, -1, dtype=np.int64) for o in outs]
+    carvings = [Carving(a, m) for a, m in zip(operands, in_specs)] + [Carving(o, m) for o, m in zip(outs, out_specs)]
+    arrays = list(operands) + outs
+    specs = list(in_specs) + list(out_specs)
+    n_in = len(operands)
+    scratch = body.in_types[len(specs):]
+    for k, point in enumerate(itertools.product(*(range(g) for g in grid))):
+        _STACK.append((point, grid, k))
+        try:
+            ids = [to_array(np.int32(p)) for p in point]
+            refs, writeback = [], []
+            for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
+                coords = tuple(int(x.logical()) for x in run(m.index_map, ids, syms))
+                window = c.block(coords, point)
+                if m.squeezed:
+                    window = window.reshape([n for k, n in enumerate(window.shape) if k not in m.squeezed])
+                is_out = j >= n_in
+                owner = owners[j - n_in] if is_out else None
+                origin = _origin(a) if is_out else None
+                if not m.staged:
+                    refs.append(RefValue(a.storage, window, a.dtype, owner, m.label, origin))
+                    continue
+                local = _local(m.ref_type)
+                local.label = m.label
+                local.storage[local.offsets] = a.storage[window]
+                refs.append(local)
+                if is_out:
+                    writeback.append((local, RefValue(a.storage, window, a.dtype, owner, m.label, origin)))
+            refs += [_local(t) for t in scratch]
+            run(body, refs, syms)
+            for local, target in writeback:
+                check_race(target, target.offsets)
+                target.storage[target.offsets] = local.storage[local.offsets]
+        finally:
+            _STACK.pop()
+    return outs

@@ -1,0 +1,162 @@
+"""``kernel``: a Pallas-style grid of programs over Refs, staged as one ``kernel`` equation holding its body.
+
+The body is staged once per operand types with one Ref per operand block, output block and scratch
+buffer (in that order); the equation's params are the grid, the BlockMappings (the carvings, printed)
+and the body. Called on concrete arrays it runs in the numpy interpreter (``interpret.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
+from ..array import Array, to_array
+from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
+from ..errors import fail
+from ..ir import Program
+from ..pytree import tree_flatten, tree_unflatten
+from ..tracing import stage_flat
+from ..types import TensorType
+from .blockspec import BlockMapping, BlockSpec, resolve
+from .refs import SMEM, SPACES, MemorySpace, Ref, RefType
+
+kernel_p = Primitive("kernel", multiple_results=True)
+
+_GRIDS: list = []
+
+
+def current_grid_spec() -> tuple | None:
+    """The grid of the kernel body being staged (None outside kernel bodies)."""
+    return _GRIDS[-1] if _GRIDS else None
+
+
+class Scratch:
+    """A scratch buffer of a kernel: ``Scratch(layout_or_shape, dtype, space)``; a swizzled ComposedLayout is allowed."""
+
+    def __init__(self, layout: Any, dtype: str = "f32", space: MemorySpace = SMEM) -> None:
+        from .. import dtypes
+
+        if space not in SPACES:
+            raise fail("Scratch", f"space must be GMEM, SMEM or RMEM, got {space!r}")
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            layout = make_layout(layout)
+        self.type = RefType(dtypes.canonical(dtype, "Scratch"), layout, space)
+
+
+def _kernel_abstract(*types: TensorType, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
+                     _out_types: tuple) -> list:
+    if len(types) != len(in_specs):
+        raise fail("kernel", f"{name} takes {len(in_specs)} operands, got {len(types)}", *types)
+    for t, m in zip(list(types) + list(_out_types), list(in_specs) + list(out_specs)):
+        check_mapping(t, m)
+    want = [m.ref_type for m in in_specs + out_specs]
+    if body.in_types[:len(want)] != want:
+        raise fail("kernel", f"{name}: the body was staged for other blocks", *types)
+    return list(_out_types)
+
+
+def check_mapping(t: TensorType, m: BlockMapping) -> None:
+    """A BlockMapping fits an operand type when it is the carving of that type's layout."""
+    if t.dtype != m.ref_type.dtype or zipped_divide(t.layout, m.tiler) != m.carved:
+        raise fail("kernel", f"{m.label}: the block mapping {m} was made for another operand", t)
+
+
+def _kernel_impl(*args: Any, **params: Any) -> list:
+    from .interpret import interpret_kernel
+
+    return interpret_kernel(*args, **params)
+
+
+abstract_eval_rules[kernel_p] = _kernel_abstract
+impl_rules[kernel_p] = _kernel_impl
+
+
+def stage_kernel_body(body: Callable, ref_types: list, grid: tuple, name: str) -> Program:
+    """Stage ``body`` on one Ref per type; it must not return anything nor capture arrays."""
+    def f(*refs: Any) -> list:
+        out = body(*(Ref(r) for r in refs))
+        if out is not None:
+            raise fail("kernel", f"{name} returned {type(out).__name__}; kernel bodies write their outputs to Refs")
+        return []
+    _GRIDS.append(tuple(grid))
+    try:
+        prog = stage_flat(f, list(ref_types), tree_flatten(tuple(range(len(ref_types))))[1], name)
+    finally:
+        _GRIDS.pop()
+    if prog.consts:
+        raise fail("kernel", f"{name} captures arrays ({', '.join(str(v.type) for v in prog.consts)}); pass them "
+                             "as operands with a BlockSpec")
+    return prog
+
+
+def _labels(body: Callable, n: int) -> list:
+    try:
+        names = [p.name for p in inspect.signature(body).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return [names[k] if k < len(names) else f"ref{k}" for k in range(n)]
+
+
+def _per_output(specs: Any, n: int, what: str) -> list:
+    if specs is None or isinstance(specs, BlockSpec):
+        return [specs] * n
+    if not isinstance(specs, (tuple, list)) or len(specs) != n:
+        raise fail("kernel", f"{what} must be a BlockSpec, None, or one per {'output' if 'out' in what else 'operand'} ({n})")
+    return list(specs)
+
+
+def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
+           scratch: Any = (), name: str | None = None, interpret: bool = True) -> Callable:
+    """A kernel over a grid: ``kernel(body, out_type, grid=..., in_specs=[...], out_specs=...)(*operands)``.
+
+    ``body(*in_refs, *out_refs, *scratch_refs)`` runs once per grid point and writes its outputs through Refs.
+    """
+    if not interpret:
+        raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
+    from .control import static_extent
+
+    grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    kname = name or getattr(body, "__name__", "kernel")
+    out_leaves, out_tree = tree_flatten(out_type)
+    for t in out_leaves:
+        if not isinstance(t, TensorType) or isinstance(t, RefType):
+            raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)), got {t!r}")
+    scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in (scratch or ())]
+
+    def call(*operands: Any) -> Any:
+        ops = []
+        for x in operands:
+            if not is_tensor_like(x):
+                raise fail("kernel", f"{kname}: operands must be tensors, got {type(x).__name__}")
+            ops.append(x if isinstance(x, (Tracer, Array)) else to_array(x))
+        types = [get_aval(x) for x in ops]
+        labels = _labels(body, len(ops) + len(out_leaves) + len(scratch))
+        ins = _per_output(in_specs, len(ops), "in_specs")
+        outs = _per_output(out_specs, len(out_leaves), "out_specs")
+        in_maps = tuple(resolve(s, t, grid, labels[k]) for k, (s, t) in enumerate(zip(ins, types)))
+        out_maps = tuple(resolve(s, t, grid, labels[len(ops) + k]) for k, (s, t) in enumerate(zip(outs, out_leaves)))
+        ref_types = [m.ref_type for m in in_maps + out_maps] + [s.type for s in scratch]
+        prog = stage_kernel_body(body, ref_types, grid, kname)
+        res = bind_multi(kernel_p, *ops, name=kname, grid=grid, in_specs=in_maps, out_specs=out_maps, body=prog,
+                         _out_types=tuple(out_leaves))
+        return tree_unflatten(out_tree, [to_user(r) for r in res])
+
+    call.__name__ = kname
+    return call
+
+
+def scratch_types(body: Program, in_specs: tuple, out_specs: tuple) -> list:
+    return body.in_types[len(in_specs) + len(out_specs):]
+
+
+def grid_size(grid: tuple) -> Any:
+    n = 1
+    for g in grid:
+        n = n * g
+    return n
+
+
+__all__ = ["Scratch", "kernel", "kernel_p", "current_grid_spec", "size"]
