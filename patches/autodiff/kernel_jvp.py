@@ -77,6 +77,9 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
     return [r[0] for r in res], [r[1] for r in res]
 
 
+TANGENT_LOOP = "fori_tangent"  # the name of a tangent-only loop body: all its carries are linear
+
+
 def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     """A loop with tangents: every float carry gets one; split into primal + tangent loops when possible."""
     cp, ct = ps[:n_consts], ts[:n_consts]
@@ -116,7 +119,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
         return res
     primal = bind_multi(fori_p, *cp, *carry, lower=lower, upper=upper, body=body, n_consts=n_consts)
     keep = [v for k, v in enumerate(tangent_only.params) if k not in carry_p]
-    t_prog = Program([], [], keep, tangent_only.eqns, tangent_only.outputs, None, None, "fori_body_jvp")
+    t_prog = Program([], [], keep, tangent_only.eqns, tangent_only.outputs, None, None, TANGENT_LOOP)
     touts = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *init_t, lower=lower, upper=upper,
                        body=t_prog, n_consts=n_k + n_c + n_t)
     res = [(o, None) for o in primal]
@@ -172,3 +175,11 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
 
 
 jvp_rules[kernel_p] = _kernel_jvp
+
+
+def _conform_ct(c: Any, t: Any) -> Any:
+    """An output cotangent in the output's layout, so that the output's BlockMapping carves it."""
+    from ..staging import primitives as P
+
+    have = get_aval(c)
+    return c if have.layout == t.layout else P.copy(c, t.layout)
