@@ -19,7 +19,7 @@ from ..staging.kernel.control import I32, conform_to, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
 from .jvp import jvp_rules
-from .kernel_eval import dce, read_env, used_params
+from .kernel_eval import dce, used_params
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
