@@ -6,7 +6,7 @@ Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (f
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
-from . import batching_rules, jvp_rules, kernel_batching, transpose_rules  # noqa: F401 (registers the rules)
+from . import batching_rules, jvp_rules, kernel_batching, kernel_jvp, kernel_transpose, transpose_rules  # noqa: F401 (registers the rules)
 from .api import LinearFunction, VJPFunction, grad, jvp, linearize, value_and_grad, vjp
 from .batching import batch_rules as batch_rule_table
 from .batching import vmap

@@ -3,7 +3,7 @@
 Modules: ``refs`` (RefType, memory spaces, get/set/addupdate/ref_slice, concrete Refs), ``control``
 (program_id, num_programs, fori_loop, cond/when), ``blockspec`` (BlockSpec, carving by zipped_divide),
 ``kernel`` (the ``kernel`` primitive and its user function), ``interpret`` (numpy, with race and bounds
-checks), ``discharge`` (kernel bodies rewritten for autodiff: dce, effects).
+checks), ``tile`` (ref_tile: carving a whole-operand Ref in a body, for backward kernels).
 """
 
 from .blockspec import BlockMapping, BlockSpec

@@ -1,0 +1,185 @@
+"""jvp of ``kernel``: the primal kernel as is, plus a tangent kernel on the same grid.
+
+The tangent kernel reads the primal operands and their tangents (one tangent Ref paired with each float
+Ref) and writes only the output tangents; its body is the body's JVP, recomputing the nonlinear values it
+needs (primal output writes go to scratch blocks and are discarded). A loop whose tangent carry does not
+depend on its primal carry splits into the primal loop and a tangent-only loop, so the tangent kernel is
+linear in a form the transpose (``kernel_transpose``) can reverse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..staging.core import bind, bind_multi, get_aval
+from ..staging.errors import fail
+from ..staging.ir import Program
+from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
+from ..staging.kernel.control import I32, conform_to, stage_body
+from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
+from ..staging.kernel.refs import RMEM
+from .jvp import jvp_rules
+from .kernel_eval import dce, used_params
+from .tangents import Zero, is_differentiable, is_injective, zeros_of
+
+
+def _zeros(x: Any) -> Any:
+    t = get_aval(x)
+    return zeros_of(t)
+
+
+def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
+    """Evaluate ``prog`` on (primal, tangent) pairs, binding primal and tangent equations; None: no tangent."""
+    env: dict[int, Any] = {}
+    for v, x in zip(prog.consts, prog.const_values):
+        env[id(v)] = (x, None)
+    for v, p, t in zip(prog.params, primals, tangents):
+        env[id(v)] = (p, t)
+
+    def read(a: Any) -> tuple:
+        from ..staging.ir import Literal
+
+        return (a.value, None) if type(a) is Literal else env[id(a)]
+
+    for e in prog.eqns:
+        ps, ts = zip(*(read(a) for a in e.inputs)) if e.inputs else ((), ())
+        ps, ts = list(ps), list(ts)
+        prim = e.prim
+        if prim in (get_p, ref_slice_p):
+            p = bind(prim, *ps, **e.params)
+            outs = [(p, None if ts[0] is None else bind(prim, ts[0], *ps[1:], **e.params))]
+        elif prim in (set_p, addupdate_p):
+            bind_multi(prim, *ps, **e.params)
+            if ts[0] is not None and (ts[1] is not None or prim is set_p):
+                tv = ts[1] if ts[1] is not None else _zeros(ps[1])
+                bind_multi(prim, ts[0], tv, *ps[2:], **e.params)
+            outs = []
+        elif prim is fori_p:
+            outs = _jvp_fori(ps, ts, **e.params)
+        elif prim is cond_p:
+            if any(t is not None for t in ts):
+                raise fail("jvp", "differentiating through cond/when inside a kernel body is not supported yet")
+            outs = [(o, None) for o in bind_multi(prim, *ps, **e.params)]
+        elif all(t is None for t in ts):
+            outs = [(o, None) for o in bind_multi(prim, *ps, **e.params)]
+        else:
+            rule = jvp_rules.get(prim)
+            if rule is None:
+                raise fail(prim.name, "has no differentiation (jvp) rule", *(get_aval(p) for p in ps))
+            tz = [Zero(get_aval(p)) if t is None else t for p, t in zip(ps, ts)]
+            p_out, t_out = rule(ps, tz, **e.params)
+            if not prim.multiple_results:
+                p_out, t_out = [p_out], [t_out]
+            outs = [(p, None if isinstance(t, Zero) else t) for p, t in zip(p_out, t_out)]
+        for v, o in zip(e.outputs, outs):
+            env[id(v)] = o
+    res = [read(a) for a in prog.outputs]
+    return [r[0] for r in res], [r[1] for r in res]
+
+
+TANGENT_LOOP = "fori_tangent"  # the name of a tangent-only loop body: all its carries are linear
+
+
+def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
+    """A loop with tangents: every float carry gets one; split into primal + tangent loops when possible."""
+    cp, ct = ps[:n_consts], ts[:n_consts]
+    carry = ps[n_consts:]
+    tin = [k for k, t in enumerate(ct) if t is not None]
+    diff = [k for k, x in enumerate(carry) if is_differentiable(get_aval(x))]
+    ctypes = body.in_types[1:1 + n_consts]
+    rtypes = body.in_types[1 + n_consts:]
+    init_t = [conform_to(ts[n_consts + k] if ts[n_consts + k] is not None else _zeros(carry[k]), rtypes[k]) for k in diff]
+    ttypes = [rtypes[k] for k in diff]
+    n_c, n_t, n_r = n_consts, len(tin), len(rtypes)
+
+    def joint(i: Any, *xs: Any) -> list:
+        c_p, c_t, r_p, r_t = xs[:n_c], xs[n_c:n_c + n_t], xs[n_c + n_t:n_c + n_t + n_r], xs[n_c + n_t + n_r:]
+        tangs = [None] * n_c
+        for k, t in zip(tin, c_t):
+            tangs[k] = t
+        rt = [None] * n_r
+        for k, t in zip(diff, r_t):
+            rt[k] = t
+        outs_p, outs_t = jvp_body(body, [i, *c_p, *r_p], [None, *tangs, *rt])
+        return list(outs_p) + [t if t is not None else _zeros(outs_p[k]) for k, t in zip(diff, [outs_t[k] for k in diff])]
+
+    in_types = [I32, *ctypes, *[get_aval(ct[k]) for k in tin], *rtypes, *ttypes]
+    staged = stage_body(joint, in_types, "fori_body_jvp", [*rtypes, *ttypes])
+    closed = Program([], [], [staged.params[0], *staged.consts, *staged.params[1:]], staged.eqns, staged.outputs,
+                     None, None, staged.name)
+    n_k = len(staged.consts)
+    tangent_only = dce(closed, [False] * n_r + [True] * len(diff))
+    carry_p = set(range(1 + n_k + n_c + n_t, 1 + n_k + n_c + n_t + n_r))
+    if used_params(tangent_only) & carry_p:  # the tangent needs the primal carry: one joint loop
+        outs = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *carry, *init_t, lower=lower,
+                          upper=upper, body=closed, n_consts=n_k + n_c + n_t)
+        res = [(o, None) for o in outs[:n_r]]
+        for k, t in zip(diff, outs[n_r:]):
+            res[k] = (res[k][0], t)
+        return res
+    primal = bind_multi(fori_p, *cp, *carry, lower=lower, upper=upper, body=body, n_consts=n_consts)
+    keep = [v for k, v in enumerate(tangent_only.params) if k not in carry_p]
+    t_prog = Program([], [], keep, tangent_only.eqns, tangent_only.outputs, None, None, TANGENT_LOOP)
+    touts = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *init_t, lower=lower, upper=upper,
+                       body=t_prog, n_consts=n_k + n_c + n_t)
+    res = [(o, None) for o in primal]
+    for k, t in zip(diff, touts):
+        res[k] = (res[k][0], t)
+    return res
+
+
+def _conform(t: Any, like: Any) -> Any:
+    """A tangent in its primal's layout, so that the primal's BlockMapping carves it too."""
+    have, want = get_aval(t), get_aval(like)
+    if have.layout == want.layout:
+        return t
+    if not is_injective(want.layout):
+        raise fail("jvp", "a kernel operand with a broadcast (stride-0) layout cannot carry a tangent", want)
+    from ..staging import primitives as P
+
+    return P.copy(t, want.layout)
+
+
+def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
+                body: Program, _out_types: tuple) -> tuple:
+    outs = bind_multi(kernel_p, *primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
+                      _out_types=_out_types)
+    if scratch_types(body, in_specs, out_specs):
+        raise fail("jvp", f"{name}: differentiating a kernel with scratch buffers is not supported yet")
+    tin = [k for k, t in enumerate(tangents) if not isinstance(t, Zero)]
+    tout = [k for k, t in enumerate(_out_types) if is_differentiable(t)]
+    if not tout:
+        return outs, [Zero(t) for t in _out_types]
+    t_ops = [_conform(tangents[k], primals[k]) for k in tin]
+    in_maps = tuple(in_specs) + tuple(in_specs[k] for k in tin)
+    out_maps = tuple(out_specs[k] for k in tout)
+    blocks = [Scratch(m.ref_type.layout, m.ref_type.dtype, RMEM).type for m in out_specs]
+    n, ni, no = len(in_specs), len(tin), len(tout)
+
+    def tangent_body(*refs: Any) -> None:
+        vals = [r.value for r in refs]
+        tang: list = [None] * (n + len(out_specs))
+        for k, t in zip(tin, vals[n:n + ni]):
+            tang[k] = t
+        for k, t in zip(tout, vals[n + ni:n + ni + no]):
+            tang[n + k] = t
+        jvp_body(body, vals[:n] + vals[n + ni + no:], tang)
+
+    prog = stage_kernel_body(tangent_body, [m.ref_type for m in in_maps + out_maps] + blocks, grid, f"{name}_jvp")
+    t_outs = bind_multi(kernel_p, *primals, *t_ops, name=f"{name}_jvp", grid=grid, in_specs=in_maps,
+                        out_specs=out_maps, body=prog, _out_types=tuple(_out_types[k] for k in tout))
+    res = [Zero(t) for t in _out_types]
+    for k, t in zip(tout, t_outs):
+        res[k] = t
+    return outs, res
+
+
+jvp_rules[kernel_p] = _kernel_jvp
+
+
+def _conform_ct(c: Any, t: Any) -> Any:
+    """An output cotangent in the output's layout, so that the output's BlockMapping carves it."""
+    from ..staging import primitives as P
+
+    have = get_aval(c)
+    return c if have.layout == t.layout else P.copy(c, t.layout)

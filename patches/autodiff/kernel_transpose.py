@@ -1,0 +1,238 @@
+"""Transpose of a (tangent) kernel: one backward kernel per linear operand, accumulating within a grid point.
+
+A read of a linear input Ref transposes to an ``addupdate`` into its cotangent Ref, a write of an output
+Ref to a read of the output cotangent, a loop to the reversed loop carrying the cotangent. The backward
+kernel of operand x runs on the grid axes x's index map uses; the axes it ignores become loops inside
+the grid point, and operands that depend on them are carved in the body (``ref_tile``). Each grid point
+owns its block of dx, so there are no races (for the tiled matmul: dA on (M/BM,), dB on (N/BN,)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..staging import primitives as P
+from ..staging.core import bind, bind_multi, get_aval
+from ..staging.errors import fail
+from ..staging.interpreter import eval_program
+from ..staging.ir import Program
+from ..staging.kernel import addupdate_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
+from ..staging.kernel.blockspec import BlockMapping, resolve
+from ..staging.kernel.control import I32, bind_loop, stage_body
+from ..staging.kernel.kernel import stage_kernel_body
+from ..staging.kernel.tile import ref_tile
+from ..staging.pytree import tree_flatten
+from ..staging.tracing import stage_flat
+from .kernel_eval import eval_eqn, read_env, used_params
+from .tangents import Zero, zeros_of
+from .transpose import UndefinedPrimal, is_linear, transpose_rules
+
+
+class LinRef:
+    """A linear Ref of the body being transposed: its cotangent Ref (None: not differentiated) and its kind."""
+
+    __slots__ = ("ct", "kind")
+
+    def __init__(self, ct: Any, kind: str) -> None:
+        self.ct, self.kind = ct, kind
+
+
+LIN = object()  # a linear (non-Ref) value of the body
+
+
+def _unsupported(what: str) -> Exception:
+    return fail("grad", f"transposing a kernel body: {what} is not supported yet")
+
+
+def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: tuple) -> list:
+    """Bind the transpose of ``prog``: args are values, LinRefs or LIN; returns cotangents of the LIN params."""
+    env: dict[int, Any] = {}
+    lrefs: dict[int, LinRef] = {}
+    lin: set[int] = set()
+    for v, x in zip(prog.consts, prog.const_values):
+        env[id(v)] = x
+    for v, x in zip(prog.params, args):
+        if isinstance(x, LinRef):
+            lrefs[id(v)] = x
+        elif x is LIN:
+            lin.add(id(v))
+        else:
+            env[id(v)] = x
+
+    def is_lin(a: Any) -> bool:
+        return id(a) in lin or id(a) in lrefs
+
+    lin_eqns = []
+    for e in prog.eqns:
+        if e.prim is ref_slice_p and id(e.inputs[0]) in lrefs:
+            r = lrefs[id(e.inputs[0])]
+            dyn = [read_env(env, a) for a in e.inputs[1:]]
+            lrefs[id(e.outputs[0])] = LinRef(None if r.ct is None else bind(ref_slice_p, r.ct, *dyn, **e.params), r.kind)
+        elif any(is_lin(a) for a in e.inputs):
+            lin_eqns.append(e)
+            lin.update(id(o) for o in e.outputs)
+        else:
+            for v, o in zip(e.outputs, eval_eqn(e, [read_env(env, a) for a in e.inputs], point, grid)):
+                env[id(v)] = o
+
+    cts: dict[int, Any] = {}
+
+    def acc(a: Any, ct: Any) -> None:
+        if ct is None or isinstance(ct, Zero) or id(a) not in lin:
+            return
+        prev = cts.get(id(a))
+        cts[id(a)] = ct if prev is None else P.add(prev, ct)
+
+    for a, ct in zip(prog.outputs, cts_out):
+        acc(a, ct)
+    for e in reversed(lin_eqns):
+        if e.prim is get_p:
+            ct = cts.pop(id(e.outputs[0]), None)
+            r = lrefs[id(e.inputs[0])]
+            if r.kind == "out":
+                raise _unsupported("reading back an output Ref")
+            if ct is not None and r.ct is not None:
+                bind_multi(addupdate_p, r.ct, ct, *[read_env(env, a) for a in e.inputs[1:]], **e.params)
+        elif e.prim in (set_p, addupdate_p):
+            if id(e.inputs[0]) not in lrefs:
+                raise _unsupported("writing a differentiated value to a scratch or primal Ref")
+            r = lrefs[id(e.inputs[0])]
+            if r.kind != "out":
+                raise _unsupported("writing to an input Ref")
+            if r.ct is not None and id(e.inputs[1]) in lin:
+                acc(e.inputs[1], bind(get_p, r.ct, *[read_env(env, a) for a in e.inputs[2:]], **e.params))
+        elif e.prim is fori_p:
+            _transpose_fori(e, env, lrefs, lin, cts, acc, point, grid)
+        else:
+            outs = [cts.pop(id(v), None) for v in e.outputs]
+            if all(c is None for c in outs):
+                continue
+            rule = transpose_rules.get(e.prim)
+            if rule is None or any(id(a) in lrefs for a in e.inputs):
+                raise _unsupported(f"the primitive {e.prim.name} on differentiated values")
+            ops = [UndefinedPrimal(a.type) if is_lin(a) else read_env(env, a) for a in e.inputs]
+            if e.prim.multiple_results:
+                ct_in = rule([c if c is not None else Zero(v.type) for c, v in zip(outs, e.outputs)], *ops, **e.params)
+            else:
+                ct_in = rule(outs[0] if outs[0] is not None else Zero(e.outputs[0].type), *ops, **e.params)
+            for a, c in zip(e.inputs, ct_in):
+                if is_lin(a):
+                    acc(a, c)
+    return [cts.get(id(v)) if x is LIN else None for v, x in zip(prog.params, args)]
+
+
+def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: Any, point: list, grid: tuple) -> None:
+    """The reversed loop: carries the carry's cotangent and the cotangents of linear loop constants."""
+    n = e.params["n_consts"]
+    lower, upper, body = e.params["lower"], e.params["upper"], e.params["body"]
+    ins = e.inputs
+    from .kernel_jvp import TANGENT_LOOP
+
+    if body.name != TANGENT_LOOP and any(id(a) not in lin for a in ins[n:]):
+        raise _unsupported("a loop whose tangent depends on its primal carry")
+    consts = [lrefs[id(a)] if id(a) in lrefs else LIN if id(a) in lin else read_env(env, a) for a in ins[:n]]
+    lin_consts = [k for k, c in enumerate(consts) if c is LIN]
+    carry_types = [v.type for v in body.params[1 + n:]]
+    const_types = [ins[k].type for k in lin_consts]
+    ct_carry = [cts.pop(id(v), None) for v in e.outputs]
+    init = [zeros_of(t) if c is None else c for c, t in zip(ct_carry, carry_types)]
+    init += [zeros_of(t) for t in const_types]
+
+    def step(i: Any, *c: Any) -> list:
+        j = (lower + upper - 1) - i
+        res = transpose_body(body, [j, *consts, *[LIN] * len(carry_types)], list(c[:len(carry_types)]), point, grid)
+        carry_ct = [r if r is not None else zeros_of(t) for r, t in zip(res[1 + n:], carry_types)]
+        consts_ct = [old if res[1 + k] is None else P.add(old, res[1 + k]) for k, old in zip(lin_consts, c[len(carry_types):])]
+        return carry_ct + consts_ct
+    from ..staging.kernel.control import carry_type, conform_to
+
+    types = [carry_type(x) for x in init]
+    staged = stage_body(step, [I32, *types], "fori_body_t", types)
+    outs = bind_loop(staged, [conform_to(x, t) for x, t in zip(init, types)], lower, upper)
+    for a, c in zip(ins[n:], outs[:len(carry_types)]):
+        acc(a, c)
+    for k, c in zip(lin_consts, outs[len(carry_types):]):
+        acc(ins[k], c)
+
+
+def _restricted(m: BlockMapping, axes: list, ngrid: int) -> BlockMapping:
+    """``m`` on the sub-grid ``axes`` (its index map reads no other axis)."""
+    def f(*ids: Any) -> list:
+        full = [np.int32(0)] * ngrid
+        for a, x in zip(axes, ids):
+            full[a] = x
+        return eval_program(m.index_map, full)
+    prog = stage_flat(f, [I32] * len(axes), tree_flatten(tuple(range(len(axes))))[1], "index_map")
+    return BlockMapping(m.carved, m.tiler, prog, m.ref_type, m.label, m.squeezed)
+
+
+def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, in_specs: tuple,
+                     out_specs: tuple, body: Program) -> Any:
+    """The cotangent of linear operand ``k``: a kernel on the grid axes its index map uses."""
+    ngrid = len(grid)
+    axes = sorted(used_params(in_specs[k].index_map))
+    loops = [a for a in range(ngrid) if a not in axes]
+    sub = tuple(grid[a] for a in axes)
+    ops, maps, carve = [], [], []   # operands of the backward kernel; per operand: None or the mapping to carve by
+    for x, m in [(x, m) for x, m in zip(operands, in_specs) if not is_linear(x)] + \
+            [(c, m) for c, m in zip(cts, out_specs) if c is not None]:
+        ops.append(x)
+        if used_params(m.index_map) <= set(axes):
+            maps.append(_restricted(m, axes, ngrid))
+            carve.append(None)
+        else:
+            maps.append(resolve(None, get_aval(x), sub, m.label))
+            carve.append(m)
+    xt = operands[k].type
+    out_map = _restricted(in_specs[k], axes, ngrid)
+    scratch = body.in_types[len(in_specs) + len(out_specs):]
+
+    def bwd(*refs: Any) -> None:
+        vals = [r.value for r in refs]
+        ids = [program_id(p) for p in range(len(axes))]
+
+        def at(loop_ids: list) -> None:
+            point: list = [None] * ngrid
+            for a, x in zip(axes, ids):
+                point[a] = x
+            for a, x in zip(loops, loop_ids):
+                point[a] = x
+            blocks = [v if c is None else ref_tile(v, eval_program(c.index_map, point), c.tiler, c.squeezed)
+                      for v, c in zip(vals, carve)]
+            it = iter(blocks)
+            args = [LinRef(vals[len(ops)] if q == k else None, "in") if is_linear(x) else next(it)
+                    for q, x in enumerate(operands)]
+            args += [LinRef(next(it) if c is not None else None, "out") for c in cts]
+            args += vals[len(ops) + 1:]
+            transpose_body(body, args, [], point, grid)
+
+        def nest(depth: int, loop_ids: list) -> None:
+            if depth == len(loops):
+                at(loop_ids)
+                return
+            fori_loop(0, grid[loops[depth]], lambda i, c: (nest(depth + 1, [*loop_ids, i]), c)[1], ())
+        nest(0, [])
+
+    label = in_specs[k].label
+    prog = stage_kernel_body(bwd, [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch), sub,
+                             f"{name}_bwd_{label}")
+    (out,) = bind_multi(kernel_p, *ops, name=f"{name}_bwd_{label}", grid=sub, in_specs=tuple(maps),
+                        out_specs=(out_map,), body=prog, _out_types=(xt,))
+    return out
+
+
+def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
+                      body: Program, _out_types: tuple) -> list:
+    from .kernel_jvp import _conform_ct
+
+    cts = [None if isinstance(c, Zero) else _conform_ct(c, t) for c, t in zip(cts, _out_types)]
+    if all(c is None for c in cts):
+        return [None] * len(operands)
+    base = name[:-4] if name.endswith("_jvp") else name
+    return [_backward_kernel(k, list(operands), cts, base, grid, in_specs, out_specs, body) if is_linear(x) else None
+            for k, x in enumerate(operands)]
+
+
+transpose_rules[kernel_p] = _kernel_transpose

@@ -1,0 +1,121 @@
+"""Autodiff through kernels: jvp (a tangent kernel), grad (backward kernels with their own grids, race-free)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+from . import kernels
+
+rng = np.random.default_rng(7)
+RAKED = (pt.Layout(4, 4), 8)  # raked rows: i, i+4, i+8, i+12
+
+
+def fd_jvp(f, xs, ts, eps=1e-6):
+    plus = f(*[x + eps * t for x, t in zip(xs, ts)])
+    minus = f(*[x - eps * t for x, t in zip(xs, ts)])
+    return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+
+
+def fd_grad(f, xs, k, eps=1e-6):
+    g = np.zeros_like(xs[k])
+    for idx in np.ndindex(*xs[k].shape):
+        e = np.zeros_like(xs[k])
+        e[idx] = eps
+        up = [x + e if j == k else x for j, x in enumerate(xs)]
+        dn = [x - e if j == k else x for j, x in enumerate(xs)]
+        g[idx] = (float(f(*up)) - float(f(*dn))) / (2 * eps)
+    return g
+
+
+def ref_softmax(x):
+    e = pt.exp(x - pt.reduce_max(x, 1)[:, None])
+    return e / pt.reduce_sum(e, 1)[:, None]
+
+
+CASES = {
+    "matmul": (kernels.matmul(32, 16, 24, 16, 8, 8, "f64"), [(32, 24), (24, 16)]),
+    "elementwise_raked": (kernels.elementwise((16, 16), RAKED, (4, 2), lambda i, j: (i, j), "f64"), [(16, 16)] * 2),
+    "softmax": (kernels.softmax(8, 6, 4, "f64"), [(8, 6)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_jvp_against_finite_differences(case):
+    f, shapes = CASES[case]
+    xs = [rng.standard_normal(s) for s in shapes]
+    ts = [rng.standard_normal(s) for s in shapes]
+    y, t = pt.jvp(f, tuple(xs), tuple(ts))
+    np.testing.assert_allclose(y, f(*xs))
+    np.testing.assert_allclose(t, fd_jvp(f, xs, ts), rtol=1e-6, atol=1e-7)
+
+
+def test_matmul_grad_against_finite_differences_and_dense():
+    M, N, K = 16, 16, 8
+    mm = kernels.matmul(M, N, K, 8, 8, 4, "f64")
+    a, b, w = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    loss = lambda a, b: pt.reduce_sum(mm(a, b) * w)  # noqa: E731
+    dense = lambda a, b: pt.reduce_sum((a @ b) * w)  # noqa: E731
+    ga, gb = pt.grad(loss, (0, 1))(a, b)
+    da, db = pt.grad(dense, (0, 1))(a, b)
+    np.testing.assert_allclose(ga, da, rtol=1e-12)
+    np.testing.assert_allclose(gb, db, rtol=1e-12)
+    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6)
+    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6)
+
+
+def test_matmul_grad_yields_backward_kernels_on_their_own_grids():
+    mm = kernels.matmul(32, 16, 24, 16, 8, 8, "f64")
+    w = rng.standard_normal((32, 16))
+    prog = pt.stage(pt.grad(lambda a, b: pt.reduce_sum(mm(a, b) * w), (0, 1)),
+                    pt.tensor("f64", (32, 24)), pt.tensor("f64", (24, 16)))
+    ks = {e.params["name"]: e for e in prog.eqns if e.prim.name == "kernel"}
+    assert set(ks) == {"matmul_kernel", "matmul_kernel_bwd_a_ref", "matmul_kernel_bwd_b_ref"}
+    assert ks["matmul_kernel_bwd_a_ref"].params["grid"] == (2,)    # M/BM: j is a loop inside the grid point
+    assert ks["matmul_kernel_bwd_b_ref"].params["grid"] == (2,)    # N/BN: i is a loop inside the grid point
+    text = str(prog)
+    assert "addupdate" in text and "ref_tile" in text and "matmul_kernel_jvp" not in text
+    assert not any(e.prim.name == "matmul" for e in prog.eqns)     # no dense fallback outside kernels
+
+
+def test_backward_kernels_run_race_free_with_a_rectangular_grid():
+    mm = kernels.matmul(24, 32, 16, 8, 16, 8, "f64")               # grid (3, 2)
+    a, b, w = rng.standard_normal((24, 16)), rng.standard_normal((16, 32)), rng.standard_normal((24, 32))
+    ga, gb = pt.grad(lambda a, b: pt.reduce_sum(mm(a, b) * w), (0, 1))(a, b)   # the race detector runs here
+    np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12)
+
+
+def test_elementwise_and_softmax_grads_against_the_dense_program():
+    ew = CASES["elementwise_raked"][0]
+    x, y, w = (rng.standard_normal((16, 16)) for _ in range(3))
+    got = pt.grad(lambda x, y: pt.reduce_sum(ew(x, y) * w), (0, 1))(x, y)
+    want = pt.grad(lambda x, y: pt.reduce_sum((x * pt.sin(y) + x) * w), (0, 1))(x, y)
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(g, h, rtol=1e-12)
+    sm = CASES["softmax"][0]
+    x, w = rng.standard_normal((8, 6)), rng.standard_normal((8, 6))
+    got = pt.grad(lambda x: pt.reduce_sum(sm(x) * w))(x)
+    np.testing.assert_allclose(got, pt.grad(lambda x: pt.reduce_sum(ref_softmax(x) * w))(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got, fd_grad(lambda x: pt.reduce_sum(sm(x) * w), [x], 0), rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_vmap_of_matmul_against_finite_differences():
+    mm = kernels.matmul(8, 8, 8, 4, 4, 4, "f64")
+    a, b, w = rng.standard_normal((2, 8, 8)), rng.standard_normal((8, 8)), rng.standard_normal((2, 8, 8))
+    loss = lambda a, b: pt.reduce_sum(pt.vmap(mm, in_axes=(0, None))(a, b) * w)  # noqa: E731
+    ga, gb = pt.grad(loss, (0, 1))(a, b)
+    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6)
+    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6)
+
+
+def test_unsupported_kernels_raise_a_clear_error():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+        o_ref[...] = o_ref[...] * x_ref[...]                         # reads back its output
+    spec = pt.BlockSpec((4, 4), lambda i: (i, 0))
+    kern = pt.kernel(k, pt.tensor("f64", (8, 4)), grid=(2,), in_specs=[spec], out_specs=spec)
+    with pytest.raises(pt.StagingError, match="not supported yet"):
+        pt.grad(lambda x: pt.reduce_sum(kern(x)))(rng.standard_normal((8, 4)))
