@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench export-gpu-bench bench-gpu clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,14 @@ test-slow: $(TSTAMP)
 bench: $(TSTAMP)
 	$(BIN)/python benchmarks/layout_algebra.py
 	$(BIN)/python benchmarks/staging.py
+
+# GPU benchmark in two steps: export the kernels here (no GPU needed), run them where a GPU is (torch + nvcc).
+GPU_BENCH ?= build/gpu-bench
+export-gpu-bench: $(STAMP)
+	$(BIN)/python benchmarks/export_gpu_bench.py --out $(GPU_BENCH)
+
+bench-gpu:
+	$(PY) benchmarks/gpu_gemm.py $(GPU_BENCH)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

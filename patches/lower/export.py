@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import json
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ from typing import Any
 
 from .errors import LoweringError
 
-_STRUCT = re.compile(r"typedef struct \{(.*?)\} (\w+)_Tensor_(\w+)_t;", re.S)
+_STRUCT = re.compile(r"typedef struct \{([^{}]*)\} (\w+)_Tensor_(\w+)_t;")
 _FIELD = re.compile(r"(\w+)\s*(\*?)\s*(\w+)(?:\[(\d+)\])?;")
 
 
@@ -39,6 +40,39 @@ def tensor_structs(header: str) -> list[tuple[str, list]]:
     return out
 
 
+def wrapper_arguments(header: str, name: str) -> list[str]:
+    """The tensor argument names of ``cute_dsl_<name>_wrapper`` in the order it takes them."""
+    m = re.search(rf"cute_dsl_{re.escape(name)}_wrapper\(([^)]*)\)", header)
+    if m is None:
+        raise LoweringError(f"the exported header declares no cute_dsl_{name}_wrapper")
+    return re.findall(rf"{re.escape(name)}_Tensor_(\w+)_t \*", m.group(1))
+
+
+def _dims(xs: Any) -> list:
+    xs = xs if isinstance(xs, tuple) else (xs,)
+    return [x if isinstance(x, int) else str(x) for x in xs]
+
+
+def arguments(exe: Any, structs: list) -> list[dict]:
+    """Per wrapper argument: the program parameter it reads (None for the output), the permutation from the
+    parameter's modes to kernel modes, dtype, kernel-mode shape and strides, and the struct fields."""
+    spec = exe.module.spec
+    ops = spec.kernel_operands()
+    if len(ops) != len(structs):
+        raise LoweringError(f"{spec.name}: the header declares {len(structs)} tensors, the kernel takes {len(ops)}")
+    out = []
+    for i, (op, (arg, fields)) in enumerate(zip(ops, structs)):
+        is_out = i == (2 if exe.module.kind == "gemm" else 0)
+        param = getattr(op, "param", None)
+        if exe.module.kind == "simt" and not is_out:
+            param = spec.reads[i - 1].param
+        out.append({"name": arg, "param": None if is_out else param, "output": is_out,
+                    "perm": list(getattr(op, "perm", ())) or None, "dtype": op.dtype,
+                    "shape": _dims(op.layout.shape), "stride": _dims(op.layout.stride),
+                    "fields": [[t + ("*" if ptr else ""), f, n] for t, ptr, f, n in fields]})
+    return out
+
+
 def export(exe: Any, directory: Path) -> Path:
     spec = exe.module.spec
     name = spec.name
@@ -50,20 +84,35 @@ def export(exe: Any, directory: Path) -> Path:
         raise LoweringError(f"export_to_c failed for {name}: {str(e).strip().splitlines()[0]}") from e
     header = (directory / f"{name}.h").read_text()
     structs = tensor_structs(header)
+    if [a for a, _ in structs] != wrapper_arguments(header, name):
+        raise LoweringError(f"{name}: the header's tensor structs and the wrapper's arguments disagree")
+    meta = {"kernel": name, "kind": exe.module.kind, "wrapper": f"cute_dsl_{name}_wrapper",
+            "library": f"lib{name}.so", "symbols": {"run": "patches_run", "load": "patches_load",
+                                                    "unload": "patches_unload"},
+            "config": _config(spec), "args": arguments(exe, structs), "n_params": spec.n_params}
+    (directory / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
     import cutlass
 
     root = Path(cutlass.__file__).resolve().parents[2]
     for lib in glob.glob(str(root / "**" / "cu12" / "lib" / "libcuda_dialect_runtime_static.a"), recursive=True):
         shutil.copy(lib, directory / "libcuda_dialect_runtime_static.a")
         break
-    (directory / f"{name}_shim.c").write_text(_shim(name, structs))
+    (directory / f"{name}_shim.cu").write_text(_shim(name, structs))
     (directory / f"{name}_binding.py").write_text(_binding(name, structs, spec))
     (directory / "build.sh").write_text(
         "#!/bin/sh\n# Build the loader (needs nvcc and the CUDA runtime).\nset -e\ncd \"$(dirname \"$0\")\"\n"
-        f"nvcc -shared -Xcompiler -fPIC -x cu -o lib{name}.so {name}_shim.c {name}.o "
-        "-L. -lcuda_dialect_runtime_static -lcudart -lcuda\n")
+        f"nvcc -shared -Xcompiler -fPIC -o lib{name}.so {name}_shim.cu {name}.o "
+        "-L. -lcuda_dialect_runtime_static -lcudart\n")
     os.chmod(directory / "build.sh", 0o755)
     return directory
+
+
+def _config(spec: Any) -> dict | None:
+    cfg = getattr(spec, "config", None)
+    if cfg is None:
+        return None
+    return {"tile": list(cfg.tile), "cluster": list(cfg.cluster), "stages": cfg.stages,
+            "persistent": cfg.persistent, "describe": cfg.describe()}
 
 
 def _shim(name: str, structs: list) -> str:

@@ -26,6 +26,8 @@ def run(exe: Any, tensors: tuple) -> Any:
     from cutlass.cute.runtime import from_dlpack
 
     spec = exe.module.spec
+    if exe.module.kind == "simt":
+        return run_simt(exe, tensors)
     if len(tensors) != spec.n_params:
         raise LoweringError(f"{spec.name} takes {spec.n_params} tensors (the program's parameters), got {len(tensors)}")
     if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
@@ -47,6 +49,46 @@ def run(exe: Any, tensors: tuple) -> Any:
         args.append(x.mark_layout_dynamic() if dynamic else x)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     exe.compiled(*args, stream)
+    return out
+
+
+def _check(spec: Any, tensors: tuple) -> None:
+    import torch
+
+    if len(tensors) != spec.n_params:
+        raise LoweringError(f"{spec.name} takes {spec.n_params} tensors (the program's parameters), got {len(tensors)}")
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        raise LoweringError("call a compiled kernel with CUDA torch tensors")
+
+
+def run_simt(exe: Any, tensors: tuple) -> Any:
+    """A SIMT row kernel: the parameters as they are (the kernel indexes their modes), the output allocated in the
+    program's output layout, extents read off the arguments."""
+    import cuda.bindings.driver as cuda
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    spec = exe.module.spec
+    _check(spec, tensors)
+    ext = {}
+    for r in spec.reads:
+        for mode, c in enumerate(r.coords):
+            if c is not None:
+                ext.setdefault(c, int(tensors[r.param].shape[mode]))
+    rows = spec.rows if isinstance(spec.rows, int) else ext.get(0)
+    cols = spec.cols if isinstance(spec.cols, int) else ext.get(1)
+    if rows is None or (cols is None and not spec.out_is_row):
+        raise LoweringError(f"{spec.name}: no argument gives the extents (rows {rows}, cols {cols})")
+    shape = (rows,) if spec.out_is_row else (rows, cols)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[spec.out_dtype]
+    order = _stride_order(spec.out_layout, len(shape), tuple(range(len(shape))))
+    out = _empty_in_order(shape, order, dtype, tensors[0].device)
+    dynamic = any(not isinstance(x, int) for x in (spec.rows, spec.cols))
+    args = []
+    for t in [out] + [tensors[r.param] for r in spec.reads]:
+        x = from_dlpack(t, assumed_align=16)
+        args.append(x.mark_layout_dynamic() if dynamic else x)
+    exe.compiled(*args, cuda.CUstream(torch.cuda.current_stream().cuda_stream))
     return out
 
 

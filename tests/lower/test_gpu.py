@@ -29,3 +29,22 @@ def test_forward_layer_on_gpu():
     y = exe(x, w, b)
     want = torch.relu(x.double() @ w.double() + b.double())
     torch.testing.assert_close(y.double(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_simt_softmax_on_gpu():
+    import torch
+
+    from patches.layouts import make_layout
+
+    r, c = 100, 1000
+
+    def softmax(x):
+        m = pt.broadcast(pt.reduce_max(x, axes=1), (r, c), (0,))
+        e = pt.exp(x - m)
+        return e / pt.broadcast(pt.reduce_sum(e, axes=1), (r, c), (0,))
+
+    exe = pt.lower(pt.stage(softmax, pt.tensor("f16", make_layout((r, c), (c, 1))))).compile()
+    x = (torch.randn(r, c, device="cuda", generator=torch.Generator(device="cuda").manual_seed(1)) * 4).half()
+    y = exe(x)
+    assert y.shape == (r, c) and torch.isfinite(y).all()
+    torch.testing.assert_close(y.double(), torch.softmax(x.double(), dim=1), rtol=2e-2, atol=1e-3)

@@ -75,5 +75,22 @@ def test_compiles_without_spills(which):
     exe = pt.lower(prog).compile()
     res, counts = exe.resources, exe.counts("LDG", "STG", "SHFL", "MUFU")
     assert res["spills"] == 0 and counts["LDG"] > 0 and counts["STG"] > 0, (res, counts)
+    assert "LDG.E.128" in exe.sass             # full chunks of row-major inputs: 16-byte loads; the tail stays scalar
     if which == "softmax":
         assert counts["SHFL"] >= 10 and counts["MUFU"] > 0      # two warp reductions, exp
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_row_major_output_is_stored_with_vector_stores():
+    pytest.importorskip("cutlass")
+    import dataclasses
+
+    from patches.lower.emit_simt import emit_simt, out_vector
+    from patches.lower.module import Module
+
+    spec = analyze_simt(_chain())
+    assert not out_vector(spec)                 # staging's elementwise results are column-major: scalar stores
+    spec = dataclasses.replace(spec, out_layout=make_layout((R, C), (C, 1)))
+    assert out_vector(spec)
+    exe = Module(spec, emit_simt(spec), 0.0, kind="simt").compile()
+    assert exe.resources["spills"] == 0 and "STG.E.128" in exe.sass and "LDG.E.128" in exe.sass
