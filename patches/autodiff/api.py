@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..staging.array import Array, to_array
 from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, new_main, to_user
 from ..staging.errors import fail
@@ -22,7 +20,7 @@ from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.types import TensorType, same_modes
 from .jvp import jvp_flat
 from .partial_eval import PETrace, tracers_to_program
-from .tangents import Zero, is_differentiable, tangent_type, zeros_of
+from .tangents import Zero, is_differentiable, scalar, tangent_type, zeros_of
 from .transpose import UndefinedPrimal, backward_pass
 
 
@@ -206,17 +204,11 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
         t: TensorType = get_aval(outs[0])
         if t.rank != 0 or not is_differentiable(t):
             raise fail("grad", "f must return a floating-point scalar (rank 0); use vjp for other outputs", t)
-        cts = fn.flat([np.ones((), dtype=_np(t.dtype))])
+        cts = fn.flat([scalar(1, t.dtype)])
         grads = tree_unflatten(d_tree, [to_user(c) for c in cts])
         return to_user(outs[0]), (grads if many else grads[0])
 
     return wrapped
-
-
-def _np(dtype: str) -> Any:
-    from ..staging import dtypes
-
-    return dtypes.to_numpy(dtype)
 
 
 def grad(f: Callable, argnums: int | tuple = 0) -> Callable:

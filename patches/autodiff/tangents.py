@@ -14,6 +14,7 @@ import numpy as np
 
 from ..staging import dtypes
 from ..staging import primitives as P
+from ..staging.array import Array
 from ..staging.core import get_aval
 from ..staging.symbols import is_symbolic
 from ..staging.types import TensorType, computed_layout, is_compact
@@ -49,7 +50,10 @@ def instantiate(t: Any) -> Any:
 
 
 def scalar(v: Any, dtype: str) -> Any:
-    """A numpy scalar of the given dtype (stages as an inline literal)."""
+    """A scalar of the given dtype (stages as an inline literal); an emulated dtype such as bf16 has no numpy
+    scalar type, so it is a 0-d Array carrying its dtype."""
+    if dtype in dtypes.EMULATED:
+        return Array.from_numpy(np.asarray(v, dtypes.to_numpy(dtype)), dtype)
     return dtypes.to_numpy(dtype).type(v)
 
 

@@ -87,7 +87,7 @@ def _run(prog: Program, args: list, symbols: dict | None) -> list:
     def read(a: Any) -> Array:
         if type(a) is Literal:
             if a.array is None:
-                a.array = to_array(a.value)
+                a.array = to_array(a.value, a.type.dtype)
             return a.array
         return env[id(a)]
 
@@ -141,8 +141,8 @@ def eval_program(prog: Program, args: list) -> list:
         env[id(v)] = x if prog.symbolic else conform(x, v.type, i, prog.name)
 
     def read(a: Any) -> Any:
-        if type(a) is Literal:
-            return a.value
+        if type(a) is Literal:     # an emulated dtype (bf16) has no numpy scalar: carry it as an Array
+            return to_array(a.value, a.type.dtype) if a.type.dtype in dtypes.EMULATED else a.value
         return env[id(a)]
 
     for e in prog.eqns:

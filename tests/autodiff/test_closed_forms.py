@@ -107,3 +107,20 @@ def test_against_jax():
     hvp = pt.jvp(pt.grad(lambda v: pt.reduce_sum(pt.sin(v) * v * v)), (a,), (bb[:3, :4],))[1]
     jhvp = jax.jvp(jax.grad(lambda v: jnp.sum(jnp.sin(v) * v * v)), (a,), (bb[:3, :4],))[1]
     np.testing.assert_allclose(hvp, jhvp, rtol=1e-10)
+
+
+def test_bf16_layer_gradient():
+    """bf16 has no numpy scalar type: the seed, relu's mask and literals must stay bf16 through grad."""
+    def loss(x, w, b):
+        return pt.reduce_sum(pt.relu(x @ w + b))
+
+    types = [pt.tensor("bf16", s) for s in ((64, 32), (32, 16), (16,))]
+    prog = pt.stage(pt.grad(loss, argnums=(0, 1)), *types)
+    assert "f32" not in str(prog)
+    rng = np.random.default_rng(3)
+    args = [pt.Array.from_numpy(rng.standard_normal(s).astype(np.float32), "bf16") for s in ((64, 32), (32, 16), (16,))]
+    x, w, b = (np.asarray(a).astype(np.float64) for a in args)
+    gx, gw = pt.evaluate(prog, *args)
+    mask = (x @ w + b > 0).astype(np.float64)
+    for got, want in ((gx, mask @ w.T), (gw, x.T @ mask)):
+        assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-2
