@@ -101,14 +101,18 @@ def show(x: Any) -> str:
     return fn(x) if fn else str(x)
 
 
+def argsort(keys: list | tuple) -> list:
+    """The stable order of keys, deciding order through lt (so symbolic keys are compared by the prover)."""
+    for k in keys:
+        if type(k) is not int:
+            return sorted(range(len(keys)), key=functools.cmp_to_key(
+                lambda i, j: -1 if lt(keys[i], keys[j]) else 1 if lt(keys[j], keys[i]) else i - j))
+    return sorted(range(len(keys)), key=keys.__getitem__)
+
+
 def sort_by(items: list, key: Callable[[Any], Any]) -> list:
-    """items sorted by key, deciding order through lt (so symbolic keys are compared by the prover)."""
-    keys = [key(x) for x in items]
-    if all(type(k) is int for k in keys):
-        return [x for _, _, x in sorted(zip(keys, range(len(items)), items), key=lambda p: (p[0], p[1]))]
-    order = sorted(range(len(items)), key=functools.cmp_to_key(
-        lambda i, j: -1 if lt(keys[i], keys[j]) else 1 if lt(keys[j], keys[i]) else i - j))
-    return [items[i] for i in order]
+    """items sorted (stably) by key, through argsort."""
+    return [items[i] for i in argsort([key(x) for x in items])]
 
 
 def is_stride(x: Any) -> bool:

@@ -29,7 +29,7 @@ def coalesce_flat(shapes: tuple, strides: tuple) -> tuple[list, list]:
         # extents the question whether they are 1 wherever they merge.
         if rs and _meets(rs[-1] * rd[-1], d):
             rs[-1] = rs[-1] * s
-        elif arith.is_one(s):  # a symbolic extent not proved 1 stays, as CuTe keeps dynamic ones
+        elif s == 1 if type(s) is int else arith.is_one(s):  # a symbolic extent not proved 1 stays (CuTe: dynamic)
             continue
         else:
             rs.append(s)

@@ -242,6 +242,8 @@ def _slice_holds(c: ComposedLayout, sliced: Layout, d: int, result: Any, offset:
 def lift(fn: Any) -> Any:
     """fn on Layouts, extended to ComposedLayouts by applying it to the outer layout (CuTe's rule)."""
     def op(layout: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(layout) is Layout:
+            return fn(layout, *args, **kwargs)
         if isinstance(layout, ComposedLayout):
             r = fn(layout.outer, *args, **kwargs)
             return ComposedLayout(layout.inner, layout.offset, r) if isinstance(r, Layout) else r

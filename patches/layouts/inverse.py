@@ -148,7 +148,7 @@ def right_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = []
     cur = 1
-    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
+    for k in arith.argsort(strides):
         if arith.eq(strides[k], cur):
             rs.append(shapes[k])
             rd.append(pre[k])
@@ -166,7 +166,7 @@ def left_inverse(layout: Layout) -> Layout:
     rs: list = []
     rd: list = [0]
     prev, span = 1, 1
-    for k in arith.sort_by(list(range(len(strides))), strides.__getitem__):
+    for k in arith.argsort(strides):
         s, d = shapes[k], strides[k]
         if not arith.lt(0, d):
             why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"
