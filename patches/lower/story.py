@@ -80,9 +80,9 @@ def demo(out_dir: str = "build/demo_kernels") -> None:
     import patches as pt
 
     m, k, n = 1024, 512, 2048
-    x_t = pt.tensor("f16", make_layout((m, k), (k, 1)))
-    w_t = pt.tensor("f16", make_layout((k, n), (n, 1)))
-    b_t = pt.tensor("f16", n)
+    x_t = pt.tensor("bf16", make_layout((m, k), (k, 1)))
+    w_t = pt.tensor("bf16", make_layout((k, n), (n, 1)))
+    b_t = pt.tensor("bf16", n)
 
     def layer(x: Any, w: Any, b: Any) -> Any:
         return pt.relu(x @ w + b)
