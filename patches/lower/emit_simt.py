@@ -1,6 +1,9 @@
-"""Emitting a fused SIMT row kernel (CuTe DSL, any arch) from a SimtSpec: one warp per row, a thread-value layout
-from patches.layouts.make_layout_tv giving each lane VEC consecutive columns per chunk, one pass per reduction
-(warp shuffle reduce) and a last pass computing and storing the output; everything in f32, rounded at the store.
+"""Emitting a fused SIMT row kernel (CuTe DSL, any arch) from a SimtSpec: one warp per row (or, for a single row such
+as a full reduction or a rank-1 chain, the whole CTA on it), a thread-value layout from
+patches.layouts.make_layout_tv giving each thread VEC consecutive columns per chunk, one pass per reduction (warp
+shuffle reduce, then across warps through shared memory for a CTA row) and a last pass computing and storing the
+output; everything in f32, rounded at the store. Row and column indices are split into the domain modes'
+coordinates (colexicographic), and every argument is indexed through its own layout at those coordinates.
 """
 
 from __future__ import annotations
@@ -16,9 +19,14 @@ INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
 COMBINE = {"sum": "{0} + {1}", "max": "cute.math.max({0}, {1})"}
 
 
-def tv_layout(vec: int) -> tuple:
-    """(chunk, tv): 32 lanes x ``vec`` values, each lane's values consecutive (make_layout_tv of 32 and vec)."""
-    tiler, tv = make_layout_tv(make_layout(32), make_layout(vec))
+def threads(spec: SimtSpec) -> int:
+    """Threads walking one row: a warp, or the whole CTA for a single-row program."""
+    return 32 * WARPS if spec.block_row else 32
+
+
+def tv_layout(vec: int, n: int = 32) -> tuple:
+    """(chunk, tv): ``n`` threads x ``vec`` values, each thread's values consecutive (make_layout_tv of n and vec)."""
+    tiler, tv = make_layout_tv(make_layout(n), make_layout(vec))
     return tiler[0], tv
 
 
@@ -29,24 +37,33 @@ def _needed(spec: SimtSpec, r: tuple, acc: set) -> None:
             _needed(spec, a, acc)
 
 
+def _strides(layout) -> tuple:
+    return layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+
+
+def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
+    """Whether the columns are one domain mode walked with unit stride by this argument, every other walked mode's
+    stride a multiple of 16 bytes (each row's chunks start 16-byte aligned)."""
+    from .analyze import _divisor
+
+    if len(spec.col_modes) != 1:
+        return False
+    c = spec.col_modes[0]
+    stride = _strides(layout)
+    if list(coords).count(c) != 1 or stride[coords.index(c)] != 1:
+        return False
+    return all(_divisor(d) * DTYPE_BYTES[dtype] % 16 == 0 for k, d in zip(coords, stride) if k is not None and k != c)
+
+
 def vector_reads(spec: SimtSpec) -> set:
     """Reads whose row is contiguous (unit column stride) and 16-byte aligned at every row start: full chunks load
     each lane's VEC columns with one vector access (LDG.128)."""
-    return {i for i, r in enumerate(spec.reads) if _row_vector(r.layout, r.coords, r.dtype)}
-
-
-def _row_vector(layout, coords: tuple, dtype: str) -> bool:
-    from .analyze import _divisor
-
-    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
-    if 1 not in coords or stride[coords.index(1)] != 1:
-        return False
-    return all(_divisor(d) * DTYPE_BYTES[dtype] % 16 == 0 for c, d in zip(coords, stride) if c == 0)
+    return {i for i, r in enumerate(spec.reads) if _row_vector(r.layout, r.coords, r.dtype, spec)}
 
 
 def out_vector(spec: SimtSpec) -> bool:
-    """Whether full chunks store the output with vector accesses (a row-contiguous, aligned (R, C) output)."""
-    return not spec.out_is_row and _row_vector(spec.out_layout, (0, 1), spec.out_dtype)
+    """Whether full chunks store the output with vector accesses (a row-contiguous, aligned output)."""
+    return not spec.out_is_row and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec)
 
 
 def _reads_of(spec: SimtSpec, r: tuple) -> set:
@@ -54,6 +71,12 @@ def _reads_of(spec: SimtSpec, r: tuple) -> set:
     _needed(spec, r, need)
     refs = [r] + [a for j in need for a in spec.steps[j].args]
     return {a[1] for a in refs if a[0] == "in"}
+
+
+def _index(coords: tuple, free: object = None) -> str:
+    """The coordinate tuple of an argument: its modes' domain coordinates, 0 for size-1 modes, None for ``free``."""
+    idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
+    return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
@@ -66,8 +89,7 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
     if a[0] == "lit":
         return _lit(a[1])
     rd = spec.reads[a[1]]
-    idx = ["row" if c == 0 else "col" if c == 1 else "0" for c in rd.coords]
-    return f"{rd.name}[{idx[0] if len(idx) == 1 else '(' + ', '.join(idx) + ')'}].to(cutlass.Float32)"
+    return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset()) -> list[str]:
@@ -88,13 +110,24 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset()) -> l
     return out
 
 
+def _split(index: str, modes: tuple, indent: str) -> list[str]:
+    """Coordinates d{c} of the domain modes ``modes`` (fastest first) from a linear ``index``."""
+    if not modes:
+        return []
+    if len(modes) == 1:
+        return [f"{indent}d{modes[0]} = {index}"]
+    out = [f"{indent}rem = {index}   # colexicographic split into modes {', '.join(f'd{c}' for c in modes)}"]
+    for c in modes[:-1]:
+        out += [f"{indent}d{c} = rem % e{c}", f"{indent}rem = rem // e{c}"]
+    return out + [f"{indent}d{modes[-1]} = rem"]
+
+
 def _slice(spec: SimtSpec, i: int) -> str:
     """Read i's row as a 1-D tensor along the column mode (the row fixed, size-1 modes at 0)."""
     rd = spec.reads[i]
     if len(rd.coords) == 1:
         return rd.name
-    idx = ["row" if c == 0 else "None" if c == 1 else "0" for c in rd.coords]
-    return f"{rd.name}[({', '.join(idx)})]"
+    return f"{rd.name}[{_index(rd.coords, spec.col_modes[0])}]"
 
 
 def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
@@ -104,39 +137,51 @@ def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
     vec = vector_reads(spec) & _reads_of(spec, r)
     vstore = store and out_vector(spec)
     i = "        "
-    out = [f"{i}for chunk in cutlass.range(full, unroll=1):   # full chunks: 16-byte vector accesses",
-           f"{i}    seg = chunk * (CHUNK // VEC) + lane   # this lane's VEC consecutive columns"]
+    out = [f"{i}for chunk in cutlass.range(full, unroll=1):   # full chunks: 16-byte vector accesses where contiguous",
+           f"{i}    seg = chunk * (CHUNK // VEC) + lane   # this thread's VEC consecutive columns"]
     for j in sorted(vec):
         out.append(f"{i}    g{j} = cute.local_tile({_slice(spec, j)}, (VEC,), (seg,)).load()")
     if vstore:
         out.append(f"{i}    rOut = cute.make_rmem_tensor((VEC,), OUT_DTYPE)")
     out += [f"{i}    for v in cutlass.range_constexpr(VEC):", f"{i}        col = chunk * CHUNK + TV((lane, v))"]
+    out += _split("col", spec.col_modes, f"{i}        ")
     out += _compute(spec, r, f"{i}        ", vec)
     x = _arg(spec, r, vec)
     if vstore:
         out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
-        out.append(f"{i}    cute.local_tile(mOut[(row, None)], (VEC,), (seg,)).store(rOut.load())")
+        oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
+        out.append(f"{i}    cute.local_tile({oslice}, (VEC,), (seg,)).store(rOut.load())")
     else:
         out += [ln.format(x=x, ind=f"{i}        ") for ln in body]
     out += [f"{i}for chunk in cutlass.range(full, chunks, unroll=1):   # the tail: element by element",
             f"{i}    for v in cutlass.range_constexpr(VEC):",
             f"{i}        col = chunk * CHUNK + TV((lane, v))",
             f"{i}        if col < ext_c:"]
+    out += _split("col", spec.col_modes, f"{i}            ")
     out += _compute(spec, r, f"{i}            ")
     out += [ln.format(x=_arg(spec, r), ind=f"{i}            ") for ln in body]
     return out
 
 
+def _extent(spec: SimtSpec, names: list, c: int) -> str:
+    hit = dict(spec.extents)[c]
+    if hit is None:
+        return str(dict(spec.sizes)[c])
+    return f"cute.size({names[hit[0]]}, mode=[{hit[1]}])"
+
+
 def emit_simt(spec: SimtSpec) -> str:
-    """The module text: constants, the TV layout, host launcher (one warp per row) and kernel."""
-    chunk, tv = tv_layout(spec.vec)
+    """The module text: constants, the TV layout, host launcher (one warp per row, or one CTA for one row), kernel."""
+    n = threads(spec)
+    chunk, tv = tv_layout(spec.vec, n)
     names = ["mOut"] + [r.name for r in spec.reads]
-    params = ", ".join(f"{n}: cute.Tensor" for n in names)
+    params = ", ".join(f"{nm}: cute.Tensor" for nm in names)
     args = ", ".join(names)
-    (_, _), (c_arg, c_mode) = spec.extent_from
-    L = ['"""Fused SIMT row kernel generated by patches.lower: one warp per row, one pass per reduction.', "",
+    walk = "one CTA on the single row" if spec.block_row else "one warp per row"
+    L = [f'"""Fused SIMT row kernel generated by patches.lower: {walk}, one pass per reduction.', "",
          f"{len(spec.reductions)} reduction pass(es) and an output pass over each row; f32 arithmetic, output "
-         f"{spec.out_dtype}.", '"""', "# The staged program this kernel computes:"]
+         f"{spec.out_dtype}.", f"Rows walk domain modes {list(spec.row_modes)}, columns {list(spec.col_modes)} "
+         "(coordinates d<mode>, extents e<mode>).", '"""', "# The staged program this kernel computes:"]
     L.extend(comment_block(spec.program_text, "#   "))
     w = L.append
     w("")
@@ -144,48 +189,72 @@ def emit_simt(spec: SimtSpec) -> str:
     w("import cutlass")
     w("import cutlass.cute as cute")
     w("")
-    w(f"WARPS = {WARPS}   # rows per CTA")
-    w(f"VEC = {spec.vec}   # consecutive columns per lane and chunk (16 bytes of output)")
-    w(f"CHUNK = {chunk}   # columns per warp and chunk")
+    w(f"WARPS = {WARPS}   # warps per CTA")
+    w(f"THREADS = {n}   # threads per row")
+    w(f"ROWS = {32 * WARPS // n}   # rows per CTA")
+    w(f"VEC = {spec.vec}   # consecutive columns per thread and chunk (16 bytes of output)")
+    w(f"CHUNK = {chunk}   # columns per row and chunk")
     w(f"OUT_DTYPE = {CUTLASS_DTYPES[spec.out_dtype]}")
     w("")
     w("")
     w("def tv_layout():")
-    w(f'    """(lane, value) -> column within a chunk: patches.layouts.make_layout_tv(32, {spec.vec}) = {tv}."""')
+    w(f'    """(thread, value) -> column within a chunk: patches.layouts.make_layout_tv({n}, {spec.vec}) = {tv}."""')
     w(f"    return cute.make_layout({tv.shape!r}, stride={tv.stride!r})")
     w("")
     w("")
+
+    def extents(ind: str) -> None:
+        for c in spec.row_modes + spec.col_modes:
+            w(f"{ind}e{c} = {_extent(spec, names, c)}")
+        w(f"{ind}ext_r = {' * '.join(f'e{c}' for c in spec.row_modes) or '1'}")
+
     w("@cute.jit")
     w(f"def host({params}, stream: cuda.CUstream):")
-    w('    """Launch WARPS rows per CTA."""')
-    w("    rows = cute.size(mOut, mode=[0])")
-    w(f"    kernel({args}).launch(grid=((rows + WARPS - 1) // WARPS, 1, 1), block=[32 * WARPS, 1, 1], stream=stream)")
+    w('    """Launch ROWS rows per CTA."""')
+    extents("    ")
+    w(f"    kernel({args}).launch(grid=((ext_r + ROWS - 1) // ROWS, 1, 1), block=[32 * WARPS, 1, 1], stream=stream)")
     w("")
     w("")
     w("@cute.kernel")
     w(f"def kernel({params}):")
-    w('    """Warp w of CTA b owns row b * WARPS + w; lane l walks columns TV(l, v) of every chunk."""')
+    w('    """Threads [THREADS * r, THREADS * (r + 1)) of CTA b own row b * ROWS + r; thread l walks columns TV(l, v)."""')
     w("    TV = tv_layout()")
     w("    tidx, _, _ = cute.arch.thread_idx()")
     w("    bidx, _, _ = cute.arch.block_idx()")
-    w("    lane = tidx % 32")
-    w("    row = bidx * WARPS + tidx // 32")
-    w("    ext_r = cute.size(mOut, mode=[0])")
-    w(f"    ext_c = cute.size({names[c_arg]}, mode=[{c_mode}])")
+    w("    lane = tidx % THREADS")
+    w("    row = bidx * ROWS + tidx // THREADS")
+    extents("    ")
+    w(f"    ext_c = {' * '.join(f'e{c}' for c in spec.col_modes) or '1'}")
     w("    chunks = (ext_c + CHUNK - 1) // CHUNK")
     w("    full = ext_c // CHUNK")
+    if spec.block_row and spec.reductions:
+        w("    # Cross-warp partials of each reduction (the CTA walks one row).")
+        w("    sRed = cutlass.memory.SmemAllocator().allocate_tensor(")
+        w(f"        cutlass.Float32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
     w("    if row < ext_r:")
+    L.extend(_split("row", spec.row_modes, "        "))
     for j, (op, r) in enumerate(spec.reductions):
         w(f"        # Pass {j}: the row's {op}.")
         w(f"        part = {INIT[op]}")
         L.extend(_passes(spec, r, ["{ind}part = " + COMBINE[op].format("part", "{x}")], store=False))
-        w(f"        red{j} = cute.arch.warp_reduction(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
+        w(f"        part = cute.arch.warp_reduction(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
+        if spec.block_row:
+            w("        if tidx % 32 == 0:")
+            w(f"            sRed[(tidx // 32, {j})] = part")
+            w("        cute.arch.barrier()")
+            w(f"        red{j} = sRed[(0, {j})]")
+            w("        for wp in cutlass.range_constexpr(1, WARPS):")
+            w(f"            red{j} = {COMBINE[op].format(f'red{j}', f'sRed[(wp, {j})]')}")
+        else:
+            w(f"        red{j} = part")
     if spec.out_is_row:
-        w("        # The output is one value per row: lane 0 stores it.")
+        w("        # The output is one value per row: its first thread stores it.")
         L.extend(_compute(spec, spec.result, "        "))
         w("        if lane == 0:")
-        w(f"            mOut[row] = ({_arg(spec, spec.result)}).to(OUT_DTYPE)")
+        w(f"            mOut[{_index(spec.out_coords) if spec.out_coords else '0'}] = "
+          f"({_arg(spec, spec.result)}).to(OUT_DTYPE)")
     else:
         w("        # Output pass: compute every element of the row and store it, rounded once.")
-        L.extend(_passes(spec, spec.result, ["{ind}mOut[(row, col)] = ({x}).to(OUT_DTYPE)"], store=True))
+        L.extend(_passes(spec, spec.result, ["{ind}mOut[" + _index(spec.out_coords) + "] = ({x}).to(OUT_DTYPE)"],
+                         store=True))
     return "\n".join(L) + "\n"

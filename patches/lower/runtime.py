@@ -70,26 +70,25 @@ def run_simt(exe: Any, tensors: tuple) -> Any:
 
     spec = exe.module.spec
     _check(spec, tensors)
-    ext = {}
+    ext = {c: s for c, s in spec.sizes if isinstance(s, int)}
     for r in spec.reads:
         for mode, c in enumerate(r.coords):
             if c is not None:
                 ext.setdefault(c, int(tensors[r.param].shape[mode]))
-    rows = spec.rows if isinstance(spec.rows, int) else ext.get(0)
-    cols = spec.cols if isinstance(spec.cols, int) else ext.get(1)
-    if rows is None or (cols is None and not spec.out_is_row):
-        raise LoweringError(f"{spec.name}: no argument gives the extents (rows {rows}, cols {cols})")
-    shape = (rows,) if spec.out_is_row else (rows, cols)
+    missing = [c for c in spec.out_coords if c is not None and c not in ext]
+    if missing:
+        raise LoweringError(f"{spec.name}: no argument gives the extents of output modes {missing}")
+    shape = tuple(1 if c is None else ext[c] for c in spec.out_coords) or (1,)
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[spec.out_dtype]
     order = _stride_order(spec.out_layout, len(shape), tuple(range(len(shape))))
     out = _empty_in_order(shape, order, dtype, tensors[0].device)
-    dynamic = any(not isinstance(x, int) for x in (spec.rows, spec.cols))
+    dynamic = any(not isinstance(x, int) for _, x in spec.sizes)
     args = []
     for t in [out] + [tensors[r.param] for r in spec.reads]:
         x = from_dlpack(t, assumed_align=16)
         args.append(x.mark_layout_dynamic() if dynamic else x)
     exe.compiled(*args, cuda.CUstream(torch.cuda.current_stream().cuda_stream))
-    return out
+    return out.reshape(()) if not spec.out_coords else out
 
 
 def _stride_order(layout: Any, rank: int, inv: tuple) -> list:

@@ -1,8 +1,13 @@
-"""Reading an elementwise/reduction program as a fused SIMT row kernel: every value is a full (rows, cols) array,
-a per-row value (a reduction over the column mode), or a parameter read at (row, col) coordinates.
+"""Reading an elementwise/reduction program as a fused SIMT row kernel, canonicalized to a 2-D (rows, cols) problem.
 
-The domain is the programs' 2-D shape (R, C); each reduction over mode 1 becomes a pass over the row, and the
-output (an (R, C) array or an (R,) row vector) is computed in a last pass. Everything runs in f32.
+Every mode of every value is assigned a *domain mode* (a class of modes that must walk together): elementwise ops
+unify their operands' modes, ``transpose`` permutes them, ``broadcast`` maps the input's modes into the output's
+(new and stretched size-1 modes are fresh), and ``reduce_sum``/``reduce_max`` remove theirs. The reduced domain
+modes are the columns (col = c0 + E0 * (c1 + E1 * ...), colexicographic like CuTe coordinates), the other domain
+modes the rows, so a column reduction, a full reduction (one row), a rank-1 chain ((1, n)) and a rank-3 reduction
+over the last mode all become one row kernel. A program without reductions takes its output's last mode as the
+columns. Size-1 modes are read at index 0 and are no domain modes. Each parameter is read through its own layout at
+the domain coordinates of its modes; everything runs in f32.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ DTYPES = ("bf16", "f16", "f32")
 
 @dataclass(frozen=True)
 class Read:
-    """Parameter ``param`` read per element; ``coords[i]`` is 0 (row), 1 (col) or None (a size-1 mode)."""
+    """Parameter ``param`` read per element; ``coords[i]`` is the domain mode walking the parameter's mode i, or None
+    (a size-1 or broadcast-away mode, read at 0)."""
 
     name: str
     param: int
@@ -46,24 +52,35 @@ class SimtSpec:
     """Everything needed to emit, compile and simulate one fused SIMT row kernel."""
 
     name: str
-    rows: Any
-    cols: Any
+    rows: Any                  # product of the row domain modes' extents (1 for a full reduction)
+    cols: Any                  # product of the column domain modes' extents
     reads: tuple
     steps: tuple
     reductions: tuple          # (op, value ref) per pass, in order
     result: tuple              # value ref of the output
     out_dtype: str
-    out_layout: Layout
+    out_layout: Layout         # the kernel's output tensor (a rank-0 output is stored as one element, 1:1)
     out_is_row: bool
-    extent_from: tuple         # (argument index, mode) giving R and C at run time
+    extent_from: tuple         # unused (kept for older callers); see ``extents``
     program_text: str = ""
     n_params: int = 0
     vec: int = 8
     facts: dict = field(default_factory=dict)
+    row_modes: tuple = ()      # domain modes of the rows, fastest first
+    col_modes: tuple = ()      # domain modes of the columns, fastest first
+    sizes: tuple = ()          # static (possibly symbolic) extent per domain mode
+    extents: tuple = ()        # per domain mode: (kernel argument, mode) giving its extent at run time, or None
+    out_coords: tuple = ()     # domain mode per output mode (None: size 1)
+    out_shape: tuple = ()      # the program's output shape (() for a scalar)
 
     def kernel_operands(self) -> tuple:
         """The kernel's tensor arguments: the output, then the parameter reads (records with layout and dtype)."""
         return (_Arg(self.out_dtype, self.out_layout),) + tuple(_Arg(r.dtype, r.layout) for r in self.reads)
+
+    @property
+    def block_row(self) -> bool:
+        """A single row (a full reduction, a rank-1 program): the whole CTA walks it and reduces across warps."""
+        return isinstance(self.rows, int) and self.rows == 1
 
 
 @dataclass(frozen=True)
@@ -72,22 +89,129 @@ class _Arg:
     layout: Layout
 
 
+class _Classes:
+    """Union-find over mode variables."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.size: list[Any] = []
+
+    def fresh(self, size: Any) -> int:
+        self.parent.append(len(self.parent))
+        self.size.append(size)
+        return len(self.parent) - 1
+
+    def find(self, a: int) -> int:
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: int, b: int, what: str) -> None:
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            if self.size[a] != self.size[b]:
+                raise LoweringError(f"{what}: modes of extents {self.size[a]} and {self.size[b]} walk together")
+            self.parent[b] = a
+
+
+def _is_one(s: Any) -> bool:
+    return isinstance(s, int) and s == 1
+
+
 def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
-    """The SimtSpec of a program of elementwise ops, views and row reductions (no matmul)."""
+    """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
     prog = prog.dce()
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     if len(prog.outputs) != 1:
         raise LoweringError(f"the SIMT kernel has one output; this program returns {len(prog.outputs)}")
-    full = [modes_of(v.type.shape) for v in list(prog.params) + [o for e in prog.eqns for o in e.outputs]]
-    two = [s for s in full if len(s) == 2]
-    if not two or any(len(s) > 2 for s in full):
-        raise LoweringError("the SIMT kernel walks a 2-D (rows, cols) domain; this program has no rank-2 value "
-                            "or one of rank > 2 (reshape it into rows first)")
-    rows, cols = two[0]
-    src: dict[int, tuple] = {id(v): ("param", i, tuple(range(len(modes_of(v.type.shape)))))
+    cl = _Classes()
+    var: dict[int, list] = {}          # id(value) -> mode variable per mode (None for size-1 modes)
+
+    def new_vars(v: Any) -> list:
+        return [None if _is_one(s) else cl.fresh(s) for s in modes_of(v.type.shape)]
+
+    def vars_of(x: Any) -> list:
+        if isinstance(x, Literal):
+            return []
+        if id(x) not in var:
+            var[id(x)] = new_vars(x)
+        return var[id(x)]
+
+    reduced: list[tuple] = []          # (eqn name, variables reduced)
+    for p in prog.params:
+        vars_of(p)
+    for e in prog.eqns:
+        nm = e.prim.name
+        out = e.outputs[0]
+        if nm == "transpose":
+            xv = vars_of(e.inputs[0])
+            var[id(out)] = [xv[q] for q in e.params["perm"]]
+        elif nm == "broadcast":
+            xv = vars_of(e.inputs[0])
+            ov = new_vars(out)
+            for i, d in enumerate(e.params["dims"]):
+                if xv[i] is not None and ov[d] is not None:
+                    cl.union(xv[i], ov[d], nm)
+            var[id(out)] = ov
+        elif nm in REDUCE:
+            xv = vars_of(e.inputs[0])
+            axes = tuple(e.params["axes"])
+            var[id(out)] = [v for i, v in enumerate(xv) if i not in axes]
+            reduced.append((nm, [xv[a] for a in axes if xv[a] is not None]))
+        elif nm in UNARY | BINARY or nm == "astype":
+            ranked = [vars_of(a) for a in e.inputs if not isinstance(a, Literal) and modes_of(a.type.shape)]
+            ov = new_vars(out)
+            for xv in ranked:
+                if len(xv) != len(ov):
+                    raise LoweringError(f"{nm}: operands of ranks {len(xv)} and {len(ov)} (broadcast them first)")
+                for a, b in zip(xv, ov):
+                    if a is not None and b is not None:
+                        cl.union(a, b, nm)
+            var[id(out)] = ov
+        else:
+            raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(UNARY | BINARY))}, "
+                                "astype, transpose/broadcast views, reduce_sum/reduce_max)")
+
+    def classes(vs: list) -> list:
+        return [None if v is None else cl.find(v) for v in vs]
+
+    red_sets = [frozenset(classes(vs)) for _, vs in reduced]
+    red_sets_nonempty = [s for s in red_sets if s]
+    cols_set = red_sets_nonempty[0] if red_sets_nonempty else frozenset()
+    for (nm, _), s in zip(reduced, red_sets):
+        if s and s != cols_set:
+            raise LoweringError(f"{nm}: this program reduces over different sets of modes ({len(cols_set)} and "
+                                f"{len(s)} domain modes, or a reduction of a reduction); one SIMT kernel reduces one "
+                                "set of modes per row, so split the program")
+    outv = prog.outputs[0]
+    out_cls = classes(vars_of(outv))
+    for e in prog.eqns:
+        if e.prim.name in REDUCE and cols_set & {c for c in classes(var[id(e.outputs[0])]) if c is not None}:
+            raise LoweringError(f"{e.prim.name}: a reduced mode is also kept (the same domain mode twice in one value)")
+    out_set = {c for c in out_cls if c is not None}
+    if cols_set:
+        out_is_row = not (out_set & cols_set)
+        if not out_is_row and not cols_set <= out_set:
+            raise LoweringError("the output keeps some reduced modes but not all of them")
+        first = next(i for i, s in enumerate(red_sets) if s)
+        red_in = [e.inputs[0] for e in prog.eqns if e.prim.name in REDUCE][first]
+        red_axes = [e.params["axes"] for e in prog.eqns if e.prim.name in REDUCE][first]
+        order = [c for i, c in enumerate(classes(vars_of(red_in))) if i in red_axes and c is not None]
+        col_modes = tuple(dict.fromkeys(order))
+        row_modes = tuple(dict.fromkeys(c for c in out_cls if c is not None and c not in cols_set))
+    else:
+        out_is_row = False
+        uniq = tuple(dict.fromkeys(c for c in out_cls if c is not None))
+        col_modes, row_modes = uniq[-1:], uniq[:-1]
+    domain = set(row_modes) | set(col_modes)
+    live = {c for vs in var.values() for c in classes(vs) if c is not None}
+    if live - domain:
+        raise LoweringError("a mode of the program reaches neither the output nor a reduction (no domain to walk it)")
+
+    src: dict[int, tuple] = {id(v): (i, tuple(range(len(modes_of(v.type.shape)))))
                              for i, v in enumerate(prog.params)}
-    kind: dict[int, str] = {}          # id -> "full" | "row"
     ref: dict[int, tuple] = {}
     reads: list[Read] = []
     read_of: dict[tuple, int] = {}
@@ -100,19 +224,21 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if id(x) in ref:
             return ref[id(x)]
         if id(x) in src:
-            _, p, pm = src[id(x)]
-            shape = modes_of(x.type.shape)
-            coords = tuple(pm)
-            if len(shape) == 1 and coords == (0,):
-                coords = (0,)               # a row vector read by row
-            key = (p, coords)
+            p, pm = src[id(x)]
+            vc = classes(var[id(x)])
+            coords = [None] * len(modes_of(prog.params[p].type.shape))
+            pshape = modes_of(prog.params[p].type.shape)
+            for i, q in enumerate(pm):
+                if q is not None and not _is_one(pshape[q]):
+                    coords[q] = vc[i]
+            key = (p, tuple(coords))
             if key not in read_of:
                 param = prog.params[p]
                 _flat_modes(param.type.layout, "parameter")
                 if param.type.dtype not in DTYPES:
                     raise LoweringError(f"parameter {p} is {param.type.dtype}; the SIMT kernel reads {', '.join(DTYPES)}")
                 read_of[key] = len(reads)
-                reads.append(Read(f"mX{len(reads)}", p, param.type.dtype, param.type.layout, coords))
+                reads.append(Read(f"mX{len(reads)}", p, param.type.dtype, param.type.layout, tuple(coords)))
             return ("in", read_of[key])
         raise LoweringError(f"{ctx}: operand {x.type} is neither a parameter view nor a value of the chain")
 
@@ -120,54 +246,65 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         nm = e.prim.name
         x = e.inputs[0]
         out = e.outputs[0]
-        if nm in ("transpose", "broadcast") and id(x) in src:
-            _, p, pm = src[id(x)]
-            if nm == "transpose":
-                inv = {q: j for j, q in enumerate(e.params["perm"])}
-                new = tuple(None if v is None else inv[v] for v in pm)
+        if nm in ("transpose", "broadcast"):
+            if id(x) in src:
+                p, pm = src[id(x)]
+                n_out = len(modes_of(out.type.shape))
+                if nm == "transpose":
+                    new = tuple(pm[q] for q in e.params["perm"])
+                else:
+                    new_l: list = [None] * n_out
+                    for i, d in enumerate(e.params["dims"]):
+                        new_l[d] = pm[i]
+                    new = tuple(new_l)
+                src[id(out)] = (p, new)
             else:
-                dims, ins, outs = e.params["dims"], modes_of(x.type.shape), modes_of(out.type.shape)
-                new = tuple(None if v is None or (ins[v] == 1 and outs[dims[v]] != 1) else dims[v] for v in pm)
-            src[id(out)] = ("param", p, new)
-            continue
-        if nm == "broadcast" and id(x) in ref and kind[id(x)] == "row":
-            if tuple(e.params["dims"]) != (0,) or len(modes_of(out.type.shape)) != 2:
-                raise LoweringError("a row value (a reduction over mode 1) can only be broadcast back along mode 1")
-            ref[id(out)], kind[id(out)] = ref[id(x)], "full"
+                ref[id(out)] = value(x, nm)        # a computed value is evaluated per domain point: views are free
             continue
         if nm in REDUCE:
-            if tuple(e.params["axes"]) != (1,) or len(modes_of(x.type.shape)) != 2:
-                raise LoweringError(f"{nm} over modes {e.params['axes']}: the SIMT kernel reduces rows (mode 1 of a "
-                                    "2-D value); transpose the program so the reduced mode is last")
+            if not {c for c in classes(vars_of(x)) if c is not None} & cols_set:
+                ref[id(out)] = value(x, nm)        # over size-1 modes only: the identity
+                continue
             reductions.append((REDUCE[nm], value(x, nm)))
-            ref[id(out)], kind[id(out)] = ("red", len(reductions) - 1), "row"
+            ref[id(out)] = ("red", len(reductions) - 1)
             continue
-        if nm not in UNARY | BINARY | {"astype"}:
-            raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(UNARY | BINARY))}, "
-                                "astype, transpose/broadcast views, reduce_sum/reduce_max over mode 1)")
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")
         args = tuple(value(a, nm) for a in e.inputs)
-        rank = len(modes_of(out.type.shape))
         steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e)))
-        ref[id(out)], kind[id(out)] = ("v", len(steps) - 1), "full" if rank == 2 else "row"
+        ref[id(out)] = ("v", len(steps) - 1)
 
-    out = prog.outputs[0]
-    if id(out) not in ref:
-        result = value(out, "output")
-        out_is_row = len(modes_of(out.type.shape)) == 1
-    else:
-        result, out_is_row = ref[id(out)], kind[id(out)] == "row"
-    if out.type.dtype not in DTYPES:
-        raise LoweringError(f"output dtype {out.type.dtype}: the SIMT kernel stores {', '.join(DTYPES)}")
-    _flat_modes(out.type.layout, "output")
-    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}[out.type.dtype]
-    extent = (0, 0) if not out_is_row else None
-    col_from = (0, 1) if not out_is_row else next(((1 + i, r.coords.index(1)) for i, r in enumerate(reads)
-                                                     if 1 in r.coords), None)
-    if col_from is None:
-        raise LoweringError("no argument walks the column mode; nothing to reduce over")
-    return SimtSpec(name=name, rows=rows, cols=cols, reads=tuple(reads), steps=tuple(steps),
-                    reductions=tuple(reductions), result=result, out_dtype=out.type.dtype,
-                    out_layout=out.type.layout, out_is_row=out_is_row, extent_from=(extent or (0, 0), col_from),
-                    program_text=str(prog), n_params=len(prog.params), vec=vec)
+    result = value(outv, "output")
+    if outv.type.dtype not in DTYPES:
+        raise LoweringError(f"output dtype {outv.type.dtype}: the SIMT kernel stores {', '.join(DTYPES)}")
+    out_shape = modes_of(outv.type.shape)
+    out_layout = outv.type.layout if out_shape else Layout(1, 1)
+    _flat_modes(out_layout, "output")
+    sizes = {c: cl.size[c] for c in domain}
+    extents = {}
+    cands = [(0, m, c) for m, c in enumerate(out_cls)] + [(1 + i, m, c) for i, r in enumerate(reads)
+                                                          for m, c in enumerate(r.coords)]
+    for c in sorted(domain):
+        hit = next(((a, m) for a, m, k in cands if k == c), None)
+        if hit is None and not isinstance(sizes[c], int):
+            raise LoweringError(f"no argument carries the symbolic extent {sizes[c]} (a broadcast mode that is "
+                                "reduced); give it a static size")
+        extents[c] = hit
+    if out_is_row and not reductions:
+        out_is_row = False
+
+    def prod(cs: tuple) -> Any:
+        n: Any = 1
+        for c in cs:
+            n = n * sizes[c]
+        return n
+
+    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}[outv.type.dtype]
+    dom = sorted(domain)
+    return SimtSpec(name=name, rows=prod(row_modes), cols=prod(col_modes), reads=tuple(reads), steps=tuple(steps),
+                    reductions=tuple(reductions), result=result, out_dtype=outv.type.dtype,
+                    out_layout=out_layout, out_is_row=out_is_row, extent_from=(),
+                    program_text=str(prog), n_params=len(prog.params), vec=vec,
+                    row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
+                    extents=tuple((c, extents[c]) for c in dom), out_coords=tuple(out_cls),
+                    out_shape=tuple(out_shape))

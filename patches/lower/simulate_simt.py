@@ -1,5 +1,6 @@
-"""A numpy model of the fused SIMT row kernel: the same grid (WARPS rows per CTA), the TV layout's (lane, value)
--> column map per chunk, one f32 pass per reduction (per-lane partials, then the warp's combine), the output pass.
+"""A numpy model of the fused SIMT row kernel: the same grid (ROWS rows per CTA, THREADS threads per row), the TV
+layout's (thread, value) -> column map per chunk, the colexicographic split of row and column into the domain
+modes' coordinates, one f32 pass per reduction (per-row combine), then the output pass.
 """
 
 from __future__ import annotations
@@ -9,19 +10,21 @@ from typing import Any
 import numpy as np
 
 from ..layouts.check import evaluate, points
-from .emit_simt import WARPS, _needed, tv_layout
+from .emit_simt import WARPS, _needed, threads, tv_layout
 from .simt_spec import SimtSpec
 from .simulate import BINARY, UNARY, round_to
 
 
 def element_map(spec: SimtSpec, rows: int, cols: int) -> np.ndarray:
-    """How many times the kernel visits each (row, col): the grid, warps, chunks, lanes and values of the TV map."""
-    chunk, tv = tv_layout(spec.vec)
-    cols_of = np.asarray(evaluate(tv, points(32 * spec.vec))).reshape(spec.vec, 32).T      # [lane, v] -> column
+    """How many times the kernel visits each (row, col): the grid, rows per CTA, chunks, threads and values."""
+    n = threads(spec)
+    per_cta = 32 * WARPS // n
+    chunk, tv = tv_layout(spec.vec, n)
+    cols_of = np.asarray(evaluate(tv, points(n * spec.vec))).reshape(spec.vec, n).T      # [thread, v] -> column
     seen = np.zeros((rows, cols), int)
-    for b in range(-(-rows // WARPS)):
-        for wp in range(WARPS):
-            row = b * WARPS + wp
+    for b in range(-(-rows // per_cta)):
+        for wp in range(per_cta):
+            row = b * per_cta + wp
             if row >= rows:
                 continue
             for c in range(-(-cols // chunk)):
@@ -30,10 +33,25 @@ def element_map(spec: SimtSpec, rows: int, cols: int) -> np.ndarray:
     return seen
 
 
+def _coords(index: np.ndarray, modes: tuple, ext: dict) -> dict:
+    out = {}
+    for c in modes:
+        out[c] = index % ext[c]
+        index = index // ext[c]
+    return out
+
+
 def simulate_simt(spec: SimtSpec, *args: Any) -> np.ndarray:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output."""
-    rows, cols = (int(spec.rows), int(spec.cols))
+    ext = {c: int(s) if isinstance(s, int) else None for c, s in spec.sizes}
+    for rd in spec.reads:                 # symbolic extents: read off the arguments
+        for m, c in enumerate(rd.coords):
+            if c is not None and ext.get(c) is None:
+                ext[c] = np.shape(args[rd.param])[m]
+    rows = int(np.prod([ext[c] for c in spec.row_modes], dtype=np.int64))
+    cols = int(np.prod([ext[c] for c in spec.col_modes], dtype=np.int64))
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    d = {**_coords(r, spec.row_modes, ext), **_coords(c, spec.col_modes, ext)}
     reds: list = []
 
     def get(a: tuple, vals: list) -> Any:
@@ -45,7 +63,7 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> np.ndarray:
             return np.float32(a[1])
         rd = spec.reads[a[1]]
         x = np.asarray(args[rd.param], np.float32)
-        return x[tuple(r if k == 0 else c if k == 1 else 0 for k in rd.coords)]
+        return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
     def evaluate_ref(ref: tuple) -> np.ndarray:
         need: set = set()
@@ -66,5 +84,12 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> np.ndarray:
     for op, ref in spec.reductions:
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1))
-    out = evaluate_ref(spec.result)
-    return round_to(out[:, 0] if spec.out_is_row else out, spec.out_dtype)
+    val = evaluate_ref(spec.result)
+    shape = tuple(1 if k is None else ext[k] for k in spec.out_coords)
+    out = np.zeros(shape, np.float32)
+    if spec.out_is_row:
+        idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in spec.out_coords)
+        out[idx] = val[:, 0] if idx else val[0, 0]
+    else:
+        out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in spec.out_coords)] = val
+    return round_to(out, spec.out_dtype)

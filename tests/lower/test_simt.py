@@ -54,9 +54,51 @@ def test_chain_and_row_sum_match_numpy():
     np.testing.assert_allclose(simulate_simt(spec, x), (x.astype(np.float64) ** 2).sum(1), rtol=2e-3)
 
 
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_column_sum_matches_numpy():
+    spec = analyze_simt(pt.stage(lambda x: pt.reduce_sum(x * 2.0, axes=0), _x()))
+    assert spec.out_is_row and (spec.rows, spec.cols) == (C, R)      # columns of the problem: mode 0
+    x = round_to(_f32(np.random.default_rng(2), R, C), "f16")
+    np.testing.assert_allclose(simulate_simt(spec, x), 2 * x.astype(np.float64).sum(0), rtol=2e-3, atol=2e-3)
+
+
+def test_full_reduction_to_a_scalar():
+    spec = analyze_simt(pt.stage(lambda x: pt.reduce_max(pt.exp(x)), _x()))
+    assert spec.block_row and spec.out_shape == () and (spec.rows, spec.cols) == (1, R * C)
+    assert (element_map(spec, 1, 5000) == 1).all()
+    x = round_to(_f32(np.random.default_rng(3), R, C), "f16")
+    np.testing.assert_allclose(simulate_simt(spec, x), np.exp(x.astype(np.float64)).max(), rtol=2e-3)
+    # a normalisation by the full sum: the scalar broadcast back over both modes
+    spec = analyze_simt(pt.stage(lambda x: x / pt.reduce_sum(x), _x()))
+    np.testing.assert_allclose(simulate_simt(spec, x), x / x.astype(np.float64).sum(), rtol=3e-3, atol=1e-6)
+
+
+def test_rank1_chain_matches_numpy():
+    v = pt.tensor("f32", 777)
+    spec = analyze_simt(pt.stage(lambda a, b: pt.tanh(a * b - 1.0), v, v))
+    assert (spec.rows, spec.cols) == (1, 777) and spec.block_row
+    rng = np.random.default_rng(4)
+    a, b = _f32(rng, 777), _f32(rng, 777)
+    np.testing.assert_allclose(simulate_simt(spec, a, b), np.tanh(a * b - 1), rtol=1e-5, atol=1e-6)
+
+
+def test_rank3_reduction_over_the_last_mode():
+    x3 = pt.tensor("f32", make_layout((6, 5, 40), (200, 40, 1)))
+    spec = analyze_simt(pt.stage(lambda x: pt.reduce_sum(pt.relu(x), axes=2), x3))
+    assert (spec.rows, spec.cols) == (30, 40)
+    x = _f32(np.random.default_rng(5), 6, 5, 40)
+    np.testing.assert_allclose(simulate_simt(spec, x), np.maximum(x, 0).sum(2), rtol=1e-5, atol=1e-5)
+    # a transposed view: the reduced modes are the middle and the first of the view, kept in their order
+    spec = analyze_simt(pt.stage(lambda x: pt.reduce_sum(pt.transpose(x, (1, 2, 0)), axes=(0, 2)), x3))
+    np.testing.assert_allclose(simulate_simt(spec, x), x.sum((0, 1)), rtol=1e-5, atol=1e-5)
+
+
 def test_refusals_name_the_problem():
-    with pytest.raises(LoweringError, match="reduces rows"):
-        pt.lower(pt.stage(lambda x: pt.reduce_sum(x, axes=0), _x()))
+    with pytest.raises(LoweringError, match="reduce_sum: this program reduces over different sets of modes"):
+        pt.lower(pt.stage(lambda x: pt.reduce_sum(pt.reduce_sum(x, axes=1), axes=0), _x()))
     with pytest.raises(LoweringError, match="has a matmul"):
         pt.lower(pt.stage(lambda x, w: x @ w, _x(), pt.tensor("f16", make_layout((C, 64), (64, 1)))), target="simt")
 
@@ -94,3 +136,15 @@ def test_row_major_output_is_stored_with_vector_stores():
     assert out_vector(spec)
     exe = Module(spec, emit_simt(spec), 0.0, kind="simt").compile()
     assert exe.resources["spills"] == 0 and "STG.E.128" in exe.sass and "LDG.E.128" in exe.sass
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+@pytest.mark.parametrize("which", ["column_sum", "full_sum"])
+def test_new_canonical_forms_compile_without_spills(which):
+    pytest.importorskip("cutlass")
+    if which == "column_sum":                  # rows walk mode 1, columns mode 0 (strided: scalar loads)
+        exe = pt.lower(pt.stage(lambda x: pt.reduce_sum(x, axes=0), _x())).compile()
+        assert exe.resources["spills"] == 0 and exe.counts("SHFL")["SHFL"] >= 5
+    else:                                      # one CTA over the whole array: warp shuffles, then shared memory
+        exe = pt.lower(pt.stage(lambda x: x / pt.reduce_sum(x), _x())).compile()
+        assert exe.resources["spills"] == 0 and exe.counts("BAR")["BAR"] > 0 and "STS" in exe.sass
