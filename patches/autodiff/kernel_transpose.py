@@ -5,6 +5,9 @@ Ref to a read of the output cotangent, a loop to the reversed loop carrying the 
 kernel of operand x runs on the grid axes x's index map uses; the axes it ignores become loops inside
 the grid point, and operands that depend on them are carved in the body (``ref_tile``). Each grid point
 owns its block of dx, so there are no races (for the tiled matmul: dA on (M/BM,), dB on (N/BN,)).
+Each backward kernel is then pruned (``prune_kernel``): the other operands' cotangents, computed while
+transposing the shared body, and recomputed primal values dx does not need are dropped, and so are the
+operands its body no longer reads.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
-from .kernel_eval import eval_eqn, read_env, used_params
+from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 
@@ -218,6 +221,7 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
     label = in_specs[k].label
     prog = stage_kernel_body(bwd, [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch), sub,
                              f"{name}_bwd_{label}")
+    prog, ops, maps = lean_kernel(prog, ops, tuple(maps), 1)   # only what dx needs: no primal or other cotangents
     (out,) = bind_multi(kernel_p, *ops, name=f"{name}_bwd_{label}", grid=sub, in_specs=tuple(maps),
                         out_specs=(out_map,), body=prog, _out_types=(xt,))
     return out
