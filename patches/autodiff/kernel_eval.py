@@ -12,7 +12,7 @@ from typing import Any
 from ..staging.core import bind_multi
 from ..staging.ir import Literal, Program, effectful
 from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
-from ..staging.kernel.control import I32, bind_loop, stage_body
+from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 
 
 def read_env(env: dict, a: Any) -> Any:
@@ -24,7 +24,7 @@ def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list
     if point is not None and e.prim is program_id_p:
         return [point[e.params["axis"]]]
     if point is not None and e.prim is num_programs_p:
-        return [grid[e.params["axis"]]]
+        return [extent(grid[e.params["axis"]])]
     if point is not None and e.prim is fori_p:
         n = e.params["n_consts"]
         consts, carry = vals[:n], vals[n:]

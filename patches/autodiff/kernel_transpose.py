@@ -23,7 +23,7 @@ from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
-from ..staging.kernel.control import I32, bind_loop, stage_body
+from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
@@ -144,7 +144,7 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
     init += [zeros_of(t) for t in const_types]
 
     def step(i: Any, *c: Any) -> list:
-        j = (lower + upper - 1) - i
+        j = extent(lower + upper - 1) - i
         res = transpose_body(body, [j, *consts, *[LIN] * len(carry_types)], list(c[:len(carry_types)]), point, grid)
         carry_ct = [r if r is not None else zeros_of(t) for r, t in zip(res[1 + n:], carry_types)]
         consts_ct = [old if res[1 + k] is None else P.add(old, res[1 + k]) for k, old in zip(lin_consts, c[len(carry_types):])]

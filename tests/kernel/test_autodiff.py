@@ -173,3 +173,38 @@ def test_unsupported_kernels_raise_a_clear_error():
     kern = pt.kernel(k, pt.tensor("f64", (8, 4)), grid=(2,), in_specs=[spec], out_specs=spec)
     with pytest.raises(pt.StagingError, match="not supported yet"):
         pt.grad(lambda x: pt.reduce_sum(kern(x)))(rng.standard_normal((8, 4)))
+
+
+def test_grad_of_a_symbolic_matmul_keeps_the_symbols_and_runs_at_several_sizes():
+    from patches.layouts import Sym
+
+    M, N, K = Sym("M", divisible_by=16), Sym("N", divisible_by=8), Sym("K", divisible_by=4)
+    mm = kernels.matmul(M, N, K, 16, 8, 4, "f64")
+    prog = pt.stage(pt.grad(lambda a, b, w: pt.reduce_sum(mm(a, b) * w), (0, 1)),
+                    pt.tensor("f64", (M, K)), pt.tensor("f64", (K, N)), pt.tensor("f64", (M, N)))
+    ks = {e.params["name"]: e for e in prog.eqns if e.prim.name == "kernel"}
+    assert [str(g) for g in ks["matmul_kernel_bwd_a_ref"].params["grid"]] == ["M/16"]
+    assert [str(g) for g in ks["matmul_kernel_bwd_b_ref"].params["grid"]] == ["N/8"]
+    text = str(prog)
+    assert "grid=(M/16,N/8)" in text and "grid=(M/16)" in text and "grid=(N/8)" in text
+    for name, looped in [("matmul_kernel_bwd_a_ref", "N/8"), ("matmul_kernel_bwd_b_ref", "M/16")]:
+        body = str(ks[name].params["body"])
+        assert f"upper={looped}" in body and "upper=K/4" in body and "extent[value=K/4 - 1]" in body
+    for m, n, k in [(16, 8, 4), (48, 16, 12)]:
+        a, b, w = rng.standard_normal((m, k)), rng.standard_normal((k, n)), rng.standard_normal((m, n))
+        ga, gb = pt.evaluate(prog, a, b, w)
+        np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12)
+        np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12)
+
+
+def test_grad_of_a_symbolic_softmax_at_several_sizes():
+    from patches.layouts import Sym
+
+    R = Sym("R", divisible_by=4)
+    sm = kernels.softmax(R, 6, 4, "f64")
+    prog = pt.stage(pt.grad(lambda x, w: pt.reduce_sum(sm(x) * w)), pt.tensor("f64", (R, 6)), pt.tensor("f64", (R, 6)))
+    assert "grid=(R/4)" in str(prog)
+    for r in (4, 12):
+        x, w = rng.standard_normal((r, 6)), rng.standard_normal((r, 6))
+        want = pt.grad(lambda x, w: pt.reduce_sum(ref_softmax(x) * w))(x, w)
+        np.testing.assert_allclose(pt.evaluate(prog, x, w), want, rtol=1e-12, atol=1e-14)
