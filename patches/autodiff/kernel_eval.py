@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..staging.core import bind_multi
-from ..staging.ir import Literal, Program
-from ..staging.kernel import cond_p, fori_p, num_programs_p, program_id_p
-from ..staging.kernel.control import I32, bind_loop, stage_body
+from ..staging.ir import Literal, Program, effectful
+from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
+from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 
 
 def read_env(env: dict, a: Any) -> Any:
@@ -24,7 +24,7 @@ def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list
     if point is not None and e.prim is program_id_p:
         return [point[e.params["axis"]]]
     if point is not None and e.prim is num_programs_p:
-        return [grid[e.params["axis"]]]
+        return [extent(grid[e.params["axis"]])]
     if point is not None and e.prim is fori_p:
         n = e.params["n_consts"]
         consts, carry = vals[:n], vals[n:]
@@ -78,3 +78,128 @@ def dce(prog: Program, keep: list) -> Program:
             eqns.append(e)
             live.update(id(a) for a in e.inputs)
     return Program(prog.consts, prog.const_values, prog.params, eqns[::-1], outputs, None, None, prog.name)
+
+
+# -- dead-code elimination of kernel bodies, Refs included -------------------------------------------------
+
+def _nested(e: Any) -> list | None:
+    """The nested bodies of a loop or branch with (body parameter, outer input) pairs; None for other programs."""
+    if e.prim is fori_p:
+        b = e.params["body"]
+        return [(b, list(zip(b.params[1:], e.inputs)))]
+    if e.prim is cond_p:
+        n, t, f = e.params["n_true"], e.params["true"], e.params["false"]
+        return [(t, list(zip(t.params, e.inputs[1:1 + n]))), (f, list(zip(f.params, e.inputs[1 + n:])))]
+    return None
+
+
+def _is_ref_var(a: Any) -> bool:
+    from ..staging.kernel.refs import is_ref
+
+    return type(a) is not Literal and is_ref(a.type)
+
+
+def _ref_roots(prog: Program, roots: dict, reads: set) -> None:
+    """Map every Ref variable to the kernel parameters (buffers) it may alias; collect the buffers read."""
+    from ..staging.kernel.refs import EFFECTS
+    from ..staging.kernel.tile import ref_tile_p
+
+    def of(a: Any) -> set:
+        return roots.setdefault(id(a), set())
+
+    for e in prog.eqns:
+        nested = _nested(e)
+        if e.prim in (ref_slice_p, ref_tile_p):
+            of(e.outputs[0]).update(of(e.inputs[0]))
+        elif e.prim is get_p:
+            reads.update(of(e.inputs[0]))
+        elif e.prim in EFFECTS:
+            pass
+        elif nested is not None:
+            for body, pairs in nested:
+                for p, a in pairs:
+                    if _is_ref_var(a):
+                        of(p).update(of(a))
+                _ref_roots(body, roots, reads)
+        else:  # any other use of a Ref (or a Ref inside another nested program): count it as a read
+            for a in e.inputs:
+                if _is_ref_var(a):
+                    reads.update(of(a))
+            for v in e.params.values():
+                if isinstance(v, Program):
+                    for p in v.params:
+                        if _is_ref_var(p):
+                            reads.update(of(p))
+
+
+def _prune(prog: Program, keep: list, live_ref: Any) -> Program:
+    from ..staging.ir import Eqn, has_effects
+    from ..staging.kernel.refs import EFFECTS
+
+    outputs = [a for a, k in zip(prog.outputs, keep) if k]
+    live = {id(a) for a in outputs}
+    eqns = []
+    for e in reversed(prog.eqns):
+        out_live = any(id(o) in live for o in e.outputs)
+        nested = _nested(e)
+        if e.prim in EFFECTS:
+            new = e if live_ref(e.inputs[0]) else None
+        elif nested is not None:
+            bodies = [_prune(b, [True] * len(b.outputs), live_ref) for b, _ in nested]
+            if not out_live and not any(has_effects(x) for b in bodies for x in b.eqns):
+                new = None
+            elif e.prim is fori_p:
+                new = _drop_loop_consts(e, bodies[0])
+            else:
+                new = Eqn(e.prim, e.inputs, {**e.params, "true": bodies[0], "false": bodies[1]}, e.outputs)
+        elif e.prim in effectful or any(isinstance(v, Program) for v in e.params.values()):
+            new = e
+        else:
+            new = e if out_live else None
+        if new is not None:
+            eqns.append(new)
+            live.update(id(a) for a in new.inputs)
+    return Program(prog.consts, prog.const_values, prog.params, eqns[::-1], outputs, prog.in_tree, None, prog.name)
+
+
+def _drop_loop_consts(e: Any, body: Program) -> Any:
+    """The loop ``e`` on the pruned ``body``, without the loop constants it no longer reads."""
+    from ..staging.ir import Eqn
+
+    n = e.params["n_consts"]
+    used = used_params(body)
+    keep = [k for k in range(n) if k + 1 in used]
+    params = [body.params[0]] + [body.params[k + 1] for k in keep] + body.params[1 + n:]
+    body = Program(body.consts, body.const_values, params, body.eqns, body.outputs, None, None, body.name)
+    inputs = [e.inputs[k] for k in keep] + e.inputs[n:]
+    return Eqn(e.prim, inputs, {**e.params, "body": body, "n_consts": len(keep)}, e.outputs)
+
+
+def prune_kernel(body: Program, n_io: int) -> tuple[Program, list]:
+    """A kernel body without dead code: pure equations nothing needs, writes to scratch buffers nothing reads,
+    loops that end up doing neither; unused scratch parameters are dropped. Returns the body and the indices
+    of the first ``n_io`` (operand and output) parameters it still uses."""
+    roots: dict[int, set] = {id(p): {id(p)} for p in body.params}
+    reads: set = set()
+    _ref_roots(body, roots, reads)
+    live_roots = {id(p) for p in body.params[:n_io]} | reads
+
+    def live_ref(a: Any) -> bool:
+        r = roots.get(id(a))
+        return r is None or bool(r & live_roots)
+
+    pruned = _prune(body, [], live_ref)
+    used = used_params(pruned)
+    params = body.params[:n_io] + [p for k, p in enumerate(body.params[n_io:], n_io) if k in used]
+    pruned = Program(pruned.consts, pruned.const_values, params, pruned.eqns, pruned.outputs, None, None, body.name)
+    return pruned, sorted(k for k in used if k < n_io)
+
+
+def lean_kernel(body: Program, operands: list, in_maps: tuple, n_out: int) -> tuple[Program, list, tuple]:
+    """``prune_kernel`` and then drop the operands the body no longer reads (with their BlockMappings)."""
+    n = len(in_maps)
+    body, used = prune_kernel(body, n + n_out)
+    keep = [k for k in range(n) if k in used]
+    params = [body.params[k] for k in keep] + body.params[n:]
+    body = Program(body.consts, body.const_values, params, body.eqns, body.outputs, None, None, body.name)
+    return body, [operands[k] for k in keep], tuple(in_maps[k] for k in keep)

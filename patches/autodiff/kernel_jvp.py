@@ -2,9 +2,10 @@
 
 The tangent kernel reads the primal operands and their tangents (one tangent Ref paired with each float
 Ref) and writes only the output tangents; its body is the body's JVP, recomputing the nonlinear values it
-needs (primal output writes go to scratch blocks and are discarded). A loop whose tangent carry does not
-depend on its primal carry splits into the primal loop and a tangent-only loop, so the tangent kernel is
-linear in a form the transpose (``kernel_transpose``) can reverse.
+needs (primal output writes go to scratch blocks; ``prune_kernel`` then removes them, whatever only they
+needed, and the operands no tangent reads). A loop whose tangent carry does not depend on its primal carry
+splits into the primal loop and a tangent-only loop, so the tangent kernel is linear in a form the transpose
+(``kernel_transpose``) can reverse.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..staging.kernel.control import I32, conform_to, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
 from .jvp import jvp_rules
-from .kernel_eval import dce, used_params
+from .kernel_eval import dce, lean_kernel, used_params
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
@@ -166,7 +167,9 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
         jvp_body(body, vals[:n] + vals[n + ni + no:], tang)
 
     prog = stage_kernel_body(tangent_body, [m.ref_type for m in in_maps + out_maps] + blocks, grid, f"{name}_jvp")
-    t_outs = bind_multi(kernel_p, *primals, *t_ops, name=f"{name}_jvp", grid=grid, in_specs=in_maps,
+    # dead code out: the primal output writes (and what only they need), operands no tangent needs
+    prog, t_args, in_maps = lean_kernel(prog, [*primals, *t_ops], in_maps, no)
+    t_outs = bind_multi(kernel_p, *t_args, name=f"{name}_jvp", grid=grid, in_specs=in_maps,
                         out_specs=out_maps, body=prog, _out_types=tuple(_out_types[k] for k in tout))
     res = [Zero(t) for t in _out_types]
     for k, t in zip(tout, t_outs):

@@ -5,6 +5,9 @@ Ref to a read of the output cotangent, a loop to the reversed loop carrying the 
 kernel of operand x runs on the grid axes x's index map uses; the axes it ignores become loops inside
 the grid point, and operands that depend on them are carved in the body (``ref_tile``). Each grid point
 owns its block of dx, so there are no races (for the tiled matmul: dA on (M/BM,), dB on (N/BN,)).
+Each backward kernel is then pruned (``prune_kernel``): the other operands' cotangents, computed while
+transposing the shared body, and recomputed primal values dx does not need are dropped, and so are the
+operands its body no longer reads.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
-from ..staging.kernel.control import I32, bind_loop, stage_body
+from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
-from .kernel_eval import eval_eqn, read_env, used_params
+from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 
@@ -141,7 +144,7 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
     init += [zeros_of(t) for t in const_types]
 
     def step(i: Any, *c: Any) -> list:
-        j = (lower + upper - 1) - i
+        j = extent(lower + upper - 1) - i
         res = transpose_body(body, [j, *consts, *[LIN] * len(carry_types)], list(c[:len(carry_types)]), point, grid)
         carry_ct = [r if r is not None else zeros_of(t) for r, t in zip(res[1 + n:], carry_types)]
         consts_ct = [old if res[1 + k] is None else P.add(old, res[1 + k]) for k, old in zip(lin_consts, c[len(carry_types):])]
@@ -218,6 +221,7 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
     label = in_specs[k].label
     prog = stage_kernel_body(bwd, [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch), sub,
                              f"{name}_bwd_{label}")
+    prog, ops, maps = lean_kernel(prog, ops, tuple(maps), 1)   # only what dx needs: no primal or other cotangents
     (out,) = bind_multi(kernel_p, *ops, name=f"{name}_bwd_{label}", grid=sub, in_specs=tuple(maps),
                         out_specs=(out_map,), body=prog, _out_types=(xt,))
     return out

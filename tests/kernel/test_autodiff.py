@@ -80,6 +80,60 @@ def test_matmul_grad_yields_backward_kernels_on_their_own_grids():
     assert not any(e.prim.name == "matmul" for e in prog.eqns)     # no dense fallback outside kernels
 
 
+def walk(prog, depth=0):
+    """(equation, loop depth) for every equation of a kernel body, nested loop and branch bodies included."""
+    for e in prog.eqns:
+        yield e, depth
+        for v in e.params.values():
+            if isinstance(v, pt.Program):
+                yield from walk(v, depth + (e.prim.name == "fori_loop"))
+
+
+def test_backward_kernels_are_pruned_to_what_their_cotangent_needs():
+    mm = kernels.matmul(32, 16, 24, 16, 4, 8, "f64")                # grid (2, 4)
+    w = rng.standard_normal((32, 16))
+    prog = pt.stage(pt.grad(lambda a, b: pt.reduce_sum(mm(a, b) * w), (0, 1)),
+                    pt.tensor("f64", (32, 24)), pt.tensor("f64", (24, 16)))
+    ks = {e.params["name"]: e for e in prog.eqns if e.prim.name == "kernel"}
+    for name, other, mine in [("matmul_kernel_bwd_a_ref", "b_ref", "a_ref"), ("matmul_kernel_bwd_b_ref", "a_ref", "b_ref")]:
+        k = ks[name]
+        body = k.params["body"]
+        assert [m.label for m in k.params["in_specs"]] == [other, "c_ref"]      # its own operand is not read
+        assert [m.label for m in k.params["out_specs"]] == [mine]
+        assert len(body.params) == 3 and not any(str(t).startswith("rmem") for t in body.in_types)  # no throwaway block
+        eqns = list(walk(body))
+        assert [e.prim.name for e, _ in eqns if e.prim.name in ("set", "addupdate")] == ["addupdate"]
+        matmuls = [d for e, d in eqns if e.prim.name == "matmul"]
+        assert matmuls == [2]                        # one matmul per step of the reversed K loop (inside the j loop)
+        outer_loop = next(e for e, d in eqns if e.prim.name == "fori_loop" and d == 0)
+        assert outer_loop.params["upper"] == (4 if mine == "a_ref" else 2)     # dA loops over N/BN, dB over M/BM
+        assert k.params["grid"] == ((2,) if mine == "a_ref" else (4,))
+    # the tangent kernel (jvp) is pruned too: no scratch block for the primal output, no primal loop
+    tprog = pt.stage(lambda a, b, ta, tb: pt.jvp(mm, (a, b), (ta, tb))[1], *[pt.tensor("f64", s) for s in
+                     [(32, 24), (24, 16), (32, 24), (24, 16)]])
+    (tk,) = [e for e in tprog.eqns if e.prim.name == "kernel" and e.params["name"] == "matmul_kernel_jvp"]
+    tbody = tk.params["body"]
+    assert len(tbody.params) == 5 and [e.prim.name for e, _ in walk(tbody)].count("set") == 1
+    assert [e.prim.name for e, _ in walk(tbody)].count("matmul") == 2                # a' b + a b' per K step
+
+
+def test_prune_kernel_keeps_scratch_that_is_read_and_drops_scratch_that_is_not():
+    from patches.autodiff.kernel_eval import prune_kernel
+
+    def body(x_ref, o_ref, used, dead):
+        used[...] = x_ref[...] * 2.0
+        dead[...] = pt.exp(x_ref[...])
+        o_ref[...] = used[...] + 1.0
+    kern = pt.kernel(body, pt.tensor("f64", (8, 4)), grid=(2,), in_specs=[pt.BlockSpec((4, 4), lambda i: (i, 0))],
+                     out_specs=pt.BlockSpec((4, 4), lambda i: (i, 0)),
+                     scratch=[pt.Scratch((4, 4), "f64", pt.RMEM), pt.Scratch((4, 4), "f64", pt.RMEM)])
+    prog = pt.stage(kern, pt.tensor("f64", (8, 4))).eqns[0].params["body"]
+    pruned, used = prune_kernel(prog, 2)
+    assert used == [0, 1] and len(pruned.params) == 3
+    names = [e.prim.name for e in pruned.eqns]
+    assert "exp" not in names and names.count("set") == 2
+
+
 def test_backward_kernels_run_race_free_with_a_rectangular_grid():
     mm = kernels.matmul(24, 32, 16, 8, 16, 8, "f64")               # grid (3, 2)
     a, b, w = rng.standard_normal((24, 16)), rng.standard_normal((16, 32)), rng.standard_normal((24, 32))
@@ -119,3 +173,38 @@ def test_unsupported_kernels_raise_a_clear_error():
     kern = pt.kernel(k, pt.tensor("f64", (8, 4)), grid=(2,), in_specs=[spec], out_specs=spec)
     with pytest.raises(pt.StagingError, match="not supported yet"):
         pt.grad(lambda x: pt.reduce_sum(kern(x)))(rng.standard_normal((8, 4)))
+
+
+def test_grad_of_a_symbolic_matmul_keeps_the_symbols_and_runs_at_several_sizes():
+    from patches.layouts import Sym
+
+    M, N, K = Sym("M", divisible_by=16), Sym("N", divisible_by=8), Sym("K", divisible_by=4)
+    mm = kernels.matmul(M, N, K, 16, 8, 4, "f64")
+    prog = pt.stage(pt.grad(lambda a, b, w: pt.reduce_sum(mm(a, b) * w), (0, 1)),
+                    pt.tensor("f64", (M, K)), pt.tensor("f64", (K, N)), pt.tensor("f64", (M, N)))
+    ks = {e.params["name"]: e for e in prog.eqns if e.prim.name == "kernel"}
+    assert [str(g) for g in ks["matmul_kernel_bwd_a_ref"].params["grid"]] == ["M/16"]
+    assert [str(g) for g in ks["matmul_kernel_bwd_b_ref"].params["grid"]] == ["N/8"]
+    text = str(prog)
+    assert "grid=(M/16,N/8)" in text and "grid=(M/16)" in text and "grid=(N/8)" in text
+    for name, looped in [("matmul_kernel_bwd_a_ref", "N/8"), ("matmul_kernel_bwd_b_ref", "M/16")]:
+        body = str(ks[name].params["body"])
+        assert f"upper={looped}" in body and "upper=K/4" in body and "extent[value=K/4 - 1]" in body
+    for m, n, k in [(16, 8, 4), (48, 16, 12)]:
+        a, b, w = rng.standard_normal((m, k)), rng.standard_normal((k, n)), rng.standard_normal((m, n))
+        ga, gb = pt.evaluate(prog, a, b, w)
+        np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12)
+        np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12)
+
+
+def test_grad_of_a_symbolic_softmax_at_several_sizes():
+    from patches.layouts import Sym
+
+    R = Sym("R", divisible_by=4)
+    sm = kernels.softmax(R, 6, 4, "f64")
+    prog = pt.stage(pt.grad(lambda x, w: pt.reduce_sum(sm(x) * w)), pt.tensor("f64", (R, 6)), pt.tensor("f64", (R, 6)))
+    assert "grid=(R/4)" in str(prog)
+    for r in (4, 12):
+        x, w = rng.standard_normal((r, 6)), rng.standard_normal((r, 6))
+        want = pt.grad(lambda x, w: pt.reduce_sum(ref_softmax(x) * w))(x, w)
+        np.testing.assert_allclose(pt.evaluate(prog, x, w), want, rtol=1e-12, atol=1e-14)

@@ -63,3 +63,74 @@ def test_static_bounds_and_shapes_are_checked_while_staging():
 def test_a_correct_kernel_passes_the_checks():
     k = kernels.elementwise((16, 16), (8, 8), (2, 2), lambda i, j: (i, j), "f64")
     np.testing.assert_allclose(k(x, x), x * np.sin(x) + x)
+
+
+# -- the race detector on backward kernels ---------------------------------------------------------------------
+
+def test_race_in_a_hand_written_backward_kernel_on_the_forward_grid():
+    """dA = dC @ B^T written the naive way: one program per (i, j) accumulating into dA block (i, 0) races over j."""
+    M, N, K, BM, BN = 16, 16, 8, 8, 8
+
+    def da_kernel(dc_ref, b_ref, da_ref):
+        da_ref.accumulate(..., dc_ref[...] @ b_ref[...].T)
+    wrong = pt.kernel(da_kernel, pt.tensor("f64", (M, K)), grid=(M // BM, N // BN),
+                      in_specs=[pt.BlockSpec((BM, BN), lambda i, j: (i, j)), pt.BlockSpec((K, BN), lambda i, j: (0, j))],
+                      out_specs=pt.BlockSpec((BM, K), lambda i, j: (i, 0)))
+    dc, b = np.ones((M, N)), np.ones((K, N))
+    with pytest.raises(pt.KernelError, match=r"race: grid points \(0, 0\) and \(0, 1\) both write element \(0, 0\) of da_ref"):
+        wrong(dc, b)
+    right = pt.kernel(da_kernel, pt.tensor("f64", (M, K)), grid=(M // BM, 1),    # the same body, j not a grid axis
+                      in_specs=[pt.BlockSpec((BM, N), lambda i, j: (i, 0)), pt.BlockSpec((K, N), lambda i, j: (0, 0))],
+                      out_specs=pt.BlockSpec((BM, K), lambda i, j: (i, 0)))
+    np.testing.assert_allclose(right(dc, b), dc @ b.T)
+
+
+def test_race_in_a_backward_kernel_left_on_the_forward_grid(monkeypatch):
+    """The transposer with re-tiling disabled (every grid axis kept as a grid axis, none looped inside a grid point)
+    makes a dA kernel on (i, j) whose output map (i, 0) ignores j: the interpreter reports the race."""
+    from patches.autodiff import kernel_transpose
+
+    mm = kernels.matmul(16, 16, 8, 8, 8, 4, "f64")
+    a, b = np.ones((16, 8)), np.ones((8, 16))
+    monkeypatch.setattr(kernel_transpose, "used_params", lambda prog: set(range(len(prog.params))))
+    prog = pt.stage(pt.grad(lambda a: pt.reduce_sum(mm(a, b))), pt.tensor("f64", (16, 8)))
+    (bwd,) = [e for e in prog.eqns if e.prim.name == "kernel" and "bwd" in e.params["name"]]
+    assert bwd.params["grid"] == (2, 2)
+    msg = r"race: grid points \(0, 0\) and \(0, 1\) both write element \(0, 4\) of a_ref"   # reversed K loop: k=1 first
+    with pytest.raises(pt.KernelError, match=msg):
+        prog(a)
+
+
+MATMUL_GRIDS = [(16, 16, 8, 8, 8, 4),      # (2, 2)
+                (24, 32, 16, 8, 16, 8),    # (3, 2)
+                (8, 32, 8, 8, 8, 8),       # (1, 4): dB's loop over i has one step
+                (32, 8, 12, 8, 8, 4),      # (4, 1): dA's loop over j has one step
+                (16, 16, 8, 16, 16, 8)]    # (1, 1)
+
+
+@pytest.mark.parametrize("dims", MATMUL_GRIDS, ids=lambda d: "x".join(map(str, d)))
+def test_real_backward_kernels_pass_the_race_detector(dims):
+    M, N, K, BM, BN, BK = dims
+    mm = kernels.matmul(M, N, K, BM, BN, BK, "f64")
+    rng = np.random.default_rng(sum(dims))
+    a, b, w = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    prog = pt.stage(pt.grad(lambda a, b: pt.reduce_sum(mm(a, b) * w), (0, 1)), pt.tensor("f64", (M, K)),
+                    pt.tensor("f64", (K, N)))
+    grids = {e.params["name"]: e.params["grid"] for e in prog.eqns if e.prim.name == "kernel"}
+    assert grids == {"matmul_kernel": (M // BM, N // BN), "matmul_kernel_bwd_a_ref": (M // BM,),
+                     "matmul_kernel_bwd_b_ref": (N // BN,)}
+    ga, gb = prog(a, b)                                 # every kernel runs in the interpreter, races checked
+    np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("tiler,grid,imap", [((8, 8), (2, 2), lambda i, j: (i, j)),
+                                             ((pt.Layout(4, 4), 8), (4, 2), lambda i, j: (i, j)),   # raked rows
+                                             ((16, 4), (4,), lambda i: (0, i))])
+def test_real_elementwise_backward_kernels_pass_the_race_detector(tiler, grid, imap):
+    ew = kernels.elementwise((16, 16), tiler, grid, imap, "f64")
+    rng = np.random.default_rng(3)
+    x, y, w = (rng.standard_normal((16, 16)) for _ in range(3))
+    gx, gy = pt.grad(lambda x, y: pt.reduce_sum(ew(x, y) * w), (0, 1))(x, y)
+    np.testing.assert_allclose(gx, w * (np.sin(y) + 1), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gy, w * x * np.cos(y), rtol=1e-12, atol=1e-14)

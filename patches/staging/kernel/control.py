@@ -77,6 +77,29 @@ def num_programs(axis: int) -> Any:
     return n if type(n) is int else bind(num_programs_p, axis=axis)
 
 
+extent_p = Primitive("extent")
+
+
+def _extent_abstract(*, value: Any) -> list:
+    return [I32]
+
+
+def _extent_impl(*, value: Any) -> list:
+    if not isinstance(value, (int, np.integer)):
+        raise fail("extent", f"the extent {value} has unbound symbols")
+    return [to_array(np.int32(value))]
+
+
+abstract_eval_rules[extent_p] = _extent_abstract
+impl_rules[extent_p] = _extent_impl
+
+
+def extent(x: Any) -> Any:
+    """A static extent as a value: an int as is, a Sym expression as a staged i32 ``extent[value=...]`` (its
+    symbols are bound when the program runs). Backward kernels use it for symbolic loop bounds and grids."""
+    return int(x) if isinstance(x, (int, np.integer)) else bind(extent_p, value=static_extent(x))
+
+
 # -- fori_loop ------------------------------------------------------------------------------------------
 
 fori_p = Primitive("fori_loop", multiple_results=True)
