@@ -304,7 +304,7 @@ GENERATORS = {
 
 def ours(op: str, args: tuple):
     fn = getattr(pl, op)
-    if op == "coalesce" and args[1] is None:
+    if op == "coalesce" and len(args) > 1 and args[1] is None:
         args = args[:1]
     if op == "select":
         args = (args[0], list(args[1]))
