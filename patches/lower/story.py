@@ -9,6 +9,7 @@ from typing import Any
 
 from ..layouts import Sym, make_layout
 from .config import TileConfig
+from .errors import LoweringError
 
 EPILOGUES = ("bias", "relu", "gelu", "tanh", "scale", "residual")
 
@@ -46,11 +47,14 @@ def gemm_program(m: Any, n: Any, k: Any, dtype: str, epilogue: list[str]) -> Any
 
 
 def extent(v: str, name: str) -> Any:
-    """An int, or a symbolic extent written NAME or NAME/8 (a multiple of 8)."""
+    """An int, or a symbolic extent written NAME (a multiple of 64) or NAME/8 (a multiple of 8)."""
     if v.isdigit():
         return int(v)
     base, _, d = v.partition("/")
-    return Sym(name.upper(), divisible_by=int(d) if d else 64)
+    if not base.isidentifier() or (d and not d.isdigit()):
+        raise LoweringError(f"--{name.lower()} {v!r}: give a positive int, a symbol name such as {name}, "
+                            f"or a name with its divisibility such as {name}/128")
+    return Sym(base, divisible_by=int(d) if d else 64)
 
 
 def gemm_command(args: Any) -> int:
