@@ -50,10 +50,16 @@ def abstract_eval(prim: Primitive, types: list, params: dict) -> list:
     rule = abstract_eval_rules.get(prim)
     if rule is None:
         raise fail(prim.name, "no abstract evaluation rule (is it a primitive of staging?)")
+    return apply_rule(prim, rule, types, params)
+
+
+def apply_rule(prim: Primitive, rule: Callable[..., list], args: list, params: dict) -> list:
+    """rule(*args, **params), with a LayoutError from the algebra turned into a StagingError naming prim and the
+    argument types (an argument is a type, or a value whose ``.type`` is one)."""
     try:
-        return rule(*types, **params)
+        return rule(*args, **params)
     except LayoutError as e:
-        raise fail(prim.name, str(e), *types) from None
+        raise fail(prim.name, str(e), *(getattr(a, "type", a) for a in args)) from None
 
 
 # -- traces -----------------------------------------------------------------------------------
@@ -146,10 +152,7 @@ class EvalTrace(Trace):
         rule = impl_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "no numpy implementation")
-        try:
-            return rule(*tracers, **params)
-        except LayoutError as e:
-            raise fail(prim.name, str(e), *(t.type for t in tracers)) from None
+        return apply_rule(prim, rule, tracers, params)
 
 
 trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
