@@ -21,11 +21,33 @@ UNARY = {
 }
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
           "maximum": np.maximum, "minimum": np.minimum}
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal}
+
+
+def step(op: str, xs: list, dtype: str) -> np.ndarray:
+    """One elementwise step on f32 values as the kernels compute it (booleans are 0.0/1.0)."""
+    with np.errstate(all="ignore"):
+        if op == "astype":
+            return (xs[0] != 0).astype(np.float32) if dtype == "bool" else round_to(xs[0], dtype)
+        if op == "copy":
+            return np.asarray(xs[0], np.float32)
+        if op == "where":
+            return np.where(np.asarray(xs[0]) != 0, xs[1], xs[2]).astype(np.float32)
+        if op in COMPARE:
+            return COMPARE[op](xs[0], xs[1]).astype(np.float32)
+        if op in UNARY:
+            return np.asarray(UNARY[op](xs[0]), np.float32)
+        return np.asarray(BINARY[op](xs[0], xs[1]), np.float32)
 
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round f32 values to bf16/f16 (round to nearest even) and back to f32, as the kernel's conversions do."""
     x = np.asarray(x, np.float32)
+    if dtype == "bool":
+        return (x != 0).astype(np.float32)
+    if dtype and dtype[0] in "iu":
+        return np.trunc(x)
     if dtype == "f16":
         return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":
@@ -126,13 +148,6 @@ def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.
         idx = tuple(coords[c] if c is not None else 0 for c in si.coords)
         return x[idx] if idx else np.full_like(acc, x.reshape(()))
 
-    with np.errstate(all="ignore"):
-        for st in spec.epilogue:
-            xs = [get(a) for a in st.args]
-            if st.op == "astype":
-                vals.append(round_to(xs[0], st.dtype))
-            elif st.op in UNARY:
-                vals.append(UNARY[st.op](xs[0]).astype(np.float32))
-            else:
-                vals.append(BINARY[st.op](xs[0], xs[1]).astype(np.float32))
+    for st in spec.epilogue:
+        vals.append(step(st.op, [get(a) for a in st.args], st.dtype))
     return vals[-1] if vals else acc
