@@ -21,10 +21,11 @@ from ..staging.types import modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
 from .errors import LoweringError
 from .names import sanitize
-from .spec import EpiStep, GemmSpec, Operand, SideInput
+from .spec import EpiStep, ExtraOutput, GemmSpec, Operand, SideInput
 
 UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
+SELECT = {"eq", "ne", "lt", "le", "gt", "ge", "where"}     # comparisons (0.0/1.0 in f32) and the select
 MMA_DTYPES = ("bf16", "f16")
 OUT_DTYPES = ("bf16", "f16", "f32")
 
@@ -103,7 +104,11 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     mi = find_matmul(prog)
     sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
 
+    lits: dict[int, float] = {}           # broadcasts of literals: read as the literal
     for e in prog.eqns[:mi]:
+        if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
+            lits[id(e.outputs[0])] = float(e.inputs[0].value)
+            continue
         if e.prim.name not in ("transpose", "broadcast"):
             raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
                                 "from parameters through views (transpose) only")
@@ -137,6 +142,9 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         ins = [a for a in e.inputs if isinstance(a, Var)]
         on_chain = [a for a in ins if id(a) in kmap]
         if not on_chain:
+            if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
+                lits[id(e.outputs[0])] = float(e.inputs[0].value)
+                continue
             if e.prim.name in ("transpose", "broadcast") and id(e.inputs[0]) in sides:
                 _view_side(e, sides)
                 continue
@@ -147,16 +155,19 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             kmap[id(out)] = tuple(kmap[id(e.inputs[0])][p] for p in e.params["perm"])
             value[id(out)] = value[id(e.inputs[0])]
             continue
-        if e.prim.name not in UNARY | BINARY and e.prim.name != "astype":
+        if e.prim.name not in UNARY | BINARY | SELECT and e.prim.name != "astype":
             raise LoweringError(f"equation {e.prim.name} on the matmul result cannot be fused into the epilogue "
-                                f"(supported: {', '.join(sorted(UNARY | BINARY))}, astype, transpose)")
-        if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES:
-            raise LoweringError(f"astype to {e.params['dtype']} in the epilogue: supported are {', '.join(OUT_DTYPES)}")
+                                f"(supported: {', '.join(sorted(UNARY | BINARY | SELECT))}, astype, transpose)")
+        if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES + ("bool",):
+            raise LoweringError(f"astype to {e.params['dtype']} in the epilogue: supported are {', '.join(OUT_DTYPES)}, "
+                                "bool")
         ref = kmap[id(on_chain[0])]
         args = []
         for x in e.inputs:
             if isinstance(x, Literal):
                 args.append(("lit", float(x.value)))
+            elif id(x) in lits:
+                args.append(("lit", lits[id(x)]))
             elif id(x) in value:
                 if kmap[id(x)] != ref:
                     raise LoweringError(f"{e.prim.name}: operands walk the output in different orders")
@@ -170,17 +181,17 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         kmap[id(out)] = ref
         value[id(out)] = ("v", len(steps) - 1)
 
-    if len(prog.outputs) != 1 or id(prog.outputs[0]) not in kmap:
-        raise LoweringError("the GEMM kernel has one output, the matmul result after its epilogue; "
-                            f"this program returns {len(prog.outputs)} value(s) not all on that chain")
-    out = prog.outputs[0]
-    if value[id(out)] != (("v", len(steps) - 1) if steps else ("acc",)):
-        raise LoweringError("the program's output is not the last epilogue value; drop the unused equations")
+    if not prog.outputs or any(not isinstance(o, Var) or id(o) not in kmap for o in prog.outputs):
+        raise LoweringError("the GEMM kernel stores values of the matmul result's chain (the result after its "
+                            f"epilogue); this program returns {len(prog.outputs)} value(s) not all on that chain")
+    out, extra = _pick_output(prog.outputs, kmap, batched)
     c_dtype = out.type.dtype
-    if c_dtype not in OUT_DTYPES:
-        raise LoweringError(f"output dtype {c_dtype}: the kernel stores {', '.join(OUT_DTYPES)}")
     c = _output(out, kmap[id(out)], batched)
-
+    final = ("v", len(steps) - 1) if steps else ("acc",)
+    extras = tuple(ExtraOutput(f"mO{j + 1}", o.type.dtype, o.type.layout, tuple(kmap[id(o)]), value[id(o)])
+                   for j, o in enumerate(extra))
+    if value[id(out)] != final:
+        steps.append(EpiStep("copy", (value[id(out)],), "", "the stored output"))
     if config is None:
         config = default_config(m, n, k, batch)
     check_config(config, ab_dtype)
@@ -192,7 +203,26 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     smem_c = epilogue_smem_layout(c_dtype, "mn" if c.major == "m" else "k", config.epi_tile, EPI_STAGES)
     return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
-                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params))
+                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params),
+                    extra_outputs=extras)
+
+
+def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
+    """The output stored through TMA (the last one with a TMA dtype and a unit-stride M or N mode) and the others,
+    stored from registers."""
+    if len(outs) == 1:
+        if outs[0].type.dtype not in OUT_DTYPES:
+            raise LoweringError(f"output dtype {outs[0].type.dtype}: the kernel stores {', '.join(OUT_DTYPES)}")
+        return outs[0], []
+    for o in reversed(outs):
+        if o.type.dtype in OUT_DTYPES:
+            try:
+                _output(o, kmap[id(o)], batched)
+            except LoweringError:
+                continue
+            return o, [q for q in outs if q is not o]
+    raise LoweringError(f"none of the outputs ({', '.join(str(o.type) for o in outs)}) can be stored with TMA: one "
+                        f"needs dtype {', '.join(OUT_DTYPES)} and a unit-stride M or N mode")
 
 
 def epilogue_smem_layout(dtype: str, major: str, tile: tuple, stages: int) -> ComposedLayout:

@@ -9,29 +9,12 @@ from __future__ import annotations
 
 from ..layouts import ComposedLayout
 from .config import EPI_STAGES, NUM_SMS
+from .exprs import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, lit, step_code, store_code  # noqa: F401
 from .names import comment_block
 from .spec import COORDS, GemmSpec
 
-CUTLASS_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32"}
-UNARY_CODE = {
-    "neg": "-{0}",
-    "abs": "cute.math.abs({0})",
-    "relu": "cute.math.max({0}, cutlass.Float32(0.0))",
-    "exp": "cute.math.exp({0})",
-    "log": "cute.math.log({0})",
-    "sin": "cute.math.sin({0})",
-    "cos": "cute.math.cos({0})",
-    "tanh": "cute.math.tanh({0})",
-    "sqrt": "cute.math.sqrt({0})",
-    "logistic": "cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-{0}))",
-}
 PRODUCER_REGS, CONSUMER_REGS = 40, 232       # 128 x 40 + 256 x 232 <= 64K registers per SM
 RASTER_GROUP = 8
-BINARY_CODE = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "maximum": "cute.math.max({0}, {1})", "minimum": "cute.math.min({0}, {1})", "pow": "cute.math.pow({0}, {1})",
-}
-
 
 def _layout_code(c: ComposedLayout) -> str:
     sw = c.inner
@@ -46,12 +29,12 @@ def _cosize(c: ComposedLayout) -> int:
 
 
 def _lit(x: float) -> str:
-    return f"cutlass.Float32({float(x)!r})"
+    return lit(x)
 
 
 def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
     """The per-register epilogue: each step one assignment on f32 values, side inputs read at clamped coordinates."""
-    if not spec.epilogue:
+    if not spec.epilogue and not spec.extra_outputs:
         return []
     used = sorted({c for si in spec.inputs for c in si.coords if c is not None})
     out = [f"{indent}# The epilogue on the accumulator registers, in the program's order (f32, rounded once at the store).",
@@ -75,16 +58,19 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
 
     for j, st in enumerate(spec.epilogue):
         args = [arg(a) for a in st.args]
-        if st.op == "astype":
-            code = f"{args[0]}.to({CUTLASS_DTYPES[st.dtype]}).to(cutlass.Float32)"
-        elif st.op in UNARY_CODE:
-            code = UNARY_CODE[st.op].format(*args)
-        elif st.op == "pow" and st.args[1][0] == "lit" and st.args[1][1] in (2.0, 3.0):
+        if st.op == "pow" and st.args[1][0] == "lit" and st.args[1][1] in (2.0, 3.0):
             code = " * ".join([args[0]] * int(st.args[1][1]))
         else:
-            code = BINARY_CODE[st.op].format(*args)
+            code = step_code(st.op, args, st.dtype)
         out.append(f"{indent}    v{j} = {code}   # {st.note}")
-    out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
+    if spec.extra_outputs:
+        out.append(f"{indent}    if m < ext_m and n < ext_n:   # further outputs: stored from registers, in bounds only")
+        for eo in spec.extra_outputs:
+            idx = [COORDS[c] if c is not None else "0" for c in eo.coords]
+            index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+            out.append(f"{indent}        {eo.name}[{index}] = {store_code(arg(eo.value), eo.dtype)}")
+    if spec.epilogue:
+        out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
     return out
 
 
@@ -298,7 +284,7 @@ def emit_gemm(spec: GemmSpec) -> str:
         return emit_persistent(spec)
     cfg = spec.config
     clustered = cfg.cluster_m * cfg.cluster_n > 1
-    side = [si.name for si in spec.inputs]
+    side = [si.name for si in spec.inputs] + [eo.name for eo in spec.extra_outputs]
     side_params = "".join(f", {s}: cute.Tensor" for s in side)
     side_args = "".join(f", {s}" for s in side)
     L = header_lines(spec, "One CTA per output tile; every warpgroup both computes and (warp 0) issues the TMA loads.")
@@ -362,7 +348,7 @@ def emit_gemm(spec: GemmSpec) -> str:
         w("                " + s)
     w("    warpgroup.wait_group(0)")
     w("")
-    if spec.epilogue:
+    if spec.epilogue or spec.extra_outputs:
         w("    # Kernel coordinates (m, n, l) of every accumulator register, from an identity tensor.")
         w("    ext_m, ext_n, ext_l = mC.shape")
         w("    gcC = cute.local_tile(cute.make_identity_tensor(mC.shape), TILE_MNK, tile_coord, proj=(1, 1, None))")

@@ -43,7 +43,7 @@ def emit_persistent(spec: GemmSpec) -> str:
     """The module text of the persistent warp-specialized kernel (same header, layouts and epilogue as emit_gemm)."""
     cfg = spec.config
     clustered = cfg.cluster_m * cfg.cluster_n > 1
-    side = [si.name for si in spec.inputs]
+    side = [si.name for si in spec.inputs] + [eo.name for eo in spec.extra_outputs]
     side_params = "".join(f", {s}: cute.Tensor" for s in side)
     side_args = "".join(f", {s}" for s in side)
     L = header_lines(spec, "Persistent and warp-specialized: a producer warpgroup issues the TMA loads, the math "
@@ -136,7 +136,7 @@ def emit_persistent(spec: GemmSpec) -> str:
     w("            if k_tiles > 0:")
     w("                ab_pipe.consumer_release(release)")
     w("                release.advance()")
-    if spec.epilogue:
+    if spec.epilogue or spec.extra_outputs:
         w("")
         w("            # Kernel coordinates (m, n, l) of every accumulator register, from an identity tensor.")
         w("            ext_m, ext_n, ext_l = mC.shape")

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_gemm import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, _lit
+from .exprs import CUTLASS_DTYPES, DTYPES, lit, step_code, store_code
 from .names import comment_block
 from .simt_spec import SimtSpec
 
 WARPS = 4
-DTYPES = {**CUTLASS_DTYPES, "bool": "cutlass.Boolean", "i8": "cutlass.Int8", "u8": "cutlass.Uint8",
-          "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32"}
-COMPARE_CODE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-F0, F1 = "cutlass.Float32(0.0)", "cutlass.Float32(1.0)"
 INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
 COMBINE = {"sum": "{0} + {1}", "max": "cute.math.max({0}, {1})"}
 
@@ -95,36 +91,6 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
         return lit(a[1])
     rd = spec.reads[a[1]]
     return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
-
-
-def lit(x: float) -> str:
-    """An f32 literal; infinities and NaN (the -inf of a causal mask) spelled through float()."""
-    x = float(x)
-    return _lit(x) if x == x and abs(x) != float("inf") else f"cutlass.Float32(float('{x!r}'))"
-
-
-def step_code(op: str, args: list, dtype: str) -> str:
-    """The f32 expression of one elementwise step (booleans are 0.0/1.0, selects through cutlass.select_)."""
-    if op == "astype":
-        if dtype == "bool":
-            return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {F1}, {F0}))"
-        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Float32)"
-    if op == "copy":
-        return args[0]
-    if op in COMPARE_CODE:
-        return f"cutlass.Float32(cutlass.select_({args[0]} {COMPARE_CODE[op]} {args[1]}, {F1}, {F0}))"
-    if op == "where":
-        return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
-    if op in UNARY_CODE:
-        return UNARY_CODE[op].format(*args)
-    return BINARY_CODE[op].format(*args)
-
-
-def store_code(x: str, dtype: str) -> str:
-    """The f32 value ``x`` converted for a store into a ``dtype`` tensor."""
-    if dtype == "bool":
-        return f"cutlass.Boolean({x} != {F0})"
-    return f"({x}).to({DTYPES[dtype]})"
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:

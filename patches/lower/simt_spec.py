@@ -173,7 +173,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             xv = vars_of(e.inputs[0])
             var[id(out)] = [xv[q] for q in e.params["perm"]]
         elif nm == "broadcast":
-            xv = vars_of(e.inputs[0])
+            xv = vars_of(e.inputs[0]) or [None] * len(e.params["dims"])      # a literal: no modes
             ov = new_vars(out)
             for i, d in enumerate(e.params["dims"]):
                 if xv[i] is not None and ov[d] is not None:
