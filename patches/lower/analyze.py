@@ -204,7 +204,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
                     smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params),
-                    extra_outputs=extras)
+                    extra_outputs=extras, out_index=prog.outputs.index(out))
 
 
 def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:

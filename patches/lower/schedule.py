@@ -20,7 +20,7 @@ from ..layouts import Layout, cosize
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
 from ..staging.types import TensorType, modes_of
-from .analyze import analyze
+from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
 from .fusion import EPILOGUE_OPS, Graph, Group, literal_only, order, partition
@@ -132,12 +132,7 @@ class Builder:
         for o in outputs:
             need(o)
         kept = sorted(body.values(), key=lambda e: self.index[id(e)])
-        if all_params:
-            params = list(self.prog.params)
-        else:
-            pos = {id(v): i for i, v in enumerate(self.prog.params)}
-            params = sorted([v for v in ext if id(v) in pos], key=lambda v: pos[id(v)])
-            params += [v for v in ext if id(v) not in pos]
+        params = list(self.prog.params) if all_params else ext      # else in order of first use
         return Program([], [], params, kept, list(outputs), name=name)
 
     def trial(self, group: Group, e: Eqn) -> bool:
@@ -148,6 +143,8 @@ class Builder:
         used = {id(x) for q in eqns for x in q.inputs}
         used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
         outs = [v for q in eqns for v in q.outputs if id(v) not in used] or [e.outputs[0]]
+        if group.kind == "gemm":
+            outs = _storable(group, outs)
         try:
             _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
         except LoweringError:
@@ -208,6 +205,8 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     for g in run:
         kind = groups[g].kind
         name = f"{kind}_{next(_ids)}"
+        if kind == "gemm":
+            wanted[g] = _storable(groups[g], wanted[g])
         sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single)
         try:
             _analyze(kind, sub, b.config, name)
@@ -226,6 +225,14 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         plans.append(KernelPlan(name, "simt", sub, ("copy",)))
         prog.outputs[prog.outputs.index(o)] = out
     return plans, None
+
+
+def _storable(group: Group, outs: list) -> list:
+    """A GEMM kernel stores one output through TMA (bf16/f16/f32): when none of ``outs`` is one (a bool mask),
+    the matmul result is stored too."""
+    if any(o.type.dtype in OUT_DTYPES for o in outs):
+        return outs
+    return outs + [group.eqns[0].outputs[0]]
 
 
 def _dense(layout: Layout) -> Layout:

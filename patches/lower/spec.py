@@ -92,6 +92,7 @@ class GemmSpec:
     n_params: int = 0
     facts: dict = field(default_factory=dict)
     extra_outputs: tuple = ()
+    out_index: int = 0          # which program output C is (the others are extra_outputs, in order)
 
     @property
     def mnkl(self) -> tuple:
