@@ -8,7 +8,7 @@ epilogue may read a bias through a broadcast and the output may be a transposed 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy
@@ -26,7 +26,7 @@ from .spec import EpiStep, ExtraOutput, GemmSpec, Operand, SideInput
 UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
 SELECT = {"eq", "ne", "lt", "le", "gt", "ge", "where"}     # comparisons (0.0/1.0 in f32) and the select
-MMA_DTYPES = ("bf16", "f16")
+MMA_DTYPES = ("bf16", "f16", "f32")          # f32 operands run as tf32 wgmma (K-major only)
 OUT_DTYPES = ("bf16", "f16", "f32")
 
 
@@ -126,7 +126,15 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     a, b = ops
     ab_dtype = a.dtype
     if ab_dtype not in MMA_DTYPES or b.dtype != ab_dtype:
-        raise LoweringError(f"matmul operands are {a.dtype} and {b.dtype}; the wgmma kernel takes bf16 or f16 (both the same)")
+        raise LoweringError(f"matmul operands are {a.dtype} and {b.dtype}; the wgmma kernel takes bf16, f16 or f32 "
+                            "(tf32 wgmma), both the same")
+    if ab_dtype == "f32":
+        for op in (a, b):
+            if op.major != "k":
+                raise LoweringError(f"f32 operand {op.role.upper()} ({op.layout}) is MN-major; tf32 wgmma reads "
+                                    "K-major operands only (pt.lower's schedule copies it to a K-major buffer first)")
+        ab_dtype = "tf32"
+        a, b = replace(a, dtype="tf32"), replace(b, dtype="tf32")
     mshape = modes_of(mm.outputs[0].type.shape)
     m, n = mshape[0], mshape[1]
     k = modes_of(a_var.type.shape)[1]
@@ -151,6 +159,10 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             raise LoweringError(f"equation {e.prim.name} does not read the matmul result and is not a view of a "
                                 "parameter; only the matmul's epilogue can be fused")
         out = e.outputs[0]
+        if e.prim.name == "copy":                  # the same values in another layout: a further store
+            kmap[id(out)] = kmap[id(e.inputs[0])]
+            value[id(out)] = value[id(e.inputs[0])]
+            continue
         if e.prim.name == "transpose":
             kmap[id(out)] = tuple(kmap[id(e.inputs[0])][p] for p in e.params["perm"])
             value[id(out)] = value[id(e.inputs[0])]
@@ -194,6 +206,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         steps.append(EpiStep("copy", (value[id(out)],), "", "the stored output"))
     if config is None:
         config = default_config(m, n, k, batch)
+        if ab_dtype == "tf32":
+            config = replace(config, tile_k=32)
     check_config(config, ab_dtype)
     config = resolve_stages(config, ab_dtype, c_dtype)
     smem_a = wgmma_smem_layout(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from ..layouts import ComposedLayout
 from .config import EPI_STAGES, NUM_SMS
-from .exprs import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, lit, step_code, store_code  # noqa: F401
+from .exprs import BINARY_CODE, CUTLASS_DTYPES, MMA_DTYPES, UNARY_CODE, lit, step_code, store_code  # noqa: F401
 from .names import comment_block
 from .spec import COORDS, GemmSpec
 
+TF32_OP = [
+    "",
+    "",
+    "class MmaTF32Op(warpgroup.MmaF16BF16Op):",
+    '    """wgmma with tf32 operands (k = 8, both K-major): the 16-bit op with the tf32 type (CuTe DSL 4.8 has none)."""',
+    "",
+    "    def _verify(self):",
+    "        object.__setattr__(self, 'shape_mnk', (*self.shape_mnk[:2], 8))",
+]
 PRODUCER_REGS, CONSUMER_REGS = 40, 232       # 128 x 40 + 256 x 232 <= 64K registers per SM
 RASTER_GROUP = 8
 
@@ -78,7 +87,7 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     """Docstring, imports, configuration constants, the smem layouts and the SharedStorage struct (both variants)."""
     cfg = spec.config
     wg = cfg.mma_warpgroups
-    tx_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
+    tx_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * (4 if spec.ab_dtype == "tf32" else 2)
     c_enum = "COL_MAJOR" if spec.c.major == "m" else "ROW_MAJOR"
     L: list[str] = []
     w = L.append
@@ -115,7 +124,7 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
         w(f"RASTER_GROUP = {RASTER_GROUP}   # tile order: groups of RASTER_GROUP cluster rows, walked column by column")
     else:
         w("THREADS = 128 * MMA_WARPGROUPS")
-    w(f"AB_DTYPE = {CUTLASS_DTYPES[spec.ab_dtype]}")
+    w(f"AB_DTYPE = {MMA_DTYPES[spec.ab_dtype]}")
     w(f"C_DTYPE = {CUTLASS_DTYPES[spec.c_dtype]}")
     w("ACC_DTYPE = cutlass.Float32")
     w("# Majorness, read off the operands' layouts (kernel modes A (M,K,L), B (N,K,L), C (M,N,L)):")
@@ -123,7 +132,11 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     w(f"B_MAJOR = OperandMajorMode.{spec.b.major.upper()}   # B {spec.b.layout}")
     w(f"C_LAYOUT = LayoutEnum.{c_enum}   # C {spec.c.layout}: {spec.c.major.upper()} has unit stride")
     w(f"TMA_BYTES_PER_STAGE = {tx_bytes}")
-    w(f"MMA_K_BLOCKS = {cfg.tile_k // 16}   # wgmma k = 16 for 16-bit operands")
+    if spec.ab_dtype == "tf32":
+        w(f"MMA_K_BLOCKS = {cfg.tile_k // 8}   # wgmma k = 8 for tf32 operands")
+        L.extend(TF32_OP)
+    else:
+        w(f"MMA_K_BLOCKS = {cfg.tile_k // 16}   # wgmma k = 16 for 16-bit operands")
     w("")
     w("")
     for nm, lay, what in (("a", spec.smem_a, f"'{spec.ab_dtype}', '{spec.a.major}', ({cfg.tile_m}, {cfg.tile_k}), {cfg.stages}"),
@@ -151,9 +164,12 @@ def host_atom_lines(spec: GemmSpec) -> list[str]:
     cfg = spec.config
     a_op = "CopyBulkTensorTileG2SMulticastOp" if cfg.cluster_n > 1 else "CopyBulkTensorTileG2SOp"
     b_op = "CopyBulkTensorTileG2SMulticastOp" if cfg.cluster_m > 1 else "CopyBulkTensorTileG2SOp"
-    return [
-        "    tiled_mma = sm90_utils.make_trivial_tiled_mma(",
-        "        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))",
+    mma = (["    tiled_mma = cute.make_tiled_mma(cute.make_mma_atom(MmaTF32Op(",
+            "        AB_DTYPE, ACC_DTYPE, (64, TILE_MNK[1]), warpgroup.OperandSource.SMEM, A_MAJOR, B_MAJOR)),",
+            "        (MMA_WARPGROUPS, 1, 1))"] if spec.ab_dtype == "tf32" else
+           ["    tiled_mma = sm90_utils.make_trivial_tiled_mma(",
+            "        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))"])
+    return mma + [
         "    sA_layout, sB_layout, sC_layout = smem_layout_a(), smem_layout_b(), smem_layout_c()",
         f"    tma_a, tA = cpasync.make_tiled_tma_atom(cpasync.{a_op}(), mA, cute.slice_(sA_layout, (None, None, 0)),",
         f"                                           (TILE_MNK[0], TILE_MNK[2]), num_multicast={cfg.cluster_n})",

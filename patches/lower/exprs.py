@@ -7,6 +7,7 @@ converted only when stored (``store_code``) or by an explicit ``astype`` (rounde
 from __future__ import annotations
 
 CUTLASS_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32"}
+MMA_DTYPES = {**CUTLASS_DTYPES, "tf32": "cutlass.TFloat32"}
 DTYPES = {**CUTLASS_DTYPES, "bool": "cutlass.Boolean", "i8": "cutlass.Int8", "u8": "cutlass.Uint8",
           "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32"}
 UNARY_CODE = {

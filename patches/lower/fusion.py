@@ -25,7 +25,7 @@ from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast")
 EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "add", "sub", "mul",
-                "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype"}
+                "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..layouts import Layout, cosize
+from ..layouts import Layout, cosize, make_layout
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
 from ..staging.types import TensorType, modes_of
@@ -86,7 +86,39 @@ def prepare(prog: Program) -> Program:
             blit[id(e.outputs[0])] = ins[0]
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+    return Program([], [], prog.params, k_major(eqns), outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def k_major(eqns: list) -> list:
+    """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
+    K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows)."""
+    out = []
+    for e in eqns:
+        if e.prim.name != "matmul" or e.inputs[0].type.dtype != "f32":
+            out.append(e)
+            continue
+        ins = []
+        for role, x in zip("ab", e.inputs):
+            lay = x.type.layout
+            shape, stride = modes_of(lay.shape), modes_of(lay.stride)
+            kmode = 1 if role == "a" else 0
+            if any(isinstance(s, tuple) for s in shape) or _unit(stride[kmode]):
+                ins.append(x)
+                continue
+            other = 1 - kmode
+            st = [0] * len(shape)
+            st[kmode], st[other] = 1, shape[kmode]
+            if len(shape) == 3:
+                st[2] = shape[0] * shape[1]
+            y = Var(TensorType("f32", make_layout(tuple(shape), tuple(st))))
+            out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+            ins.append(y)
+        out.append(Eqn(e.prim, ins, e.params, e.outputs))
+    return out
+
+
+def _unit(d: Any) -> bool:
+    return isinstance(d, int) and d == 1
 
 
 def _fold(e: Eqn) -> Literal:

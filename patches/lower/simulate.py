@@ -44,6 +44,8 @@ def step(op: str, xs: list, dtype: str) -> np.ndarray:
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round f32 values to bf16/f16 (round to nearest even) and back to f32, as the kernel's conversions do."""
     x = np.asarray(x, np.float32)
+    if dtype == "tf32":                       # wgmma reads the top 19 bits of an f32 operand
+        return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
     if dtype == "bool":
         return (x != 0).astype(np.float32)
     if dtype and dtype[0] in "iu":
@@ -65,8 +67,8 @@ def _kernel_view(x: np.ndarray, perm: tuple, batched: bool) -> np.ndarray:
 def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.ndarray:
     """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output."""
     cfg = spec.config
-    a = _kernel_view(np.asarray(args[spec.a.param], np.float32), spec.a.perm, spec.batched)     # (M, K, L)
-    b = _kernel_view(np.asarray(args[spec.b.param], np.float32), spec.b.perm, spec.batched)     # (N, K, L)
+    a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched)     # (M, K, L)
+    b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched)     # (N, K, L)
     M, K, L = a.shape
     N = b.shape[0]
     tm, tn, tk = cfg.tile
