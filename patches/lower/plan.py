@@ -120,6 +120,11 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
     from ..staging.symbols import substitute
 
     rng = np.random.default_rng(seed)
+    if sizes:
+        from ..staging.types import modes_of
+
+        syms = {str(x): x for p in prog.params for x in modes_of(p.type.shape) if not isinstance(x, int)}
+        sizes = {syms.get(k, k) if isinstance(k, str) else k: v for k, v in sizes.items()}
     out = []
     for p in prog.params:
         t = substitute(p.type, sizes) if sizes else p.type

@@ -60,30 +60,20 @@ def _eqn_text(e: Eqn) -> str:
 
 
 def prepare(prog: Program) -> Program:
-    """The program without dead equations and with constants folded: literal-only equations become literals, and
-    an elementwise equation reads a broadcast literal as the literal itself (a scalar operand) when another operand
-    has the full shape."""
+    """The program without dead equations and with constants folded (literal-only scalar equations become
+    literals; broadcasts of literals are read as the literal by the kernels)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     prog = prog.dce()
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     lit: dict[int, Literal] = {}         # folded scalars
-    blit: dict[int, Literal] = {}        # broadcasts of literals
     eqns = []
     for e in prog.eqns:
-        ins = [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs]
-        if e.prim.name in EPILOGUE_OPS and len(ins) > 1:
-            cand = [blit.get(id(x), x) if isinstance(x, Var) else x for x in ins]
-            shape = modes_of(e.outputs[0].type.shape)
-            if any(isinstance(x, Var) and modes_of(x.type.shape) == shape for x in cand):
-                ins = cand
-        e2 = Eqn(e.prim, ins, e.params, e.outputs)
+        e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
         if literal_only(e2) and not modes_of(e2.outputs[0].type.shape):
             lit[id(e2.outputs[0])] = _fold(e2)
             continue
-        if e.prim.name == "broadcast" and isinstance(ins[0], Literal):
-            blit[id(e.outputs[0])] = ins[0]
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
     return Program([], [], prog.params, k_major(eqns), outputs, prog.in_tree, prog.out_tree, prog.name).dce()

@@ -143,6 +143,35 @@ def _is_one(s: Any) -> bool:
     return isinstance(s, int) and s == 1
 
 
+def _walk_back(cl: _Classes, reduced: list, var: dict, outputs: list) -> None:
+    """Reduce-then-broadcast-back: an output mode of the reduced mode's extent that no value shares with the reduced
+    mode is walked by the same column loop (identified with it), so the row kernel makes one pass per reduction
+    instead of a row per (row, column) pair. Only for a single reduced mode."""
+    first = next((vs for _, vs in reduced if vs), None)
+    if first is None or len({cl.find(v) for v in first}) != 1:
+        return
+    r = cl.find(first[0])
+    together = set()
+    for vs in var.values():
+        cs = {cl.find(v) for v in vs if v is not None}
+        if r in cs:
+            together |= cs
+    for o in outputs:
+        if isinstance(o, Literal) or id(o) not in var:
+            continue
+        cs = [cl.find(v) for v in var[id(o)] if v is not None]
+        if r in cs:
+            continue
+        cand = [c for c in cs if c not in together and cl.size[c] == cl.size[r]]
+        if cand:
+            cl.union(r, cand[-1], "broadcast")
+            r = cl.find(r)
+            for vs in var.values():
+                cs2 = {cl.find(v) for v in vs if v is not None}
+                if r in cs2:
+                    together |= cs2
+
+
 def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
     prog = prog.dce()
@@ -201,6 +230,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     def classes(vs: list) -> list:
         return [None if v is None else cl.find(v) for v in vs]
 
+    _walk_back(cl, reduced, var, prog.outputs)
     red_sets = [frozenset(classes(vs)) for _, vs in reduced]
     red_sets_nonempty = [s for s in red_sets if s]
     cols_set = red_sets_nonempty[0] if red_sets_nonempty else frozenset()
