@@ -9,8 +9,7 @@ import patches as pt
 from patches.layouts import make_layout
 from patches.lower import LoweringError
 from patches.lower.plan import random_args
-
-from .schedule_programs import (
+from patches.lower.programs import (
     ACCEPTANCE,
     attention_backward,
     attention_forward,

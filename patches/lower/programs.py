@@ -1,5 +1,6 @@
-"""The acceptance programs of the scheduler: an MLP (forward, backward, SGD step, symbolic batch), softmax and
-layernorm (forward and backward), causal single-head attention (forward and backward).
+"""Whole programs to lower: an MLP (forward, backward, SGD step, symbolic batch), softmax and layernorm (forward
+and backward), causal single-head attention (forward and backward). The scheduler's tests, the demo and
+benchmarks/schedule.py use them.
 
 All are f32: the derivative of a bf16 program with Python-scalar constants does not stage yet (a weak-type
 issue in staging), so the matmuls run as tf32 wgmma.
@@ -28,11 +29,6 @@ def mlp(x, w1, b1, w2, b2):
 
 def mlp_types(m=256, k=128, h=256, n=64):
     return (row_major(m, k), row_major(k, h), pt.tensor(F, h), row_major(h, n), pt.tensor(F, n), row_major(m, n))
-
-
-def mse(w1, b1, w2, b2, x, y):
-    d = mlp(x, w1, b1, w2, b2) - y
-    return pt.reduce_sum(d * d) * (1.0 / (d.type.size if hasattr(d, "type") else 1))
 
 
 def _mse(m, n):
@@ -65,12 +61,6 @@ def mlp_step(m=256, k=128, h=256, n=64, lr=0.1):
 
 def mlp_step_symbolic(k=128, h=256, n=64):
     return mlp_step(Sym("M", divisible_by=128), k, h, n)
-
-
-def softmax(x):
-    r, c = x.type.shape if hasattr(x, "type") else x.shape
-    e = pt.exp(x - pt.broadcast(pt.reduce_max(x, 1), (r, c), (0,)))
-    return e / pt.broadcast(pt.reduce_sum(e, 1), (r, c), (0,))
 
 
 def _softmax_rows(x, r, c):
