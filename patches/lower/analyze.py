@@ -9,6 +9,7 @@ epilogue may read a bias through a broadcast and the output may be a transposed 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import sympy
@@ -105,14 +106,23 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
 
     lits: dict[int, float] = {}           # broadcasts of literals: read as the literal
+    side_eqn: dict[int, Any] = {}         # elementwise equations on side inputs only: computed in the epilogue
+    side_memo: dict[tuple, tuple] = {}
     for e in prog.eqns[:mi]:
         if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
             lits[id(e.outputs[0])] = float(e.inputs[0].value)
+            continue
+        if _side_only(e, sides, lits, side_eqn):
+            side_eqn[id(e.outputs[0])] = e
             continue
         if e.prim.name not in ("transpose", "broadcast"):
             raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
                                 "from parameters through views (transpose) only")
         _view_side(e, sides)
+    for x in prog.eqns[mi].inputs:
+        if id(x) in side_eqn:
+            raise LoweringError(f"equation {side_eqn[id(x)].prim.name} before the matmul is not fusable: the kernel "
+                                "reads its operands from parameters through views (transpose) only")
 
     mm = prog.eqns[mi]
     a_var, b_var = mm.inputs
@@ -156,6 +166,9 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             if e.prim.name in ("transpose", "broadcast") and id(e.inputs[0]) in sides:
                 _view_side(e, sides)
                 continue
+            if _side_only(e, sides, lits, side_eqn):
+                side_eqn[id(e.outputs[0])] = e
+                continue
             raise LoweringError(f"equation {e.prim.name} does not read the matmul result and is not a view of a "
                                 "parameter; only the matmul's epilogue can be fused")
         out = e.outputs[0]
@@ -186,6 +199,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
                 args.append(value[id(x)])
             elif id(x) in sides:
                 args.append(("in", _side_input(x, sides[id(x)], ref, prog, inputs, input_of)))
+            elif id(x) in side_eqn:
+                args.append(_side_value(x, ref, side_eqn, sides, lits, steps, prog, inputs, input_of, side_memo))
             else:
                 raise LoweringError(f"{e.prim.name}: operand {x.type} is computed outside the epilogue; "
                                     "only parameters (through views) and literals can be fused")
@@ -210,8 +225,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             config = replace(config, tile_k=32)
     check_config(config, ab_dtype)
     config = resolve_stages(config, ab_dtype, c_dtype)
-    smem_a = wgmma_smem_layout(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)
-    smem_b = wgmma_smem_layout(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
+    smem_a = _smem(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)
+    smem_b = _smem(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
     from .config import EPI_STAGES
 
     smem_c = epilogue_smem_layout(c_dtype, "mn" if c.major == "m" else "k", config.epi_tile, EPI_STAGES)
@@ -219,6 +234,38 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
                     smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params),
                     extra_outputs=extras, out_index=prog.outputs.index(out))
+
+
+def _side_only(e: Any, sides: dict, lits: dict, side_eqn: dict) -> bool:
+    """An elementwise equation whose operands are all side inputs, literals or such equations' results."""
+    if e.prim.name not in UNARY | BINARY | SELECT | {"astype"}:
+        return False
+    if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES + ("bool",):
+        return False
+    return all(isinstance(x, Literal) or id(x) in sides or id(x) in lits or id(x) in side_eqn for x in e.inputs)
+
+
+def _side_value(x: Var, ref: tuple, side_eqn: dict, sides: dict, lits: dict, steps: list, prog: Program,
+                inputs: list, input_of: dict, memo: dict | None = None) -> tuple:
+    """Epilogue steps computing side equation ``x`` per output element (its modes walk the output like ``ref``)."""
+    memo = {} if memo is None else memo
+    key = (id(x), ref)
+    if key in memo:
+        return memo[key]
+    e = side_eqn[id(x)]
+    args = []
+    for a in e.inputs:
+        if isinstance(a, Literal):
+            args.append(("lit", float(a.value)))
+        elif id(a) in lits:
+            args.append(("lit", lits[id(a)]))
+        elif id(a) in sides:
+            args.append(("in", _side_input(a, sides[id(a)], ref, prog, inputs, input_of)))
+        else:
+            args.append(_side_value(a, ref, side_eqn, sides, lits, steps, prog, inputs, input_of, memo))
+    steps.append(EpiStep(e.prim.name, tuple(args), e.params.get("dtype", ""), _note(e)))
+    memo[key] = ("v", len(steps) - 1)
+    return memo[key]
 
 
 def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
@@ -239,6 +286,10 @@ def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
                         f"needs dtype {', '.join(OUT_DTYPES)} and a unit-stride M or N mode")
 
 
+_smem = lru_cache(maxsize=512)(wgmma_smem_layout)        # layouts are values: one per (dtype, major, tile, stages)
+
+
+@lru_cache(maxsize=512)
 def epilogue_smem_layout(dtype: str, major: str, tile: tuple, stages: int) -> ComposedLayout:
     """The staged smem buffer of the store: a wgmma-style swizzled tile; f32 (never a wgmma operand) may be MN-major."""
     if dtype != "f32":
