@@ -137,3 +137,76 @@ def order(groups: list) -> list[int]:
 def literal_only(e: Eqn) -> bool:
     """An equation on literals only (a constant the tracer did not fold): it is folded, no kernel runs it."""
     return bool(e.inputs) and all(isinstance(x, Literal) for x in e.inputs) and len(e.outputs) == 1
+
+
+REMAT_LIMIT = 32              # equations a kernel may recompute instead of reading their results
+
+
+def rematerialize(groups: list, owner: dict, graph: Graph, nbytes: Any, accepts: Any, only: int) -> bool:
+    """Recompute cheap elementwise inputs instead of reading them from buffers, where that reads fewer bytes.
+
+    For each kernel, the elementwise chains behind the buffers it reads are followed back to their anchors
+    (parameters, matmul or reduction results, values of the kernel itself); when the anchors' bytes are fewer than
+    the buffers' (gelu's derivative reads the pre-activation instead of five of gelu's intermediates), the chain
+    joins the kernel (its producer keeps it too) if ``accepts(group, eqns)`` (the kernel analysis) agrees.
+    Only kernel ``only`` is considered; returns whether it changed.
+    """
+    cheap = EPILOGUE_OPS - {"copy"}
+    for g, grp in enumerate(groups):
+        if g != only:
+            continue
+        mine = {id(v) for e in grp.eqns for v in e.outputs}
+        ext: dict[int, Var] = {}
+        for e in grp.eqns:
+            for x in e.inputs:
+                r = graph.root(x)
+                if isinstance(r, Var) and id(r) not in mine:
+                    ext[id(r)] = r
+        cands = [r for r in ext.values() if id(r) in owner and owner[id(r)] != g
+                 and graph.producer[id(r)].prim.name in cheap]
+        if not cands:
+            continue
+        chain, anchors = _chain_back(graph, cands, mine, cheap)
+        if len(chain) > REMAT_LIMIT or any(owner.get(a) == g for a in anchors):
+            continue
+        old = sum(nbytes(v) for v in ext.values())
+        kept = {i: v for i, v in ext.items() if all(v is not c for c in cands)}
+        new = sum(nbytes(v) for v in {**kept, **anchors}.values())
+        if not _smaller(new, old):
+            continue
+        eqns = list(chain.values()) + grp.eqns
+        if accepts(grp, eqns):
+            grp.eqns = eqns
+            grp.deps = {owner[a] for a in anchors if a in owner} | {h for h in grp.deps if h != g}
+            grp.deps |= {owner[i] for i in kept if i in owner}
+            grp.deps.discard(g)
+            return True
+    return False
+
+
+def _chain_back(graph: Graph, starts: list, mine: set, cheap: set) -> tuple[dict, dict]:
+    """The elementwise equations behind ``starts`` and the anchors they stop at (by id)."""
+    chain: dict[int, Eqn] = {}
+    anchors: dict[int, Var] = {}
+    todo = list(starts)
+    while todo:
+        v = todo.pop()
+        p = graph.producer.get(id(v))
+        if p is None or p.prim.name not in cheap or id(v) in mine or id(v) in graph.params:
+            anchors[id(v)] = v
+            continue
+        if id(p) in chain:
+            continue
+        chain[id(p)] = p
+        todo.extend(r for r in (graph.root(x) for x in p.inputs) if isinstance(r, Var))
+    return chain, anchors
+
+
+def _smaller(a: Any, b: Any) -> bool:
+    import sympy
+
+    d = sympy.sympify(b) - sympy.sympify(a)
+    if d.is_number:
+        return bool(d > 0)
+    d = d.subs({s: 1 << 20 for s in d.free_symbols})
+    return bool(d > 0)

@@ -23,7 +23,7 @@ from ..staging.types import TensorType, modes_of
 from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
-from .fusion import EPILOGUE_OPS, Graph, Group, literal_only, order, partition
+from .fusion import EPILOGUE_OPS, Graph, Group, literal_only, order, partition, rematerialize
 from .simt_spec import analyze_simt
 
 ITEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4,
@@ -157,6 +157,19 @@ class Builder:
         params = list(self.prog.params) if all_params else ext      # else in order of first use
         return Program([], [], params, kept, list(outputs), name=name)
 
+    def accepts(self, group: Group, eqns: list) -> bool:
+        """Whether the kernel analysis accepts ``group`` as these equations (program order; outputs: the frontier)."""
+        eqns = sorted(eqns, key=lambda q: self.index[id(q)])
+        used = {id(x) for q in eqns for x in q.inputs} | {id(self.graph.root(x)) for q in eqns for x in q.inputs}
+        outs = [v for q in group.eqns for v in q.outputs if id(v) not in used] or [group.eqns[-1].outputs[0]]
+        if group.kind == "gemm":
+            outs = _storable(group, outs)
+        try:
+            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
+        except LoweringError:
+            return False
+        return True
+
     def trial(self, group: Group, e: Eqn) -> bool:
         """Whether ``e`` can join ``group``: the kernel analysis accepts the group with it (outputs: its frontier)."""
         if group.kind == "gemm" and e.prim.name not in EPILOGUE_OPS:
@@ -192,8 +205,33 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         isolate |= {id(e) for e in groups[g].eqns}
     else:  # pragma: no cover - each round isolates at least one more group
         raise LoweringError("the scheduler did not converge")
+    best = traffic(plans)
+    for g in range(len(groups)):                       # recompute instead of reading, where it moves fewer bytes
+        trial = [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups]
+        if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
+            continue
+        cand, bad = _cut(prog, b, trial, owner)
+        if bad is None and _smaller_bytes(traffic(cand), best):
+            groups, plans, best = trial, cand, traffic(cand)
+    plans = [_named(p) for p in plans]
     buffers = _buffers(prog, plans)
     return prog, plans, buffers, {"schedule": time.perf_counter() - t0}
+
+
+def traffic(plans: list) -> Any:
+    """HBM bytes a schedule moves: every kernel reads its parameters and writes its outputs once."""
+    return sum(nbytes(v) for p in plans for v in list(p.program.params) + list(p.program.outputs))
+
+
+def _smaller_bytes(a: Any, b: Any) -> bool:
+    d = sympy.sympify(b) - sympy.sympify(a)
+    return bool(d.subs({s: 1 << 20 for s in d.free_symbols}) > 0)
+
+
+def _named(p: KernelPlan) -> KernelPlan:
+    name = f"{p.kind}_{next(_ids)}"
+    p.program.name = name
+    return KernelPlan(name, p.kind, p.program, p.fuses)
 
 
 def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any]:
@@ -206,10 +244,11 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
             wanted[g].append(v)
 
     for g, grp in enumerate(groups):                 # values other kernels read
+        mine = {id(v) for e in grp.eqns for v in e.outputs}
         for e in grp.eqns:
             for x in e.inputs:
                 r = b.graph.root(x)
-                if isinstance(r, Var) and id(r) in owner and owner[id(r)] != g:
+                if isinstance(r, Var) and id(r) in owner and owner[id(r)] != g and id(r) not in mine:
                     want(owner[id(r)], r)
     extra: list = []
     for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
@@ -221,12 +260,13 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
             extra.append(o)
         else:
             raise LoweringError(f"the program returns the literal {o.value}; return a tensor (broadcast it)")
-    run = order(groups)
+    live = _live(groups, owner, b, wanted)
+    run = [g for g in order(groups) if g in live]
     plans = []
     single = len(groups) == 1 and not extra
     for g in run:
         kind = groups[g].kind
-        name = f"{kind}_{next(_ids)}"
+        name = f"{kind}_{g}"
         if kind == "gemm":
             wanted[g] = _storable(groups[g], wanted[g])
         sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single)
@@ -238,7 +278,7 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     for o in extra:                                  # a parameter (or a view of one) returned as is: a copy kernel
         out = Var(TensorType(o.type.dtype, _dense(o.type.layout)))
         copy = Eqn(copy_p, [o], {"layout": out.type.layout}, [out])
-        name = f"simt_{next(_ids)}"
+        name = f"simt_copy{len(plans)}"
         sub = Program([], [], [b.graph.root(o)], b.graph.chain(o) + [copy], [out], name=name)
         try:
             analyze_simt(sub, name)
@@ -247,6 +287,30 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         plans.append(KernelPlan(name, "simt", sub, ("copy",)))
         prog.outputs[prog.outputs.index(o)] = out
     return plans, None
+
+
+def _live(groups: list, owner: dict, b: Builder, wanted: dict) -> set:
+    """Kernels whose values are read (by live kernels) or returned; ``wanted`` keeps only what live ones read."""
+    outs = {id(o) for o in b.prog.outputs}
+    outs |= {id(b.graph.root(o)) for o in b.prog.outputs if isinstance(o, Var)}
+    live = set(range(len(groups)))
+    while True:
+        need: dict[int, list] = {g: [] for g in live}
+        for g in live:
+            mine = {id(v) for e in groups[g].eqns for v in e.outputs}
+            for e in groups[g].eqns:
+                for x in e.inputs:
+                    r = b.graph.root(x)
+                    if isinstance(r, Var) and id(r) in owner and id(r) not in mine and owner[id(r)] in live:
+                        if all(r is not q for q in need[owner[id(r)]]):
+                            need[owner[id(r)]].append(r)
+        for g in live:
+            ret = [v for v in wanted[g] if id(v) in outs or id(b.graph.root(v)) in outs and v in b.prog.outputs]
+            wanted[g] = need[g] + [v for v in ret if all(v is not q for q in need[g])]
+        dead = {g for g in live if not wanted[g]}
+        if not dead:
+            return live
+        live -= dead
 
 
 def _storable(group: Group, outs: list) -> list:

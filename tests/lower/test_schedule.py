@@ -59,9 +59,15 @@ def test_simulate_equals_evaluate(lowered, name):
 @pytest.mark.parametrize("name", list(ACCEPTANCE))
 def test_kernels_cover_every_equation_once(lowered, name):
     prog, mod = lowered[name]
-    want = sorted(id(e) for e in mod.program.eqns if e.prim.name not in VIEWS)
-    got = sorted(id(e) for k in mod.kernels for e in k.program.eqns if e.prim.name not in VIEWS)
-    assert got == want                                         # each equation in exactly one kernel
+    want = {id(e) for e in mod.program.eqns if e.prim.name not in VIEWS}
+    got = [e for k in mod.kernels for e in k.program.eqns if e.prim.name not in VIEWS]
+    assert {id(e) for e in got} <= want                       # nothing foreign
+    live = {id(e) for e in mod.program.dce().eqns}
+    assert want & live <= {id(e) for e in got}                # every live equation runs somewhere
+    seen = set()
+    for e in got:                                              # only cheap elementwise work is recomputed
+        assert id(e) not in seen or e.prim.name not in ("matmul", "reduce_sum", "reduce_max"), e
+        seen.add(id(e))
     assert {e.prim.name for k in mod.kernels for e in k.program.eqns} <= {e.prim.name for e in prog.eqns} | {"copy"}
     folded = len([e for e in prog.dce().eqns if e.prim.name not in VIEWS])          # constants fold away
     assert len(want) <= folded + sum(e.prim.name == "matmul" for e in prog.eqns) * 2
