@@ -9,7 +9,6 @@ single kernel's Module attributes (``.source``, ``.spec``, ...), as ``pt.lower``
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -256,23 +255,10 @@ class ScheduleExecutable:
         return run_schedule(self, tensors)
 
     def export(self, directory: str | os.PathLike) -> Path:
-        """Every kernel's ahead-of-time export (header, object, loader) in a subdirectory, and ``schedule.json``
-        with the run order, buffers and argument bindings a runner needs."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        s = self.schedule
-        if len(self.executables) == 1:                  # one kernel: its export, as before schedules
-            self.executables[0].export(d)
-        names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
-        names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
-        names.update({id(b.var): b.name for b in s.buffers})
-        kernels = []
-        for k, exe in zip(s.kernels, self.executables):
-            if len(self.executables) > 1:
-                exe.export(d / k.name)
-            kernels.append({"name": k.name, "kind": k.kind, "fuses": list(k.fuses),
-                            "inputs": [names[id(p)] for p in k.program.params],
-                            "outputs": [names[id(o)] for o in k.program.outputs]})
-        buffers = [{"name": b.name, "type": str(b.var.type), "bytes": str(b.nbytes), "slot": b.slot} for b in s.buffers]
-        (d / "schedule.json").write_text(json.dumps({"kernels": kernels, "buffers": buffers}, indent=1))
-        return d
+        """Every kernel's ahead-of-time export (header, object, loader) in a subdirectory, ``schedule.json`` (run
+        order, buffers, argument bindings) and ``runner.py``; a one-kernel schedule exports as its kernel did."""
+        if len(self.executables) == 1:
+            return self.executables[0].export(Path(directory))
+        from .export_schedule import export_schedule
+
+        return export_schedule(self, Path(directory))

@@ -221,3 +221,19 @@ def test_forward_programs_stage_as_expected():
     assert len(attention_forward(128, 64).params) == 4 and len(attention_backward(128, 64).outputs) == 3
     assert len(layernorm_forward(8, 16).params) == 3 and len(layernorm_backward(8, 16).outputs) == 3
     assert len(mlp_forward().params) == 5
+
+
+@pytest.mark.slow
+def test_export_writes_every_kernel_and_a_runner(tmp_path, compiled_forward):
+    import json
+
+    exe = compiled_forward["mlp_forward"]
+    d = exe.export(tmp_path / "mlp")
+    plan = json.loads((d / "schedule.json").read_text())
+    assert [k["name"] for k in plan["kernels"]] == [k.name for k in exe.schedule.kernels]
+    for k in plan["kernels"]:
+        assert (d / k["name"] / f"{k['name']}.o").stat().st_size > 0
+        assert all(a["value"].startswith(("in", "buf", "out")) for a in k["args"])
+    gemm = next(k for k in plan["kernels"] if k["kind"] == "gemm")
+    assert [a["perm"] is not None for a in gemm["args"][:3]] == [True, True, True]
+    assert "def run(*tensors)" in (d / "runner.py").read_text() and plan["outputs"] == ["out0"]
