@@ -1,11 +1,14 @@
-"""Emitting the CuTe DSL source of a Hopper GEMM kernel from a GemmSpec (deterministic text, 4.8 API).
+"""What both Hopper GEMM kernels (emit_gemm, emit_persistent) share: code tables, the per-register epilogue, the
+module header, and the *builder functions* every generated module defines at module level.
 
-The kernel: TMA loads of A and B tiles into swizzled shared memory (multicast across a cluster), a
-PipelineTmaAsync mbarrier pipeline of AB_STAGES stages, warpgroup MMA into f32 registers, the program's
-epilogue on those registers, then stmatrix into shared memory and a TMA store per epilogue subtile.
+The builders construct the tiled MMA, the TMA atoms and partitions, the wgmma smem partitions, the epilogue's
+register->smem tiling, subtile order and buffers, and the side-input indices. The kernel calls them, and so does
+``patches.lower.verify``, which evaluates them on identity tensors on the CPU: what is verified is the code that runs.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..layouts import ComposedLayout
 from .config import EPI_STAGES, NUM_SMS
@@ -13,10 +16,11 @@ from .names import comment_block
 from .spec import COORDS, GemmSpec
 
 CUTLASS_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32"}
+# max/min follow numpy (IEEE maximum/minimum: NaN propagates); PTX's plain max.f32 would drop the NaN.
 UNARY_CODE = {
     "neg": "-{0}",
     "abs": "cute.math.abs({0})",
-    "relu": "cute.math.max({0}, cutlass.Float32(0.0))",
+    "relu": "cute.arch.fmax({0}, cutlass.Float32(0.0), nan=True)",
     "exp": "cute.math.exp({0})",
     "log": "cute.math.log({0})",
     "sin": "cute.math.sin({0})",
@@ -25,12 +29,23 @@ UNARY_CODE = {
     "sqrt": "cute.math.sqrt({0})",
     "logistic": "cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-{0}))",
 }
-PRODUCER_REGS, CONSUMER_REGS = 40, 232       # 128 x 40 + 256 x 232 <= 64K registers per SM
-RASTER_GROUP = 8
 BINARY_CODE = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "maximum": "cute.math.max({0}, {1})", "minimum": "cute.math.min({0}, {1})", "pow": "cute.math.pow({0}, {1})",
+    "maximum": "cute.arch.fmax({0}, {1}, nan=True)", "minimum": "cute.arch.fmin({0}, {1}, nan=True)",
+    "pow": "cute.math.pow({0}, {1})",
 }
+PRODUCER_REGS, CONSUMER_REGS = 40, 232       # 128 x 40 + 256 x 232 <= 64K registers per SM
+RASTER_GROUP = 8
+
+
+def lit(x: float) -> str:
+    """An f32 literal as code: finite values by repr, NaN and infinities through float('...') (never a bare name)."""
+    x = float(x)
+    if math.isnan(x):
+        return "cutlass.Float32(float('nan'))"
+    if math.isinf(x):
+        return f"cutlass.Float32(float('{'-' if x < 0 else ''}inf'))"
+    return f"cutlass.Float32({x!r})"
 
 
 def _layout_code(c: ComposedLayout) -> str:
@@ -45,8 +60,20 @@ def _cosize(c: ComposedLayout) -> int:
     return int(cosize(c.outer))
 
 
-def _lit(x: float) -> str:
-    return f"cutlass.Float32({float(x)!r})"
+def side_index_code(si) -> str:
+    idx = [COORDS[c] if c is not None else "0" for c in si.coords]
+    return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+
+
+def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None) -> str:
+    """The f32 expression of one elementwise step."""
+    if op == "astype":
+        return f"{args[0]}.to({CUTLASS_DTYPES[dtype]}).to(cutlass.Float32)"
+    if op in UNARY_CODE:
+        return UNARY_CODE[op].format(*args)
+    if op == "pow" and arg0_lit in (2.0, 3.0):
+        return " * ".join([args[0]] * int(arg0_lit))
+    return BINARY_CODE[op].format(*args)
 
 
 def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
@@ -58,7 +85,7 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
            f"{indent}for i in cutlass.range(cute.size(acc), unroll_full=True):",
            f"{indent}    m, n, l = tCcC[i]"]
     for c in used:
-        out.append(f"{indent}    {COORDS[c]}_in = cutlass.min({COORDS[c]}, ext_{COORDS[c]} - 1)   "
+        out.append(f"{indent}    {COORDS[c]} = cutlass.min({COORDS[c]}, ext_{COORDS[c]} - 1)   "
                    "# clamped: rows/columns past the edge are computed, never stored")
 
     def arg(a: tuple) -> str:
@@ -67,29 +94,19 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
         if a[0] == "v":
             return f"v{a[1]}"
         if a[0] == "lit":
-            return _lit(a[1])
+            return lit(a[1])
         si = spec.inputs[a[1]]
-        idx = [f"{COORDS[c]}_in" if c is not None else "0" for c in si.coords]
-        index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-        return f"{si.name}[{index}].to(cutlass.Float32)"
+        return f"{si.name}[side_index_{si.name}(m, n, l)].to(cutlass.Float32)"
 
     for j, st in enumerate(spec.epilogue):
-        args = [arg(a) for a in st.args]
-        if st.op == "astype":
-            code = f"{args[0]}.to({CUTLASS_DTYPES[st.dtype]}).to(cutlass.Float32)"
-        elif st.op in UNARY_CODE:
-            code = UNARY_CODE[st.op].format(*args)
-        elif st.op == "pow" and st.args[1][0] == "lit" and st.args[1][1] in (2.0, 3.0):
-            code = " * ".join([args[0]] * int(st.args[1][1]))
-        else:
-            code = BINARY_CODE[st.op].format(*args)
-        out.append(f"{indent}    v{j} = {code}   # {st.note}")
+        second = st.args[1][1] if st.op == "pow" and st.args[1][0] == "lit" else None
+        out.append(f"{indent}    v{j} = {op_code(st.op, [arg(a) for a in st.args], st.dtype, second)}   # {st.note}")
     out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
     return out
 
 
 def header_lines(spec: GemmSpec, summary: str) -> list[str]:
-    """Docstring, imports, configuration constants, the smem layouts and the SharedStorage struct (both variants)."""
+    """Docstring, imports, configuration constants, smem layouts, the SharedStorage struct and the builders."""
     cfg = spec.config
     wg = cfg.mma_warpgroups
     tx_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
@@ -101,18 +118,18 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     w(f"CTA tile {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, cluster {cfg.cluster_m}x{cfg.cluster_n}, {cfg.stages} TMA pipeline "
       f"stages, {wg} math warpgroup(s); wgmma {spec.ab_dtype} -> f32, output {spec.c_dtype}.")
     w(summary)
+    w("The builder functions below (tiled MMA, TMA atoms and partitions, epilogue tiling) are what the kernel runs;")
+    w("patches.lower.verify evaluates the same functions on identity tensors on the CPU.")
     w('"""')
     w("# The staged program this kernel computes:")
     L.extend(comment_block(spec.program_text, "#   "))
     w("")
-    w("import cuda.bindings.driver as cuda")
-    w("import cutlass")
-    w("import cutlass.cute as cute")
-    w("import cutlass.memory")
-    w("import cutlass.pipeline as pipeline")
-    w("import cutlass.utils.hopper_helpers as sm90_utils")
-    w("from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup")
-    w("from cutlass.tensor_utils import LayoutEnum")
+    for imp in ("import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
+                "import cutlass.memory", "import cutlass.pipeline as pipeline",
+                "import cutlass.utils.hopper_helpers as sm90_utils",
+                "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup",
+                "from cutlass.tensor_utils import LayoutEnum"):
+        w(imp)
     w("")
     w("# Configuration (patches.lower.TileConfig).")
     w(f"TILE_MNK = ({cfg.tile_m}, {cfg.tile_n}, {cfg.tile_k})")
@@ -123,12 +140,14 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     w(f"MMA_WARPGROUPS = {wg}")
     if cfg.persistent:
         w("THREADS = 128 * (1 + MMA_WARPGROUPS)   # warpgroup 0 loads (TMA), the others compute")
+        w("MMA_THREAD0 = 128   # the first math thread")
         w(f"PRODUCER_REGS = {PRODUCER_REGS}   # setmaxnreg: the producer gives registers back ...")
         w(f"CONSUMER_REGS = {CONSUMER_REGS}   # ... and the math warpgroups take them")
-        w(f"NUM_SMS = {NUM_SMS}")
+        w(f"NUM_SMS = {NUM_SMS}   # compile-time default only: the launcher passes the device's SM count")
         w(f"RASTER_GROUP = {RASTER_GROUP}   # tile order: groups of RASTER_GROUP cluster rows, walked column by column")
     else:
         w("THREADS = 128 * MMA_WARPGROUPS")
+        w("MMA_THREAD0 = 0   # every warpgroup computes")
     w(f"AB_DTYPE = {CUTLASS_DTYPES[spec.ab_dtype]}")
     w(f"C_DTYPE = {CUTLASS_DTYPES[spec.c_dtype]}")
     w("ACC_DTYPE = cutlass.Float32")
@@ -157,25 +176,99 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     w(f"    sC: cute.struct.Align[cute.struct.MemRange[C_DTYPE, {_cosize(spec.smem_c)}], 1024]")
     w("")
     w("")
+    L.extend(builder_lines(spec))
     return L
 
 
-def host_atom_lines(spec: GemmSpec) -> list[str]:
-    """Host side: the tiled MMA, the smem layouts and the three TMA atoms (A and B multicast within a cluster)."""
+def builder_lines(spec: GemmSpec) -> list[str]:
+    """The module-level functions that build every data-movement object; kernel, host and verifier call them."""
     cfg = spec.config
     a_op = "CopyBulkTensorTileG2SMulticastOp" if cfg.cluster_n > 1 else "CopyBulkTensorTileG2SOp"
     b_op = "CopyBulkTensorTileG2SMulticastOp" if cfg.cluster_m > 1 else "CopyBulkTensorTileG2SOp"
-    return [
-        "    tiled_mma = sm90_utils.make_trivial_tiled_mma(",
+    # The store tiling follows the MMA's accumulator order; it is laid out with the 16-bit stmatrix atom (the
+    # accumulator fragment's order) even for f32, where the plain f32 store atom then moves the values.
+    stm = "cute.make_copy_atom(warp.StMatrix8x8x16bOp(C_LAYOUT == LayoutEnum.COL_MAJOR, 4), cutlass.Float16)"
+    L = [
+        "def make_tiled_mma():",
+        '    """The warpgroup MMA: MMA_WARPGROUPS warpgroups stacked along M, each 64 x TILE_N per instruction."""',
+        "    return sm90_utils.make_trivial_tiled_mma(",
         "        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))",
-        "    sA_layout, sB_layout, sC_layout = smem_layout_a(), smem_layout_b(), smem_layout_c()",
-        f"    tma_a, tA = cpasync.make_tiled_tma_atom(cpasync.{a_op}(), mA, cute.slice_(sA_layout, (None, None, 0)),",
+        "", "",
+        "def make_tma_atoms(mA, mB, mC):",
+        '    """TMA atoms and coordinate tensors: A and B loads (multicast within a cluster), the C store per EPI_TILE."""',
+        f"    tma_a, tA = cpasync.make_tiled_tma_atom(cpasync.{a_op}(), mA, cute.slice_(smem_layout_a(), (None, None, 0)),",
         f"                                           (TILE_MNK[0], TILE_MNK[2]), num_multicast={cfg.cluster_n})",
-        f"    tma_b, tB = cpasync.make_tiled_tma_atom(cpasync.{b_op}(), mB, cute.slice_(sB_layout, (None, None, 0)),",
+        f"    tma_b, tB = cpasync.make_tiled_tma_atom(cpasync.{b_op}(), mB, cute.slice_(smem_layout_b(), (None, None, 0)),",
         f"                                           (TILE_MNK[1], TILE_MNK[2]), num_multicast={cfg.cluster_m})",
         "    tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), mC,",
-        "                                           cute.slice_(sC_layout, (None, None, 0)), EPI_TILE)",
+        "                                           cute.slice_(smem_layout_c(), (None, None, 0)), EPI_TILE)",
+        "    return tma_a, tA, tma_b, tB, tma_c, tC",
+        "", "",
+        "def load_partitions(tma_a, tma_b, sA, sB, mA, mB, tile_m, tile_n, batch, cluster_coord):",
+        '    """The TMA views of one CTA tile: per-stage smem boxes tAsA/tBsB and per-k-tile global boxes tAgA/tBgB;',
+        '    in a cluster, each CTA loads its slice of the box and multicasts it (A along N, B along M)."""',
+        "    gA = cute.local_tile(mA, (TILE_MNK[0], TILE_MNK[2]), (tile_m, None, batch))",
+        "    gB = cute.local_tile(mB, (TILE_MNK[1], TILE_MNK[2]), (tile_n, None, batch))",
+        "    tAsA, tAgA = cpasync.tma_partition(tma_a, cluster_coord[1], cute.make_layout(CLUSTER_MN[1]),",
+        "                                       cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))",
+        "    tBsB, tBgB = cpasync.tma_partition(tma_b, cluster_coord[0], cute.make_layout(CLUSTER_MN[0]),",
+        "                                       cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))",
+        "    return tAsA, tAgA, tBsB, tBgB",
+        "", "",
+        "def mma_smem_partitions(tiled_mma, sA, sB, warpgroup):",
+        '    """The smem A/B views of a math warpgroup\'s wgmmas: (MMA, MMA_M|N, MMA_K, stage)."""',
+        "    wg_mma = tiled_mma.get_slice(warpgroup * 128)",
+        "    return wg_mma.partition_A(sA), wg_mma.partition_B(sB)",
+        "", "",
+        "def k_block(tCrX, kb, stage):",
+        '    """The operand of the wgmma for k-block kb (16 of K) of the tile in smem stage ``stage``."""',
+        "    return tCrX[(None, None, kb, stage)]",
+        "", "",
+        "def acc_coords(tiled_mma, mma_tidx, cC):",
+        '    """(m, n, l) of each accumulator register of math thread mma_tidx, from the identity tile cC."""',
+        "    return tiled_mma.get_slice(mma_tidx).partition_C(cC)",
+        "", "",
+        "def make_r2s(tiled_mma):",
+        '    """The register -> smem store tiling: the C store atom tiled in the MMA\'s accumulator order."""',
+        "    r2s_atom = sm90_utils.get_smem_store_op(C_LAYOUT, C_DTYPE, ACC_DTYPE)",
+        f"    return cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom({stm}, tiled_mma))",
+        "", "",
+        "def epilogue_partitions(tiled_mma, tma_c, sC, gC, mma_tidx):",
+        '    """The store views: r2s tiling, this thread\'s smem destinations, the fragment shape of one subtile, and',
+        '    the TMA store boxes (smem buffer, global subtile)."""',
+        "    r2s = make_r2s(tiled_mma)",
+        "    thr_r2s = r2s.get_slice(mma_tidx)",
+        "    frag_shape = cute.shape(thr_r2s.partition_S(sC))[:3]",
+        "    gC_epi = cute.zipped_divide(gC, EPI_TILE)",
+        "    tSG_sC, tSG_gC = cpasync.tma_partition(tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)",
+        "    return r2s, thr_r2s.partition_D(sC), frag_shape, tSG_sC, tSG_gC, gC_epi.shape[1]",
+        "", "",
+        "def epi_subtile(epi_grid, e):",
+        '    """The EPI_TILE block of the CTA tile that subtile e stores: row-major over the subtile grid."""',
+        "    return cute.make_layout(epi_grid, stride=(epi_grid[1], 1)).get_hier_coord(e)",
+        "", "",
+        "def subtile_register(e, v, frag_size):",
+        '    """The accumulator register (in r2s.retile(acc) order) that value v of subtile e stores."""',
+        "    return e * frag_size + v",
+        "", "",
+        "def epi_buffer(e):",
+        '    """The smem buffer of subtile e: an even number of subtiles per tile, so buffers alternate across tiles."""',
+        "    return e % EPI_STAGES",
+        "", "",
     ]
+    for si in spec.inputs:
+        L += [f"def side_index_{si.name}(m, n, l):",
+              f'    """Where the epilogue reads side input {si.name} for output element (m, n, l)."""',
+              f"    return {side_index_code(si)}", "", ""]
+    return L
+
+
+def kernel_signature(spec: GemmSpec) -> list[str]:
+    """The kernel's parameters: TMA atoms with their coordinate tensors, side inputs, the tiled MMA."""
+    side_params = "".join(f", {si.name}: cute.Tensor" for si in spec.inputs)
+    return ["@cute.kernel",
+            "def kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,",
+            f"           mC: cute.Tensor{side_params}, tiled_mma: cute.TiledMma):"]
 
 
 def kernel_setup_lines(spec: GemmSpec, consumer_threads: str) -> list[str]:
@@ -196,6 +289,8 @@ def kernel_setup_lines(spec: GemmSpec, consumer_threads: str) -> list[str]:
               f"    a_mask = {'cute.make_layout_image_mask(cta_layout, cluster_coord, mode=1)' if mc_a > 1 else '0'}",
               f"    b_mask = {'cute.make_layout_image_mask(cta_layout, cluster_coord, mode=0)' if mc_b > 1 else '0'}",
               ""]
+    else:
+        L += ["    cluster_coord = (0, 0, 0)", ""]
     L += ["    storage = cutlass.memory.SmemAllocator().allocate(SharedStorage)",
           "    # The mainloop pipeline: a full and an empty mbarrier per stage; TMA arrives with the byte count.",
           "    ab_pipe = pipeline.PipelineTmaAsync.create(",
@@ -209,6 +304,7 @@ def kernel_setup_lines(spec: GemmSpec, consumer_threads: str) -> list[str]:
           "        defer_sync=True,",
           "    )",
           "    pipeline.pipeline_init_arrive(cluster_shape_mn=CLUSTER_MN, is_relaxed=True)",
+          "    sA_layout, sB_layout, sC_layout = smem_layout_a(), smem_layout_b(), smem_layout_c()",
           "    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)",
           "    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)",
           "    sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)",
@@ -216,22 +312,7 @@ def kernel_setup_lines(spec: GemmSpec, consumer_threads: str) -> list[str]:
     return L
 
 
-def tma_partition_lines(spec: GemmSpec) -> list[str]:
-    """TMA views of gA/gB: per-stage smem destinations and per-k-tile global sources (this CTA's cluster slice)."""
-    if spec.config.cluster_m * spec.config.cluster_n > 1:
-        return ["    tAsA, tAgA = cpasync.tma_partition(tma_a, cluster_coord[1], cute.make_layout(CLUSTER_MN[1]),",
-                "                                       cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))",
-                "    tBsB, tBgB = cpasync.tma_partition(tma_b, cluster_coord[0], cute.make_layout(CLUSTER_MN[0]),",
-                "                                       cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))"]
-    out = []
-    for t, op in (("A", "a"), ("B", "b")):
-        out.append(f"    t{t}s{t}, t{t}g{t} = cpasync.tma_partition(tma_{op}, 0, cute.make_layout(1), "
-                   f"cute.group_modes(s{t}, 0, 2),")
-        out.append(f"                                       cute.group_modes(g{t}, 0, 2))")
-    return out
-
-
-def load_lines(spec: GemmSpec, a_src: str = "tAgA", b_src: str = "tBgB") -> list[str]:
+def load_lines(spec: GemmSpec) -> list[str]:
     """One producer step: acquire a stage, TMA A and B k-tile ``producer.count`` into it, commit."""
     clustered = spec.config.cluster_m * spec.config.cluster_n > 1
     a_mask = ", mcast_mask=a_mask" if clustered and spec.config.cluster_n > 1 else ""
@@ -239,8 +320,8 @@ def load_lines(spec: GemmSpec, a_src: str = "tAgA", b_src: str = "tBgB") -> list
     return [
         "ab_pipe.producer_acquire(producer)",
         "barrier = ab_pipe.producer_get_barrier(producer)",
-        f"cute.copy(tma_a, {a_src}[(None, producer.count)], tAsA[(None, producer.index)], tma_bar_ptr=barrier{a_mask})",
-        f"cute.copy(tma_b, {b_src}[(None, producer.count)], tBsB[(None, producer.index)], tma_bar_ptr=barrier{b_mask})",
+        f"cute.copy(tma_a, tAgA[(None, producer.count)], tAsA[(None, producer.index)], tma_bar_ptr=barrier{a_mask})",
+        f"cute.copy(tma_b, tBgB[(None, producer.count)], tBsB[(None, producer.index)], tma_bar_ptr=barrier{b_mask})",
         "ab_pipe.producer_commit(producer)",
         "producer.advance()",
     ]
@@ -250,132 +331,36 @@ def mma_lines(indent: str) -> list[str]:
     """The wgmmas of one k-tile; the first one of a tile runs with the accumulate flag cleared (no zero-fill)."""
     return [f"{indent}warpgroup.fence()",
             f"{indent}for kb in cutlass.range_constexpr(MMA_K_BLOCKS):",
-            f"{indent}    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)], tCrB[(None, None, kb, read.index)], acc)",
+            f"{indent}    cute.gemm(tiled_mma, acc, k_block(tCrA, kb, read.index), k_block(tCrB, kb, read.index), acc)",
             f"{indent}    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)",
             f"{indent}warpgroup.commit_group()"]
 
 
-def store_lines(spec: GemmSpec, indent: str, tid: str, sync: str, store_warp: str) -> list[str]:
+def zero_k_lines(indent: str) -> list[str]:
+    """K = 0: no wgmma ran, so the accumulator is zeroed and the epilogue applies to zeros."""
+    return [f"{indent}if k_tiles == 0:   # no wgmma wrote the accumulator: the product is zero",
+            f"{indent}    acc.fill(0.0)"]
+
+
+def store_lines(indent: str, tid: str, sync: str, store_warp: str) -> list[str]:
     """Registers -> smem (stmatrix, or a plain store for f32) -> global (TMA), one EPI_TILE subtile at a time."""
     i = indent
-    atom = (f"cute.make_copy_atom(warp.StMatrix8x8x16bOp({spec.c.major == 'm'}, 4), C_DTYPE)"
-            if spec.c_dtype != "f32" else "r2s_atom")
     return [
         f"{i}# Store: registers -> smem -> global (TMA), one EPI_TILE subtile at a time.",
-        f"{i}r2s_atom = sm90_utils.get_smem_store_op(C_LAYOUT, C_DTYPE, ACC_DTYPE)",
-        f"{i}r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom({atom}, tiled_mma))",
-        f"{i}thr_r2s = r2s.get_slice({tid})",
-        f"{i}tRS_sC = thr_r2s.partition_D(sC)",
+        f"{i}r2s, tRS_sC, frag_shape, tSG_sC, tSG_gC, epi_grid = epilogue_partitions(tiled_mma, tma_c, sC, gC, {tid})",
         f"{i}tRS_acc = r2s.retile(acc)",
-        f"{i}frag_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sC))[:3])",
-        f"{i}frag_acc = cute.make_rmem_tensor(frag_layout, ACC_DTYPE)",
-        f"{i}frag_out = cute.make_rmem_tensor(frag_layout, C_DTYPE)",
-        f"{i}gC_epi = cute.zipped_divide(gC, EPI_TILE)",
-        f"{i}tSG_sC, tSG_gC = cpasync.tma_partition(tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)",
-        f"{i}epi_grid = gC_epi.shape[1]",
-        f"{i}epi_order = cute.make_layout(epi_grid, stride=(epi_grid[1], 1))",
+        f"{i}frag_acc = cute.make_rmem_tensor(cute.make_layout(frag_shape), ACC_DTYPE)",
+        f"{i}frag_out = cute.make_rmem_tensor(cute.make_layout(frag_shape), C_DTYPE)",
         f"{i}for e in cutlass.range_constexpr(cute.size(epi_grid)):",
         f"{i}    for v in cutlass.range_constexpr(cute.size(frag_acc)):",
-        f"{i}        frag_acc[v] = tRS_acc[e * cute.size(frag_acc) + v]",
+        f"{i}        frag_acc[v] = tRS_acc[subtile_register(e, v, cute.size(frag_acc))]",
         f"{i}    frag_out.store(frag_acc.load().to(C_DTYPE))",
-        f"{i}    buf = e % EPI_STAGES   # an even number of subtiles per tile, so buffers alternate across tiles too",
-        f"{i}    cute.copy(r2s, frag_out, tRS_sC[(None, None, None, buf)])",
+        f"{i}    cute.copy(r2s, frag_out, tRS_sC[(None, None, None, epi_buffer(e))])",
         f'{i}    cute.arch.fence_proxy("async.shared", space="cta")',
         f"{i}    {sync}",
         f"{i}    if {store_warp}:",
-        f"{i}        cute.copy(tma_c, tSG_sC[(None, buf)], tSG_gC[(None, epi_order.get_hier_coord(e))])",
+        f"{i}        cute.copy(tma_c, tSG_sC[(None, epi_buffer(e))], tSG_gC[(None, epi_subtile(epi_grid, e))])",
         f"{i}        store_pipe.producer_commit()",
         f"{i}        store_pipe.producer_acquire()",
         f"{i}    {sync}",
     ]
-
-
-def emit_gemm(spec: GemmSpec) -> str:
-    """The module text: configuration constants, smem layouts, shared storage, host launcher and kernel."""
-    if spec.config.persistent:
-        from .emit_persistent import emit_persistent
-
-        return emit_persistent(spec)
-    cfg = spec.config
-    clustered = cfg.cluster_m * cfg.cluster_n > 1
-    side = [si.name for si in spec.inputs]
-    side_params = "".join(f", {s}: cute.Tensor" for s in side)
-    side_args = "".join(f", {s}" for s in side)
-    L = header_lines(spec, "One CTA per output tile; every warpgroup both computes and (warp 0) issues the TMA loads.")
-    w = L.append
-    w("@cute.jit")
-    w(f"def host(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor{side_params}, stream: cuda.CUstream):")
-    w('    """Build the MMA, the TMA descriptors and the grid, and launch one CTA per output tile."""')
-    L.extend(host_atom_lines(spec))
-    w("    per_m, per_n = TILE_MNK[0] * CLUSTER_MN[0], TILE_MNK[1] * CLUSTER_MN[1]")
-    w("    grid_m = (cute.size(mC, mode=[0]) + per_m - 1) // per_m * CLUSTER_MN[0]")
-    w("    grid_n = (cute.size(mC, mode=[1]) + per_n - 1) // per_n * CLUSTER_MN[1]")
-    w(f"    kernel(tma_a, tA, tma_b, tB, tma_c, tC{side_args}, tiled_mma, sA_layout, sB_layout, sC_layout).launch(")
-    w("        grid=(grid_m, grid_n, cute.size(mC, mode=[2])), block=[THREADS, 1, 1], cluster=(*CLUSTER_MN, 1), stream=stream)")
-    w("")
-    w("")
-    w("@cute.kernel")
-    w("def kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,")
-    w(f"           mC: cute.Tensor{side_params}, tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout,")
-    w("           sB_layout: cute.ComposedLayout, sC_layout: cute.ComposedLayout):")
-    w('    """One CTA computes one TILE_M x TILE_N tile of C for one batch entry."""')
-    w("    bidx, bidy, bidz = cute.arch.block_idx()")
-    L.extend(kernel_setup_lines(spec, "THREADS"))
-    w("    # This CTA's tiles: gA (TILE_M, TILE_K, k), gB (TILE_N, TILE_K, k), gC (TILE_M, TILE_N).")
-    w("    tile_coord = (bidx, bidy, None, bidz)")
-    w("    gA = cute.local_tile(mA, TILE_MNK, tile_coord, proj=(1, None, 1))")
-    w("    gB = cute.local_tile(mB, TILE_MNK, tile_coord, proj=(None, 1, 1))")
-    w("    gC = cute.local_tile(mC, TILE_MNK, tile_coord, proj=(1, 1, None))")
-    L.extend(tma_partition_lines(spec))
-    w("")
-    w("    # Each math warpgroup reads the whole smem tiles and owns TILE_M / MMA_WARPGROUPS rows of C.")
-    w("    wg_mma = tiled_mma.get_slice(cute.arch.make_warp_uniform(tidx // 128) * 128)")
-    w("    tCrA = tiled_mma.make_fragment_A(wg_mma.partition_A(sA))")
-    w("    tCrB = tiled_mma.make_fragment_B(wg_mma.partition_B(sB))")
-    w("    acc = cute.make_rmem_tensor(wg_mma.partition_C(gC).shape, ACC_DTYPE)")
-    w("    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)   # the first wgmma overwrites the accumulator")
-    w("    pipeline.pipeline_init_wait(cluster_shape_mn=CLUSTER_MN)")
-    w("")
-    w("    k_tiles = cute.size(gA, mode=[2])")
-    w("    producer = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, AB_STAGES)")
-    w("    read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, AB_STAGES)")
-    w("    release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, AB_STAGES)")
-    load = load_lines(spec)
-    w("    # Prologue: warp 0 fills the pipeline.")
-    w("    if warp_idx == 0:")
-    w("        for _ in cutlass.range(cutlass.min(AB_STAGES, k_tiles), unroll=1):")
-    for s in load:
-        w("            " + s)
-    w("")
-    w("    # Mainloop: wait for a stage, issue its wgmmas, keep one k-tile of wgmma in flight, free the stage before,")
-    w("    # and let warp 0 refill it with the k-tile AB_STAGES ahead.")
-    w("    for k_tile in cutlass.range(k_tiles, unroll=1):")
-    w("        ab_pipe.consumer_wait(read)")
-    L.extend(mma_lines("        "))
-    w("        warpgroup.wait_group(1)")
-    w("        read.advance()")
-    w("        if k_tile > 0:")
-    w("            ab_pipe.consumer_release(release)")
-    w("            release.advance()")
-    w("            if warp_idx == 0 and producer.count < k_tiles:")
-    for s in load:
-        w("                " + s)
-    w("    warpgroup.wait_group(0)")
-    w("")
-    if spec.epilogue:
-        w("    # Kernel coordinates (m, n, l) of every accumulator register, from an identity tensor.")
-        w("    ext_m, ext_n, ext_l = mC.shape")
-        w("    gcC = cute.local_tile(cute.make_identity_tensor(mC.shape), TILE_MNK, tile_coord, proj=(1, 1, None))")
-        w("    tCcC = tiled_mma.get_slice(tidx).partition_C(gcC)")
-        L.extend(epilogue_lines(spec, "    "))
-        w("")
-    w("    store_pipe = pipeline.PipelineTmaStore.create(")
-    w("        num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS))")
-    L.extend(store_lines(spec, "    ", "tidx", "pipeline.sync(barrier_id=1)", "warp_idx == 0"))
-    w("    if warp_idx == 0:")
-    w("        store_pipe.producer_tail()")
-    if clustered:
-        w("    # No CTA leaves while a peer may still signal its barriers.")
-        w("    cute.arch.cluster_arrive()")
-        w("    cute.arch.cluster_wait()")
-    return "\n".join(L) + "\n"

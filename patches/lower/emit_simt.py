@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_gemm import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, _lit
+from .emit_common import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, lit
 from .names import comment_block
 from .simt_spec import SimtSpec
 
 WARPS = 4
 INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
-COMBINE = {"sum": "{0} + {1}", "max": "cute.math.max({0}, {1})"}
+COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
 
 
 def threads(spec: SimtSpec) -> int:
@@ -87,7 +87,7 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
     if a[0] == "red":
         return f"red{a[1]}"
     if a[0] == "lit":
-        return _lit(a[1])
+        return lit(a[1])
     rd = spec.reads[a[1]]
     return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
 

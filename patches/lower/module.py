@@ -81,7 +81,19 @@ class Module:
 
         syms: dict = {}
         args = [_fake(op.layout, op.dtype, syms) for op in self.spec.kernel_operands()]
+        if self.takes_sm_count:
+            import cutlass
+
+            from .config import NUM_SMS
+
+            args.append(cutlass.Int32(NUM_SMS))        # a dynamic argument: the launcher passes the device's count
         return args + [make_fake_stream()]
+
+    @property
+    def takes_sm_count(self) -> bool:
+        """Persistent kernels take the device's SM count at launch (the grid is one cluster per group of SMs)."""
+        cfg = getattr(self.spec, "config", None)
+        return bool(cfg is not None and cfg.persistent)
 
     def compile(self, arch: str = "sm_90a", keep: bool = True) -> Executable:
         """cute.compile the host function for ``arch`` with fake tensors; no GPU needed."""
