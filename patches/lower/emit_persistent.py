@@ -13,8 +13,8 @@ from __future__ import annotations
 from .emit_common import (
     epilogue_lines,
     header_lines,
-    kernel_signature,
     kernel_setup_lines,
+    kernel_signature,
     load_lines,
     mma_lines,
     store_lines,
