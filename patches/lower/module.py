@@ -75,6 +75,13 @@ class Module:
         spec.loader.exec_module(mod)
         return mod
 
+    def verify(self) -> Any:
+        """Check the kernel's data movement on the CPU from its own builders (patches.lower.verify); raises a
+        VerificationError listing the mismatches, returns the Report when every thread and value is right."""
+        from .verify import verify
+
+        return verify(self).raise_if_failed()
+
     def fake_args(self) -> list:
         """Fake tensors matching the kernel's arguments (symbolic extents become dynamic, with their divisibility)."""
         from cutlass.cute.runtime import make_fake_stream
