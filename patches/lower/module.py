@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layouts import Layout
+from .dynamic import _stride_order, dynamic_modes  # noqa: F401 (dynamic_modes: for callers)
 from .errors import LoweringError
 from .spec import GemmSpec
 
@@ -143,18 +144,7 @@ def _fake(layout: Layout, dtype: str, syms: dict) -> Any:
             if s not in syms:
                 syms[s] = cute.sym_int(divisibility=_divisor(s), symbol=str(s))
             dyn.append(syms[s])
-    keyed = sorted(range(len(shape)), key=lambda i: (stride[i] == 0, _order_key(stride[i])))
-    order = [0] * len(shape)
-    for rank, i in enumerate(keyed):
-        order[i] = rank
-    return make_fake_compact_tensor(dt, tuple(dyn), stride_order=tuple(order), assumed_align=16)
-
-
-def _order_key(d: Any) -> Any:
-    import sympy
-
-    d = sympy.sympify(d)
-    return (len(d.free_symbols), int(d.subs({s: 1 << 20 for s in d.free_symbols})))
+    return make_fake_compact_tensor(dt, tuple(dyn), stride_order=_stride_order(shape, stride), assumed_align=16)
 
 
 def _span(shape: tuple, stride: tuple) -> int:
