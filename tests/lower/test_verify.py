@@ -33,7 +33,6 @@ def _verified(mod):
 
 
 FAST = {
-    "f32_out 128x128": lambda: pt.lower(f32_output(), config=TileConfig(128, 128)),
     "forward 64x64": lambda: pt.lower(forward(), config=TileConfig(64, 64)),
     "dA (MN-major A) 64x128 c2x1": lambda: pt.lower(backward_matmuls()[1], config=TileConfig(64, 128, cluster_m=2)),
     "persistent 64x64 c1x2": lambda: pt.lower(forward(), config=TileConfig(64, 64, cluster_n=2, persistent=True)),
@@ -137,13 +136,14 @@ def test_configuration_sweep_is_verified(tile, cluster, dtype, persistent):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["dB", "dA", "symbolic", "f32 64x128", "f32 256x128", "f32 row-major C"])
+@pytest.mark.parametrize("kernel", ["dB", "dA", "symbolic", "f32 128x128", "f32 64x128", "f32 256x128", "f32 row-major C"])
 def test_other_kernels_are_verified(kernel):
     db, da = backward_matmuls()
     from patches.layouts import make_layout
 
     mods = {
         "dB": lambda: pt.lower(db), "dA": lambda: pt.lower(da), "symbolic": lambda: pt.lower(symbolic()),
+        "f32 128x128": lambda: pt.lower(f32_output(), config=TileConfig(128, 128)),
         "f32 64x128": lambda: pt.lower(f32_output(), config=TileConfig(64, 128)),
         "f32 256x128": lambda: pt.lower(f32_output(), config=TileConfig(256, 128, persistent=True)),
         "f32 row-major C": lambda: pt.lower(pt.stage(
