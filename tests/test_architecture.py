@@ -95,12 +95,8 @@ def _within_packages(edges: dict[str, set[str]]) -> dict[str, set[str]]:
     return out
 
 
-# The one circle left, in patches.lower (emit_gemm <-> emit_persistent); it goes with the emitters' rework.
-KNOWN = [{"patches.lower.emit_gemm", "patches.lower.emit_persistent"}]
-
-
 def test_no_import_circle_inside_a_package():
-    found = [c for c in circles(_within_packages(import_graph())) if c not in KNOWN]
+    found = circles(_within_packages(import_graph()))
     assert not found, "import circles: " + "; ".join(", ".join(sorted(c)) for c in found)
 
 
