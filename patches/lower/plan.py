@@ -59,6 +59,15 @@ class Kernel:
     def spec(self) -> Any:
         return self.module.spec
 
+    def copy(self) -> Kernel:
+        """A copy with its own Module (a mutated source stays in the copy)."""
+        import copy
+
+        new = Kernel.__new__(Kernel)
+        new.__dict__.update(self.__dict__)
+        new._module = copy.copy(self.module)
+        return new
+
     def describe(self) -> str:
         """The kernel's configuration in a few words."""
         s = self.spec
@@ -70,13 +79,13 @@ class Kernel:
         """cute.compile this kernel for ``arch`` (no GPU needed)."""
         return self.module.compile(arch)
 
-    def verify(self, seed: int = 0) -> float:
-        """Check the kernel against its program: ``Module.verify()`` where the lowering provides it, else the
-        kernel's tile-level numpy model against the interpreter on random data; returns the largest error and
-        raises LoweringError beyond bf16 tolerance."""
+    def verify(self, seed: int = 0, movement: bool = True) -> float:
+        """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
+        emitted data movement, element by element); then the kernel's tile-level numpy model against the
+        interpreter on random data. Returns the numeric error; raises LoweringError on a mismatch."""
         mv = getattr(self.module, "verify", None)
-        if callable(mv):
-            return mv()
+        if movement and callable(mv):
+            mv()
         from .simulate import simulate
         from .simulate_simt import simulate_simt
 
@@ -155,6 +164,20 @@ class Schedule:
         self.schedule_seconds = time.perf_counter() - t0
 
     # -- the one-kernel view: the Module API of a single kernel --------------------------------------------
+    _OWN = ("source_program", "program", "buffers", "kernels", "schedule_seconds")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN or name.startswith("_") or "kernels" not in self.__dict__ or len(self.kernels) != 1:
+            object.__setattr__(self, name, value)
+        else:                                      # a one-kernel schedule: its module's attribute (.source, ...)
+            setattr(self.kernels[0].module, name, value)
+
+    def __copy__(self) -> Schedule:
+        new = object.__new__(Schedule)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["kernels"] = [k.copy() for k in self.kernels]
+        return new
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in ("kernels", "program", "buffers"):
             raise AttributeError(name)
@@ -195,9 +218,13 @@ class Schedule:
         """Compile every kernel for ``arch`` (no GPU needed)."""
         return ScheduleExecutable(self, [k.compile(arch) for k in self.kernels])
 
-    def verify(self) -> float:
-        """Every kernel checked against its program (see ``Kernel.verify``); the largest error."""
-        return max(k.verify() for k in self.kernels)
+    def verify(self, movement: bool = True) -> Any:
+        """Every kernel checked against its program (see ``Kernel.verify``); the largest numeric error. A one-kernel
+        schedule returns its Module's verification report, as ``Module.verify()`` does."""
+        if len(self.kernels) == 1 and movement and callable(getattr(self.kernels[0].module, "verify", None)):
+            self.kernels[0].verify(movement=False)
+            return self.kernels[0].module.verify()
+        return max(k.verify(movement=movement) for k in self.kernels)
 
 
 def format_schedule(s: Schedule, exes: list | None = None) -> str:

@@ -97,5 +97,9 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
         for i, t in enumerate(args):
             x = from_dlpack(t, assumed_align=16, force_tf32=i < len(tf32) and tf32[i])
             cute_args.append(x.mark_layout_dynamic() if dynamic else x)
+        if kexe.module.takes_sm_count:           # persistent kernels: one cluster per group of the device's SMs
+            import cutlass
+
+            cute_args.append(cutlass.Int32(torch.cuda.get_device_properties(device).multi_processor_count))
         kexe.compiled(*cute_args, stream)
     return tree_unflatten(prog.out_tree, [vals[id(o)] for o in prog.outputs])
