@@ -248,3 +248,43 @@ def test_export_writes_every_kernel_and_a_runner(tmp_path, compiled_forward):
     gemm = next(k for k in plan["kernels"] if k["kind"] == "gemm")
     assert [a["perm"] is not None for a in gemm["args"][:3]] == [True, True, True]
     assert "def run(*tensors)" in (d / "runner.py").read_text() and plan["outputs"] == ["out0"]
+
+
+def _x(dtype="f32"):
+    return pt.tensor(dtype, make_layout((64, 96), (96, 1)))
+
+
+def _row_softmax(e):
+    return e / pt.broadcast(pt.reduce_sum(e, 2), (3, 64, 72), (0, 1))
+
+
+EXTRA = {   # name: (program, kernels as (kind, fuses))
+    "integer mask and where": (lambda: pt.stage(lambda x, m: pt.where(m > 0, x, 0.0) * 2.0, _x(),
+                                                pt.tensor("i32", make_layout((64, 96), (96, 1)))),
+                               [("simt", ("gt", "where", "mul"))]),
+    "reduce_max's derivative (eq)": (lambda: pt.stage(pt.grad(lambda x: pt.reduce_sum(pt.reduce_max(x, 1))), _x()),
+                                     [("simt", ("reduce_max", "eq", "astype", "reduce_sum", "div", "mul"))]),
+    "a parameter returned": (lambda: pt.stage(lambda x: (x, pt.exp(x)), _x()),
+                             [("simt", ("exp",)), ("simt", ("copy",))]),
+    "a bool output": (lambda: pt.stage(lambda x: x > 0.0, _x()), [("simt", ("gt",))]),
+    "column sum of a matmul": (lambda: pt.stage(lambda x, w: pt.reduce_sum(x @ w, 0), _x("bf16"),
+                                                pt.tensor("bf16", make_layout((96, 32), (32, 1)))),
+                               [("gemm", ("matmul",)), ("simt", ("reduce_sum",))]),
+    "batched matmul with a row softmax": (
+        lambda: pt.stage(lambda a, b: _row_softmax(pt.exp((a @ b).astype("f32"))),
+                         pt.tensor("f16", make_layout((3, 64, 128), (8192, 128, 1))),
+                         pt.tensor("f16", make_layout((3, 128, 72), (9216, 72, 1)))), None),
+}
+
+
+@pytest.mark.parametrize("name", list(EXTRA))
+def test_more_programs_lower_in_one_call(name):
+    make, kernels = EXTRA[name]
+    prog = make()
+    mod = pt.lower(prog)
+    if kernels is not None:
+        assert [(k.kind, k.fuses) for k in mod.kernels] == kernels
+    args = random_args(prog, seed=1)
+    _close(mod.simulate(*args), pt.evaluate(prog, *args))
+    for k in mod.kernels:
+        assert k.verify(movement=False) < 2e-2
