@@ -36,6 +36,9 @@ class BlockSpec:
             if block is not None:
                 raise fail("BlockSpec", "give block or block_shape (Pallas's name for it), not both")
             block = block_shape
+        if not (block is None or isinstance(block, (int, tuple, list, Layout)) and not isinstance(block, bool)):
+            raise fail("BlockSpec", f"block_shape must be a shape (ints, None for squeezed modes) or a tiler Layout, "
+                                    f"got {type(block).__name__} {block!r:.60}")
         if index_map is not None and not callable(index_map):
             raise fail("BlockSpec", f"index_map must be a function of the grid indices, got {type(index_map).__name__}")
         if memory_space not in SPACES:

@@ -15,10 +15,9 @@ from typing import Any
 
 from ..core import bind, get_aval
 from ..errors import fail
-from ..scalars import _is_py_scalar, weak_scalar
 from ..types import compact, mode_size, modes_of, same_mode, shape_of_modes
 from .matmul import matmul_p
-from .reductions import reduce_sum
+from .reductions import reduce_sum, tensor_arg
 from .views import broadcast, transpose, view
 
 
@@ -97,7 +96,7 @@ def einsum(spec: str, *operands: Any) -> Any:
     """numpy's ``einsum`` for one or two operands (``"ij,jk->ik"``, ``"bij,bjk->bik"``, ``"ij->ji"``, ``"i,i->"``)."""
     if len(operands) not in (1, 2):
         raise fail("einsum", f"takes one or two operands, got {len(operands)}")
-    xs = [weak_scalar("einsum", x, None) if _is_py_scalar(x) else x for x in operands]
+    xs = [tensor_arg("einsum", x) for x in operands]
     types = [get_aval(x) for x in xs]
     ins, out = _parse(spec, len(xs))
     sizes = _sizes(ins, types)

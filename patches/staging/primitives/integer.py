@@ -17,9 +17,10 @@ from .. import dtypes
 from ..array import Array
 from ..core import bind
 from ..errors import fail
-from ..scalars import coerce
+from ..scalars import _is_py_scalar, coerce
 from ..types import TensorType, compact, logical_shape, modes_of
 from .elementwise import _abstract, _impl, broadcast_operands
+from .reductions import tensor_arg
 from .registry import checked_impl, primitive
 from .views import checked_shape
 
@@ -41,15 +42,20 @@ floordiv_p = _binary("floordiv", np.floor_divide)
 mod_p = _binary("mod", np.mod)
 
 
+def _operand(name: str, x: Any) -> Any:
+    """A tensor operand checked, a Python scalar left for ``coerce`` (it takes the other operand's dtype)."""
+    return x if _is_py_scalar(x) else tensor_arg(name, x)
+
+
 def floordiv(x: Any, y: Any) -> Any:
     """``x // y`` elementwise, rounding toward minus infinity (Python's and numpy's ``floor_divide``)."""
-    x, y = broadcast_operands("floordiv", coerce("floordiv", x, y))
+    x, y = broadcast_operands("floordiv", coerce("floordiv", _operand("floordiv", x), _operand("floordiv", y)))
     return bind(floordiv_p, x, y)
 
 
 def mod(x: Any, y: Any) -> Any:
     """``x % y`` elementwise, with the sign of ``y`` (Python's and numpy's ``mod``)."""
-    x, y = broadcast_operands("mod", coerce("mod", x, y))
+    x, y = broadcast_operands("mod", coerce("mod", _operand("mod", x), _operand("mod", y)))
     return bind(mod_p, x, y)
 
 

@@ -20,7 +20,6 @@ from ...layouts import inttuple as it
 from .. import dtypes
 from ..core import bind, get_aval, is_tensor_like
 from ..errors import StagingError, fail
-from ..scalars import _is_py_scalar, weak_scalar
 from ..types import compact, mode_size, modes_of, normal_shape
 from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, sqrt, sub, tanh, where
 from .reductions import (
@@ -29,16 +28,18 @@ from .reductions import (
     argmin_p,
     keep_dims,
     normalize_axes,
+    reduce,
     reduce_max,
-    reduce_min,
+    reduce_max_p,
+    reduce_min_p,
     reduce_sum,
+    reduce_sum_p,
+    tensor_arg,
 )
 from .special import erf, stop_gradient
 from .views import broadcast, getitem, transpose, view
 
-
-def _tensor(name: str, x: Any) -> Any:
-    return weak_scalar(name, x, None) if _is_py_scalar(x) else x
+_tensor = tensor_arg
 
 
 # -- reductions with numpy's names -------------------------------------------------------------------
@@ -46,17 +47,17 @@ def _tensor(name: str, x: Any) -> Any:
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
     """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes)."""
-    return reduce_sum(_tensor("sum", x), axis, keepdims)
+    return reduce(reduce_sum_p, "sum", x, axis, keepdims)
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one)."""
-    return reduce_max(_tensor("max", x), axis, keepdims)
+    return reduce(reduce_max_p, "max", x, axis, keepdims)
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one)."""
-    return reduce_min(_tensor("min", x), axis, keepdims)
+    return reduce(reduce_min_p, "min", x, axis, keepdims)
 
 
 def _count(name: str, x: Any, axes: tuple) -> int:

@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import dtypes
 from ..array import Array
-from ..core import bind, get_aval
+from ..core import bind, get_aval, is_tensor_like
 from ..errors import fail
+from ..scalars import _is_py_scalar, weak_scalar
 from ..types import TensorType, compact, modes_of, shape_of_modes
 from .registry import checked_impl, primitive
 from .views import broadcast
@@ -109,12 +110,28 @@ def _check_keepdims(name: str, keepdims: Any) -> bool:
     return bool(keepdims)
 
 
+def tensor_arg(name: str, x: Any) -> Any:
+    """``x`` if it is a tensor (a Python scalar becomes a weakly typed one), else a StagingError naming ``name``."""
+    if _is_py_scalar(x):
+        return weak_scalar(name, x, None)
+    if not is_tensor_like(x):
+        raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
+                         f"{type(x).__name__} {x!r:.80}")
+    return x
+
+
+def reduce(prim: Any, name: str, x: Any, axes: Any, keepdims: Any) -> Any:
+    """``prim`` over ``axes`` (numpy's axis: an int, a tuple, or None for all), errors naming ``name``."""
+    keepdims = _check_keepdims(name, keepdims)
+    x = tensor_arg(name, x)
+    ax = normalize_axes(x, axes, name)
+    y = bind(prim, x, axes=ax) if ax else x
+    return keep_dims(y, get_aval(x), ax) if keepdims else y
+
+
 def _reduction(prim: Any, name: str, doc: str) -> Any:
     def op(x: Any, axes: Any = None, keepdims: bool = False, *, axis: Any = None) -> Any:
-        keepdims = _check_keepdims(name, keepdims)
-        ax = normalize_axes(x, _axes_arg(name, axes, axis), name)
-        y = bind(prim, x, axes=ax) if ax else x
-        return keep_dims(y, get_aval(x), ax) if keepdims else y
+        return reduce(prim, name, x, _axes_arg(name, axes, axis), keepdims)
     op.__name__ = name
     op.__doc__ = doc
     return op

@@ -16,9 +16,9 @@ import numpy as np
 from ..array import Array
 from ..core import bind, get_aval
 from ..errors import fail
-from ..scalars import _is_py_scalar, weak_scalar
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
 from .elementwise import _abstract, _impl
+from .reductions import tensor_arg
 from .registry import checked_impl, primitive
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -33,9 +33,7 @@ erf_p = primitive("erf", _abstract("erf", "float"), checked_impl(_abstract("erf"
 
 def erf(x: Any) -> Any:
     """The error function, elementwise (float)."""
-    if _is_py_scalar(x):
-        x = weak_scalar("erf", x, None)
-    return bind(erf_p, x)
+    return bind(erf_p, tensor_arg("erf", x))
 
 
 # -- stop_gradient ------------------------------------------------------------------------------
@@ -54,9 +52,7 @@ stop_gradient_p = primitive("stop_gradient", _stop_abstract, _stop_impl)
 
 def stop_gradient(x: Any) -> Any:
     """``x``, with a zero derivative (JAX's ``lax.stop_gradient``); no data moves."""
-    if _is_py_scalar(x):
-        x = weak_scalar("stop_gradient", x, None)
-    return bind(stop_gradient_p, x)
+    return bind(stop_gradient_p, tensor_arg("stop_gradient", x))
 
 
 # -- concatenate ------------------------------------------------------------------------------------
@@ -107,7 +103,7 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
         raise fail("concatenate", f"expects a non-empty sequence of tensors, got {type(xs).__name__}")
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise fail("concatenate", f"axis must be an int, got {axis!r}")
-    xs = [weak_scalar("concatenate", x, None) if _is_py_scalar(x) else x for x in xs]
+    xs = [tensor_arg("concatenate", x) for x in xs]
     types = [get_aval(x) for x in xs]
     r = types[0].rank
     axis = int(axis)
