@@ -233,20 +233,23 @@ def _finite_or_zero(m: Any) -> Any:
     return where(lt(abs(m), float("inf")), m, 0.0)
 
 
-def _shifted(name: str, x: Any, axis: Any) -> tuple:
-    """(x - m, m, axes): m the maximum over ``axis`` kept as extent-1 modes, without derivative."""
+def _shifted(name: str, x: Any, axis: Any, guard: bool = False) -> tuple:
+    """(x - m, m, axes): m the maximum over ``axis`` kept as extent-1 modes, without derivative (as JAX: only
+    logsumexp ``guard``s against an all -inf slice; softmax of one is NaN there too)."""
     x = _tensor(name, x)
     if not dtypes.is_float(get_aval(x).dtype):
         raise fail(name, "expects a floating-point operand", get_aval(x))
     axes = normalize_axes(x, axis, name)
-    m = _finite_or_zero(stop_gradient(reduce_max(x, axes, keepdims=True)))
+    m = stop_gradient(reduce_max(x, axes, keepdims=True))
+    if guard:
+        m = _finite_or_zero(m)
     return sub(x, m), m, axes
 
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(x), axis))``, computed without overflow (the maximum is subtracted first)."""
     _check_keepdims("logsumexp", keepdims)
-    s, m, axes = _shifted("logsumexp", x, axis)
+    s, m, axes = _shifted("logsumexp", x, axis, guard=True)
     out = log(reduce_sum(exp(s), axes, keepdims=True)) + m
     if keepdims or not axes:
         return out
