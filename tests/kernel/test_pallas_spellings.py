@@ -177,3 +177,17 @@ def test_bad_spellings_are_library_errors():
     f = pt.kernel(scale_kernel, out_shape=pt.tensor("f64", ((2, 3), 4)), grid=(2,), in_specs=[spec], out_specs=spec)
     with pytest.raises(pt.StagingError, match="o_ref: the block .* does not divide .* only a block of one int per mode"):
         f(np.ones((6, 4)))
+
+
+def test_padded_blocks_staged_in_smem_with_scratch_in_any_layout():
+    x = rng.standard_normal((5, 7))
+
+    def body(x_ref, o_ref, s_ref):
+        s_ref[...] = x_ref[...] * 3.0
+        o_ref[...] = s_ref[...] + 1.0
+    spec = pt.BlockSpec((2, 4), lambda i, j: (i, j), memory_space=pt.SMEM)
+    f = pt.kernel(body, out_shape=pt.tensor("f64", (5, 7)), grid=(3, 2), in_specs=[spec], out_specs=spec,
+                  scratch=[pt.Scratch((2, 4), "f64", pt.RMEM)])
+    for v in (x, np.asfortranarray(x)):
+        np.testing.assert_allclose(f(v), 3 * x + 1, rtol=1e-15)
+    np.testing.assert_allclose(pt.vmap(f, in_axes=1, out_axes=1)(np.stack([x, -x], 1)), np.stack([3 * x + 1, 1 - 3 * x], 1))
