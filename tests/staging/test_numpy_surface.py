@@ -359,3 +359,12 @@ def test_bad_arguments_name_the_function():
     for fn, name in cases:
         with pytest.raises(pt.StagingError, match=f"^({name}):"):
             fn()
+
+
+def test_every_numpy_style_function_is_exported_and_documented():
+    import pathlib
+
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "staging.md").read_text()
+    for name in pt.staging.primitives.NUMPY_OPS:
+        assert name in pt.__all__ and callable(getattr(pt, name)), name
+        assert f"`{name}" in doc, f"{name} is not in the table of docs/staging.md"
