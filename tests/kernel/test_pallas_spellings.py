@@ -161,6 +161,10 @@ def test_bad_spellings_are_library_errors():
         pt.kernel(scale_kernel, grid=(4,))
     with pytest.raises(pt.StagingError, match="kernel: out_type must be tensor types"):
         pt.kernel(scale_kernel, out_shape="f64")
+    with pytest.raises(pt.StagingError, match="kernel: out_shape .*unsupported dtype 'complex64'"):
+        pt.kernel(scale_kernel, out_shape=ShapeDtype((8, 4), "complex64"))
+    with pytest.raises(pt.StagingError, match="kernel: out_shape .*positive integers"):
+        pt.kernel(scale_kernel, out_shape=ShapeDtype((8, -4), "float32"))
     with pytest.raises(pt.StagingError, match="BlockSpec: give block or block_shape"):
         pt.BlockSpec((2, 4), block_shape=(2, 4))
     with pytest.raises(pt.StagingError, match="BlockSpec: index_map must be a function"):

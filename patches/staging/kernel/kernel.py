@@ -15,7 +15,7 @@ from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import fail
+from ..errors import StagingError, fail
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
@@ -98,7 +98,10 @@ def _out_leaf(t: Any) -> TensorType:
     if isinstance(t, TensorType) and not isinstance(t, RefType):
         return t
     if not isinstance(t, TensorType) and hasattr(t, "shape") and hasattr(t, "dtype"):
-        return tensor(t.dtype, tuple(t.shape))
+        try:
+            return tensor(t.dtype, tuple(t.shape))
+        except (StagingError, TypeError) as e:
+            raise fail("kernel", f"out_shape {t!r}: {str(e).splitlines()[0]}") from None
     raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)) or have a shape and a dtype, got {t!r}")
 
 
