@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import patches as pt
 from patches.staging import Array
@@ -368,3 +370,54 @@ def test_every_numpy_style_function_is_exported_and_documented():
     for name in pt.staging.primitives.NUMPY_OPS:
         assert name in pt.__all__ and callable(getattr(pt, name)), name
         assert f"`{name}" in doc, f"{name} is not in the table of docs/staging.md"
+
+
+# -- properties on random shapes (derandomized by the suite's hypothesis profile) ------------------------
+
+@st.composite
+def reshape_cases(draw):
+    dims = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    n = int(np.prod(dims))
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    target, rest = [], n
+    for _ in range(draw(st.integers(0, 3))):
+        d = draw(st.sampled_from([d for d in divisors if rest % d == 0]))
+        target.append(d)
+        rest //= d
+    target.append(rest)
+    return tuple(dims), tuple(target), draw(st.sampled_from(KINDS)), draw(st.sampled_from("CF"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(reshape_cases())
+def test_reshape_property(case):
+    dims, target, kind, order = case
+    a, ra = random_array(np.random.default_rng(0), dims if len(dims) > 1 else dims[0], kind)
+    out = pt.reshape(a, target, order=order)
+    np.testing.assert_array_equal(out.logical(), np.reshape(ra, target, order=order))
+    prog = pt.stage(lambda x: pt.reshape(x, target, order=order), a.type).check()
+    assert prog.out_types[0] == out.type
+    if "copy" not in prims_of(prog):
+        assert out.storage is a.storage                  # a view: no data moved
+
+
+@st.composite
+def einsum_cases(draw):
+    letters = "abcdef"
+    sizes = {c: draw(st.integers(1, 3)) for c in letters}
+    a = "".join(draw(st.permutations(letters))[:draw(st.integers(1, 3))])
+    b = "".join(draw(st.permutations(letters))[:draw(st.integers(1, 3))])
+    present = sorted(set(a + b))
+    out = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
+    return f"{a},{b}->{out}", [tuple(sizes[c] for c in a), tuple(sizes[c] for c in b)], draw(st.sampled_from(KINDS))
+
+
+@settings(max_examples=80, deadline=None)
+@given(einsum_cases())
+def test_einsum_property(case):
+    spec, shapes, kind = case
+    rng = np.random.default_rng(1)
+    (a, ra), (b, rb) = (random_array(rng, s if len(s) > 1 else s[0], k) for s, k in zip(shapes, (kind, "col")))
+    np.testing.assert_allclose(np.asarray(pt.einsum(spec, a, b), dtype=float), np.einsum(spec, ra, rb), rtol=1e-12, atol=1e-12)
+    prog = pt.stage(lambda x, y: pt.einsum(spec, x, y), a.type, b.type).check()
+    assert [e.prim.name for e in prog.eqns].count("matmul") == 1 and "copy" not in prims_of(prog)
