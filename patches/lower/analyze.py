@@ -24,7 +24,7 @@ from .errors import LoweringError
 from .names import sanitize
 from .spec import EpiStep, ExtraOutput, GemmSpec, Operand, SideInput
 
-UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic"}
+UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
 SELECT = {"eq", "ne", "lt", "le", "gt", "ge", "where"}     # comparisons (0.0/1.0 in f32) and the select
 MMA_DTYPES = ("bf16", "f16", "f32")          # f32 operands run as tf32 wgmma (K-major only)

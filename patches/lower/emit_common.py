@@ -27,6 +27,7 @@ UNARY_CODE = {
     "cos": "cute.math.cos({0})",
     "tanh": "cute.math.tanh({0})",
     "sqrt": "cute.math.sqrt({0})",
+    "erf": "cute.math.erf({0})",
     "logistic": "cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-{0}))",
 }
 BINARY_CODE = {

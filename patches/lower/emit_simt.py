@@ -15,8 +15,9 @@ from .names import comment_block
 from .simt_spec import SimtSpec
 
 WARPS = 4
-INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
-COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
+INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))", "min": "cutlass.Float32(float('inf'))"}
+COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)",
+           "min": "cute.arch.fmin({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
 
 
 def threads(spec: SimtSpec) -> int:

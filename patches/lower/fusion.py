@@ -24,7 +24,7 @@ from ..staging import Eqn, Literal, Program, Var
 from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast")
-EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "add", "sub", "mul",
+EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul",
                 "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
 
 

@@ -67,10 +67,13 @@ def prepare(prog: Program) -> Program:
     prog = prog.dce()
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
-    lit: dict[int, Literal] = {}         # folded scalars
+    lit: dict[int, Any] = {}             # folded scalars, and stop_gradient results (their operands: identities)
     eqns = []
     for e in prog.eqns:
         e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
+        if e.prim.name == "stop_gradient":
+            lit[id(e.outputs[0])] = e2.inputs[0]
+            continue
         if literal_only(e2) and not modes_of(e2.outputs[0].type.shape):
             lit[id(e2.outputs[0])] = _fold(e2)
             continue

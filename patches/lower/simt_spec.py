@@ -21,7 +21,7 @@ from ..staging.types import modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
 
-REDUCE = {"reduce_sum": "sum", "reduce_max": "max"}
+REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy"}
@@ -225,7 +225,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             var[id(out)] = ov
         else:
             raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
-                                "transpose/broadcast views, reduce_sum/reduce_max)")
+                                "transpose/broadcast views, reduce_sum/reduce_max/reduce_min)")
 
     def classes(vs: list) -> list:
         return [None if v is None else cl.find(v) for v in vs]

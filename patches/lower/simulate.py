@@ -6,6 +6,7 @@ It checks the kernel's tiling and epilogue without a GPU: ``simulate(spec, *arra
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ UNARY = {
     "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, np.float32(0)), "exp": np.exp, "log": np.log,
     "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
+    "erf": lambda x: np.vectorize(math.erf, otypes=[np.float32])(x) if np.size(x) else np.zeros_like(x),
 }
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
           "maximum": np.maximum, "minimum": np.minimum}

@@ -77,7 +77,7 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
 
     for op, ref in spec.reductions:
         v = evaluate_ref(ref)
-        reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1))
+        reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
     results = []
     for o in spec.outputs:
         val = evaluate_ref(o.result)

@@ -288,3 +288,18 @@ def test_more_programs_lower_in_one_call(name):
     _close(mod.simulate(*args), pt.evaluate(prog, *args))
     for k in mod.kernels:
         assert k.verify(movement=False) < 2e-2
+
+
+def test_surface_primitives_lower():
+    """erf (exact gelu), reduce_min and stop_gradient from the numpy surface; unsupported ones are named."""
+    x = _x()
+    for fn in (lambda a: pt.gelu(a, approximate=False), lambda a: pt.min(a, axis=1),
+               lambda a: pt.exp(pt.stop_gradient(a)) * 2.0):
+        prog = pt.stage(fn, x)
+        args = random_args(prog)
+        mod = pt.lower(prog)
+        assert len(mod.kernels) == 1
+        _close(mod.simulate(*args), pt.evaluate(prog, *args))
+        assert mod.kernels[0].verify(movement=False) < 1e-4
+    with pytest.raises(LoweringError, match="equation argmax"):
+        pt.lower(pt.stage(lambda a: pt.argmax(a, axis=1), x))
