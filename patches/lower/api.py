@@ -25,11 +25,16 @@ _ids = itertools.count()
 def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = None) -> Module:
     """Lower a staged program whose core is one matmul (plus its elementwise epilogue) to a CuTe DSL module for
     ``sm_90a`` (``config``: the tile configuration, default ``default_config``); programs without a matmul
-    (elementwise ops, row reductions) lower to a fused SIMT row kernel."""
+    (elementwise ops, row reductions) lower to a fused SIMT row kernel; a program calling a ``pt.kernel`` lowers
+    through patches.lower.kernel."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if any(e.prim.name == "kernel" for e in prog.eqns):
+        from .kernel import lower_kernel
+
+        return lower_kernel(prog)
     has_matmul = any(e.prim.name == "matmul" for e in prog.eqns)
     t0 = time.perf_counter()
     if target == "simt" or not has_matmul:

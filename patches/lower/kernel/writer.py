@@ -1,0 +1,63 @@
+"""The code writer of a kernel lowering: lines with indentation, fresh names, named layout builders (so a verifier
+can rebuild the same objects the kernel uses) and the shared-memory exchange buffers the rules ask for."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ...layouts import Layout
+from ..names import sanitize
+from .values import layout_code
+
+
+class Writer:
+    """Accumulates the kernel body; ``layout(L, why)`` returns the name of a module-level builder of ``L``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+        self._ids = itertools.count()
+        self.builders: dict[tuple, tuple[str, str, str]] = {}     # key -> (name, code, doc)
+        self.exchange: dict[str, int] = {}                         # dtype -> elements of the smem exchange buffer
+        self.smem: list[tuple[str, str, str, str]] = []            # (name, dtype, layout builder, doc)
+        self.prologue: list[str] = []
+
+    def fresh(self, stem: str = "v") -> str:
+        return f"{stem}{next(self._ids)}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def comment(self, text: str) -> None:
+        self.emit("# " + sanitize(text))
+
+    def indent(self) -> Any:
+        w = self
+
+        class _Block:
+            def __enter__(self) -> None:
+                w.depth += 1
+
+            def __exit__(self, *exc: Any) -> None:
+                w.depth -= 1
+        return _Block()
+
+    def layout(self, layout: Layout, why: str, stem: str = "layout") -> str:
+        """The call of a named builder of ``layout`` (one per distinct layout and stem)."""
+        code = layout_code(layout, why)
+        key = (stem, code)
+        if key not in self.builders:
+            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(f"{why}: {layout}"))
+        return f"{self.builders[key][0]}()"
+
+    def need_exchange(self, dtype: str, elements: int) -> str:
+        """The smem exchange buffer for values computed in ``dtype`` (f32 for floats, i32 for ints), at least that big."""
+        self.exchange[dtype] = max(self.exchange.get(dtype, 0), elements)
+        return f"xch_{dtype}"
+
+    def builder_lines(self) -> list[str]:
+        out = []
+        for name, code, doc in self.builders.values():
+            out += [f"def {name}():", f'    """{doc}"""', f"    return {code}", "", ""]
+        return out
