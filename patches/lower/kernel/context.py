@@ -39,7 +39,9 @@ class Ctx:
         self.where: list[str] = []
 
     def fail(self, reason: str) -> LoweringError:
-        return LoweringError(f"{' / '.join(self.where)}: {reason}" if self.where else reason)
+        err = LoweringError(f"{' / '.join(self.where)}: {reason}" if self.where else reason)
+        err.located = True
+        return err
 
 
 def literal(a: Literal) -> Scalar:
@@ -86,6 +88,10 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
             outs = fn(ctx, e, [read(a) for a in e.inputs])
         except LayoutError as err:
             raise ctx.fail(f"the layout algebra refused: {err}") from None
+        except LoweringError as err:
+            if getattr(err, "located", False):
+                raise
+            raise ctx.fail(str(err)) from None
         finally:
             ctx.where.pop()
         for v, x in zip(e.outputs, outs):

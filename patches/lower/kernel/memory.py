@@ -10,6 +10,7 @@ from ...layouts import Layout, LayoutError, composition, cosize
 from ...layouts import inttuple as it
 from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
+from ..errors import LoweringError
 from .context import Ctx
 from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, owners, static_size
 

@@ -220,8 +220,7 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
         el = w.fresh("el")
         w.emit(f"{el} = {tv}((tidx, v))")
         w.emit(f"{acc}[v] = {dt}(0)")
-        loop = f"cutlass.range_constexpr({K})" if K <= 64 else f"cutlass.range({K}, unroll=8)"
-        w.emit(f"for kk in {loop}:")
+        w.emit(f"for kk in cutlass.range({K}, unroll=4):")
         w.emit(f"    {acc}[v] = {acc}[v] + {buf}[{el} % {M} + kk * {M}] * {buf}[{M * K} + kk + ({el} // {M}) * {K}]")
     name = w.fresh()
     w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(to.dtype, 'matmul')})" if to.dtype != cd else ""))

@@ -26,8 +26,9 @@ class Arg:
 
     label: str
     dtype: str
-    layout: Layout
+    layout: Layout          # the flat buffer: (cosize):1
     role: str
+    value_layout: Layout    # the program's layout of the tensor within that buffer
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
     zero_outputs = _has_addupdate(body)
     for k, (m, t) in enumerate(zip(specs, types)):
         role = "in" if k < n_in else "out"
-        args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role))
+        args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
         w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
         coords = lower_program(ctx, m.index_map, [Scalar(f"pid{a}", "i32") for a in range(len(grid))],

@@ -73,6 +73,9 @@ class RefVal:
     space: str
 
 
+MAX_PER_THREAD = 128     # register values per thread a block may take
+
+
 def owners(n: int) -> int:
     """How many threads own distinct elements of an ``n``-element block (the others hold copies)."""
     return gcd(n, THREADS)
@@ -91,6 +94,9 @@ def block_tv(n: int) -> Layout:
     repeated in chunks (coalesced: chunk j of all threads is contiguous), threads past the owners holding copies."""
     g = owners(n)
     per = n // g
+    if per > MAX_PER_THREAD:
+        raise LoweringError(f"a block of {n} elements needs {per} values per thread ({THREADS} threads); at most "
+                            f"{MAX_PER_THREAD} fit in registers: use smaller blocks")
     vec = vector_width(per)
     _, tv = make_layout_tv(make_layout(g), make_layout(vec))           # (g, vec) -> t * vec + v
     chunks, rep = per // vec, THREADS // g
