@@ -12,7 +12,7 @@ from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from .context import Ctx
-from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, owners, static_size
+from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
 
 
 def _flat(m: Layout) -> bool:
@@ -74,11 +74,11 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
     return add_offsets(ctx, ref.off, terms), sel
 
 
-def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, n: int, why: str) -> tuple[str, Any] | None:
+def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, tv: Layout, why: str) -> tuple[str, Any] | None:
     """This thread's elements of ``ptr + off`` under ``sel``, as a tensor expression and its value-mode shape,
     when ``sel`` composes with the block's thread-value layout (else None: go element by element)."""
     try:
-        tvr = composition(sel, block_tv(n))
+        tvr = composition(sel, tv)
     except LayoutError:
         return None
     if type(tvr.shape) is not tuple or len(tvr.shape) != 2:
@@ -88,8 +88,9 @@ def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, n: int, why: str) ->
     return f"cute.make_tensor({base}, {lay})[(tidx, None)]", tvr.shape[1]
 
 
-def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str) -> Scalar | Block:
-    """Read ``sel`` at ``ref.ptr + off`` into registers: a Scalar for a rank-0 selection, else a Block."""
+def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | None = None) -> Scalar | Block:
+    """Read ``sel`` at ``ref.ptr + off`` into registers: a Scalar for a rank-0 selection, else a Block held by
+    ``tv`` (default: ``block_tv``)."""
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     name = w.fresh()
@@ -97,27 +98,37 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str) -> Scalar | Blo
         w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
-    view = _thread_view(ctx, ref.ptr, off, sel, n, why)
-    per = n // owners(n)
+    tv = tv if tv is not None else block_tv(n)
+    view = _thread_view(ctx, ref.ptr, off, sel, tv, why)
+    per = tv_values(tv)
     if view is not None:
         w.emit(f"{name} = {view[0]}.load().reshape(({per},))")
     else:
-        src, tv = w.fresh("src"), w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
+        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv")
         w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
         w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
         w.emit(f"for v in cutlass.range_constexpr({per}):")
-        w.emit(f"    {name}_r[v] = {src}[{tv}((tidx, v))]")
+        w.emit(f"    {name}_r[v] = {src}[{tvn}((tidx, v))]")
         w.emit(f"{name} = {name}_r.load()")
-    return Block(name, ref.dtype, sel.shape, n)
+    return Block(name, ref.dtype, sel.shape, n, tv)
 
 
-def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any) -> Block:
-    """A block of ``n`` elements from a value of ``n`` elements, or from a scalar (every element the same)."""
+def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any, tv: Layout | None = None) -> Block:
+    """A block of ``n`` elements held by ``tv`` (default ``block_tv``) from a value of ``n`` elements (moved between
+    threads when it is held otherwise), or from a scalar (every element the same)."""
+    tv = tv if tv is not None else block_tv(n)
     if isinstance(x, Block):
-        return x
+        return x if x.tv == tv else retv(ctx, x, tv)
     name = ctx.w.fresh()
-    ctx.w.emit(f"{name} = cute.full(({n // owners(n)},), {x.expr}, {dsl_dtype(x.dtype, 'broadcast')})")
-    return Block(name, x.dtype, shape, n)
+    ctx.w.emit(f"{name} = cute.full(({tv_values(tv)},), {x.expr}, {dsl_dtype(x.dtype, 'broadcast')})")
+    return Block(name, x.dtype, shape, n, tv)
+
+
+def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
+    """``x`` held by another thread-value layout: through the exchange buffer."""
+    lay = compact_index(x.shape)
+    buf = to_exchange(ctx, x, lay)
+    return from_exchange(ctx, buf, x.dtype, lay, x.shape, tv=tv)
 
 
 def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
@@ -131,22 +142,23 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         w.emit(f"    cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}")
         return
     n = static_size(sel.shape, why)
-    b = as_block(ctx, x, n, sel.shape)
-    g = owners(n)
+    b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
+    g = tv_owners(b.tv)
     guard = g < THREADS
     if guard:
         w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
     pad = "    " if guard else ""
-    view = _thread_view(ctx, ref.ptr, off, sel, n, why)
+    view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why)
+    per = tv_values(b.tv)
     if view is not None:
         shape = view[1]
         w.emit(f"{pad}{view[0]}.store({b.name}.reshape({shape!r}))")
     else:
-        dst, tv = w.fresh("dst"), w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
+        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv")
         w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-        w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({n // g},), {dsl_dtype(b.dtype, why)})")
+        w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(b.dtype, why)})")
         w.emit(f"{pad}{b.name}_r.store({b.name})")
-        w.emit(f"{pad}for v in cutlass.range_constexpr({n // g}):")
+        w.emit(f"{pad}for v in cutlass.range_constexpr({per}):")
         w.emit(f"{pad}    {dst}[{tv}((tidx, v))] = {b.name}_r[v]")
 
 
@@ -177,18 +189,19 @@ def to_exchange(ctx: Ctx, x: Block, layout: Layout, base: int = 0) -> str:
     return buf
 
 
-def from_exchange(ctx: Ctx, buf: str, dtype: str, layout: Layout, shape: Any, base: int = 0) -> Block:
+def from_exchange(ctx: Ctx, buf: str, dtype: str, layout: Layout, shape: Any, base: int = 0,
+                  tv: Layout | None = None) -> Block:
     """Read a block of logical shape ``shape`` from the exchange buffer at ``base + layout(element)``."""
     xd = exchange_dtype(dtype)
     ref = RefVal(f"{buf}.iterator", "0", layout, xd, "smem")
-    got = load(ctx, ref, str(base), layout, "exchange read")
+    got = load(ctx, ref, str(base), layout, "exchange read", tv)
     return got if xd == dtype else _convert(ctx, got, dtype)
 
 
 def _convert(ctx: Ctx, x: Block, dtype: str) -> Block:
     name = ctx.w.fresh()
     ctx.w.emit(f"{name} = {x.name}.to({dsl_dtype(dtype, 'convert')})")
-    return Block(name, dtype, x.shape, x.n)
+    return Block(name, dtype, x.shape, x.n, x.tv)
 
 
 def compact_index(shape: Any) -> Layout:

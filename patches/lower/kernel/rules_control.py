@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .context import Ctx, lower_program, rule
-from .values import Block, Scalar, dsl_dtype, owners, static_size
+from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+from .writer import Writer
 
 
 @rule("program_id")
@@ -31,24 +32,16 @@ def _extent(ctx: Ctx, e: Any, ins: list) -> list:
     return [Scalar(f"cutlass.Int32({v})", "i32")]
 
 
-def _holders(ctx: Ctx, types: list, vals: list) -> list:
-    """Register buffers for loop carries / branch results, initialized from ``vals`` where given."""
+def _holders(ctx: Ctx, types: list, vals: list, tvs: list) -> list:
+    """Register buffers for loop carries / branch results (blocks held by ``tvs``), initialized from ``vals``."""
     out = []
-    for k, t in enumerate(types):
+    for t, tv in zip(types, tvs):
         name = ctx.w.fresh("carry")
         dt = dsl_dtype(t.dtype, "carry")
-        if t.rank == 0:
-            ctx.w.emit(f"{name} = cute.make_rmem_tensor((1,), {dt})")
-            if vals:
-                ctx.w.emit(f"{name}[0] = {_scalar(ctx, vals[k]).expr}")
-        else:
-            n = static_size(t.shape, "carry")
-            ctx.w.emit(f"{name} = cute.make_rmem_tensor(({n // owners(n)},), {dt})")
-            if vals:
-                from .memory import as_block
-
-                ctx.w.emit(f"{name}.store({as_block(ctx, vals[k], n, t.shape).name})")
+        ctx.w.emit(f"{name} = cute.make_rmem_tensor(({1 if t.rank == 0 else tv_values(tv)},), {dt})")
         out.append(name)
+    if vals:
+        _put(ctx, out, types, vals, tvs)
     return out
 
 
@@ -58,28 +51,47 @@ def _scalar(ctx: Ctx, x: Any) -> Scalar:
     return x
 
 
-def _put(ctx: Ctx, names: list, types: list, vals: list) -> None:
+def _put(ctx: Ctx, names: list, types: list, vals: list, tvs: list) -> None:
     from .memory import as_block
 
-    for name, t, v in zip(names, types, vals):
+    for name, t, v, tv in zip(names, types, vals, tvs):
         if t.rank == 0:
             ctx.w.emit(f"{name}[0] = {_scalar(ctx, v).expr}")
         else:
             n = static_size(t.shape, "carry")
-            ctx.w.emit(f"{name}.store({as_block(ctx, v, n, t.shape).name})")
+            ctx.w.emit(f"{name}.store({as_block(ctx, v, n, t.shape, tv).name})")
 
 
-def _take(ctx: Ctx, names: list, types: list) -> list:
+def _take(ctx: Ctx, names: list, types: list, tvs: list) -> list:
     out = []
-    for name, t in zip(names, types):
+    for name, t, tv in zip(names, types, tvs):
         v = ctx.w.fresh()
         if t.rank == 0:
             ctx.w.emit(f"{v} = {name}[0]")
             out.append(Scalar(v, t.dtype))
         else:
             ctx.w.emit(f"{v} = {name}.load()")
-            out.append(Block(v, t.dtype, t.shape, static_size(t.shape, "carry")))
+            out.append(Block(v, t.dtype, t.shape, static_size(t.shape, "carry"), tv))
     return out
+
+
+def _default_tvs(types: list) -> list:
+    return [None if t.rank == 0 else block_tv(static_size(t.shape, "carry")) for t in types]
+
+
+def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list) -> list:
+    """How the loop's carries are held: as the body returns them (an accumulator of a wgmma keeps its layout), found
+    by lowering the body once into a scratch writer."""
+    tvs = _default_tvs(types)
+    real = ctx.w
+    ctx.w = Writer()
+    try:
+        carry = [Scalar("probe", t.dtype) if t.rank == 0 else Block("probe", t.dtype, t.shape,
+                 static_size(t.shape, "carry"), tv) for t, tv in zip(types, tvs)]
+        outs = lower_program(ctx, body, [Scalar("k", "i32"), *consts, *carry], "fori_body")
+    finally:
+        ctx.w = real
+    return [o.tv if isinstance(o, Block) else tv for o, tv in zip(outs, tvs)]
 
 
 @rule("fori_loop")
@@ -88,14 +100,15 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     if type(lo) is not int or type(hi) is not int:
         raise ctx.fail(f"loop bounds {lo}..{hi} are symbolic; kernels lower at static shapes")
     types = [v.type for v in e.outputs]
-    names = _holders(ctx, types, ins[nc:])
+    tvs = _carry_tvs(ctx, body, ins[:nc], types)
+    names = _holders(ctx, types, ins[nc:], tvs)
     i = ctx.w.fresh("k")
     ctx.w.emit(f"for {i} in cutlass.range({lo}, {hi}, unroll=1):")
     with ctx.w.indent():
-        carry = _take(ctx, names, types)
+        carry = _take(ctx, names, types, tvs)
         outs = lower_program(ctx, body, [Scalar(i, "i32"), *ins[:nc], *carry], "fori_body")
-        _put(ctx, names, types, outs)
-    return _take(ctx, names, types)
+        _put(ctx, names, types, outs, tvs)
+    return _take(ctx, names, types, tvs)
 
 
 @rule("cond")
@@ -105,13 +118,14 @@ def _cond(ctx: Ctx, e: Any, ins: list) -> list:
         raise ctx.fail("the predicate must be a scalar")
     n_true = e.params["n_true"]
     types = [v.type for v in e.outputs]
-    names = _holders(ctx, types, [])
+    tvs = _default_tvs(types)
+    names = _holders(ctx, types, [], tvs)
     ctx.w.emit(f"if {pred.expr}:")
     with ctx.w.indent():
-        _put(ctx, names, types, lower_program(ctx, e.params["true"], ops[:n_true], "true"))
+        _put(ctx, names, types, lower_program(ctx, e.params["true"], ops[:n_true], "true"), tvs)
         ctx.w.emit("pass")
     ctx.w.emit("else:")
     with ctx.w.indent():
-        _put(ctx, names, types, lower_program(ctx, e.params["false"], ops[n_true:], "false"))
+        _put(ctx, names, types, lower_program(ctx, e.params["false"], ops[n_true:], "false"), tvs)
         ctx.w.emit("pass")
-    return _take(ctx, names, types)
+    return _take(ctx, names, types, tvs)

@@ -11,7 +11,7 @@ from ...layouts import Layout
 from ...staging.types import compact, layout_of_modes, mode_layouts
 from .context import Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
-from .values import Block, Scalar, block_tv, dsl_dtype, owners, static_size
+from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
 
 UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
          "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
@@ -32,6 +32,12 @@ def _operand(ctx: Ctx, x: Any, cd: str) -> str:
 def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     """Emit ``op`` on Scalars/Blocks; the result is a Block when any operand is one."""
     blocks = [x for x in ins if isinstance(x, Block)]
+    if blocks:      # all blocks held alike: the first held by a wgmma layout (an accumulator) wins
+        from .memory import retv
+
+        target = next((b.tv for b in blocks if b.tv != block_tv(b.n)), blocks[0].tv)
+        ins = [retv(ctx, x, target) if isinstance(x, Block) and x.tv != target else x for x in ins]
+        blocks = [x for x in ins if isinstance(x, Block)]
     w = ctx.w
     if not blocks and op in FOLD and all(x.static is not None for x in ins):
         v = FOLD[op](*(x.static for x in ins))
@@ -74,7 +80,7 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         code = f"({code}).to({dsl_dtype(out_dtype, op)})"
     w.emit(f"{name} = {code}")
     if blocks:
-        return Block(name, out_dtype, blocks[0].shape, blocks[0].n)
+        return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
     return Scalar(name, out_dtype)
 
 
@@ -96,7 +102,7 @@ def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     x, dt = ins[0], e.params["dtype"]
     name = ctx.w.fresh()
     ctx.w.emit(f"{name} = {x.name if isinstance(x, Block) else x.expr}.to({dsl_dtype(dt, 'astype')})")
-    return [Block(name, dt, x.shape, x.n) if isinstance(x, Block) else Scalar(name, dt)]
+    return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 
 
 @rule("copy")
@@ -115,7 +121,7 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     if t_out.rank == 0:
         raise ctx.fail("a view of a block to rank 0")
     if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
-        return [Block(x.name, x.dtype, t_out.shape, n)]     # a size-1 mode added: same elements, same order
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv)]     # a size-1 mode added: same elements, same order
     buf = to_exchange(ctx, x, t_in.layout)
     return [from_exchange(ctx, buf, x.dtype, t_out.layout, t_out.shape)]
 
@@ -165,7 +171,7 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
         w.emit(f"{name} = {acc}[0]" + (f".to({dsl_dtype(t_out.dtype, 'reduce')})" if t_out.dtype != cd else ""))
         return [Scalar(name, t_out.dtype)]
     n = static_size(t_out.shape, "reduce")
-    per = n // owners(n)
+    per = tv_values(block_tv(n))
     tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
     base = w.layout(layout_of_modes(kept), "the kept modes (element offsets)", "kept")
     w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
@@ -210,7 +216,7 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     store(ctx, RefVal(f"{buf}.iterator", "0", compact((K, N)), xd, "smem"), str(M * K), compact((K, N)), bb, "matmul B")
     w.emit("cute.arch.barrier()")
     n = M * N
-    per = n // owners(n)
+    per = tv_values(block_tv(n))
     dt = dsl_dtype("f32" if cd == "f32" else cd, "matmul")
     tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
     acc = w.fresh("acc")
@@ -230,4 +236,4 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
 def _conv(ctx: Ctx, x: Block, dtype: str) -> Block:
     name = ctx.w.fresh()
     ctx.w.emit(f"{name} = {x.name}.to({dsl_dtype(dtype, 'convert')})")
-    return Block(name, dtype, x.shape, x.n)
+    return Block(name, dtype, x.shape, x.n, x.tv)

@@ -46,20 +46,40 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Block:
-    """A value of ``n`` elements (logical shape ``shape``), held per thread as a TensorSSA of ``(V,)`` named ``name``."""
+    """A value of ``n`` elements (logical shape ``shape``), held per thread as a TensorSSA of ``(V,)`` named ``name``;
+    ``tv`` maps (thread, value) to the logical index (``block_tv(n)`` unless the value comes from a wgmma, whose
+    accumulator has its own thread-value layout)."""
 
     name: str
     dtype: str
     shape: Any
     n: int
+    tv: Any = None
 
-    @property
-    def tv(self) -> Layout:
-        return block_tv(self.n)
+    def __post_init__(self) -> None:
+        if self.tv is None:
+            object.__setattr__(self, "tv", block_tv(self.n))
 
     @property
     def per_thread(self) -> int:
-        return self.n // owners(self.n)
+        return tv_values(self.tv)
+
+
+def tv_values(tv: Layout) -> int:
+    """Values per thread of a thread-value layout."""
+    return int(it.product(tv.shape[1]))
+
+
+def tv_owners(tv: Layout) -> int:
+    """Threads holding distinct elements: the thread mode's leaves before its first stride-0 leaf (copies)."""
+    shape, stride = tv.shape[0], tv.stride[0]
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    n = 1
+    for s, d in leaves:
+        if d == 0 and s > 1:
+            break
+        n *= s
+    return n
 
 
 @dataclass(frozen=True)
