@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...layouts import Layout, cosize
+from ...layouts import ComposedLayout, Layout, cosize, make_swizzle
 from ...staging import dtypes
 from ...staging.array import Array
 from ...staging.types import layout_of_modes, mode_layouts
@@ -31,6 +31,12 @@ class SSA(np.ndarray):
 
     def to(self, dt: Any) -> SSA:
         return dt(self)
+
+    def reshape(self, *shape: Any, **kw: Any) -> SSA:
+        """A DSL reshape: nested shapes allowed (the vector is flat in colexicographic order either way)."""
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        flat = tuple(int(np.prod([1] + _flat(m))) if isinstance(m, tuple) else m for m in shape)
+        return np.ndarray.reshape(self, flat, order="F")
 
 
 class _DType:
@@ -66,6 +72,8 @@ class _Tensor:
     def __init__(self, ptr: _Ptr, layout: Any) -> None:
         self.ptr, self.layout = ptr, layout.layout if isinstance(layout, _Lay) else layout
         self._fast = layout if isinstance(layout, _Lay) else None
+        if isinstance(self.layout, ComposedLayout):
+            self._fast = _Lay(self.layout)
 
     @property
     def iterator(self) -> _Ptr:
@@ -116,10 +124,13 @@ class _Tensor:
 
 
 @lru_cache(maxsize=4096)
-def _table(layout: Layout) -> np.ndarray:
-    """The offset of every index of a layout, in colexicographic order."""
+def _table(layout: Any) -> np.ndarray:
+    """The offset of every index of a layout (plain or swizzled), in colexicographic order."""
     from ...layouts import check
 
+    if isinstance(layout, ComposedLayout):
+        n = int(np.prod([1] + [int(s) for s in _flat(layout.outer.shape)]))
+        return np.array([int(layout(i)) for i in range(n)], dtype=np.int64)
     n = int(np.prod([1] + [int(s) for s in _flat(layout.shape)]))
     return check.evaluate(layout, np.arange(n, dtype=np.int64)).astype(np.int64).reshape(-1) if layout.shape != () \
         else np.zeros(1, np.int64)
@@ -134,7 +145,7 @@ def _flat(s: Any) -> list:
 class _Lay:
     """A layout of the emitted code: calls on an index or a (flat per mode) coordinate read a cached table."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Any) -> None:
         self.layout = layout
         self.table = _table(layout)
         shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
@@ -170,8 +181,10 @@ class _Allocator:
     def __init__(self) -> None:
         self.k = 0
 
-    def allocate_tensor(self, dt: _DType, layout: Any, align: int = 16) -> _Tensor:
+    def allocate_tensor(self, dt: _DType, layout: Any, align: int = 16, swizzle: Any = None) -> _Tensor:
         layout = layout.layout if isinstance(layout, _Lay) else layout
+        if swizzle is not None:
+            layout = ComposedLayout(swizzle, 0, layout)
         cta = _local.cta
         with cta.lock:
             if self.k >= len(cta.smem):
@@ -192,6 +205,72 @@ def _math(f: Any) -> Any:
     return lambda *a: np.asarray(f(*a)).view(SSA)
 
 
+class _TiledMma:
+    """One warpgroup's wgmma: the product of the K-major operand buffers, each thread keeping its accumulator values
+    (rules_mma.accumulator_tv, which tests check against CuTe's own partition)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.m, self.accumulate = n, None, False
+
+    def get_slice(self, t: Any) -> _TiledMma:
+        return self
+
+    def set(self, field: Any, value: bool) -> None:
+        self.accumulate = bool(value)
+
+    def make_fragment_A(self, x: Any) -> Any:     # noqa: N802 (CuTe's name)
+        return x
+
+    make_fragment_B = make_fragment_A             # noqa: N815
+
+    def partition_A(self, s: Any) -> Any:         # noqa: N802
+        return _Operand(s)
+
+    partition_B = partition_A                     # noqa: N815
+
+    def partition_C(self, ident: Any) -> Any:     # noqa: N802
+        self.m = int(ident.shape[0])
+        return SimpleNamespace(shape=((2, 2, self.n // 8), self.m // 64, 1))
+
+
+class _Operand:
+    def __init__(self, t: _Tensor) -> None:
+        self.t = t
+
+    def __getitem__(self, idx: tuple) -> tuple:
+        return (self.t, int(idx[2]))
+
+
+def _operand_matrix(t: _Tensor) -> np.ndarray:
+    outer = t.layout.outer if isinstance(t.layout, ComposedLayout) else t.layout
+    rows = int(np.prod([1] + [int(x) for x in _flat(outer.shape[0])]))
+    vals = t.ptr.storage[t.ptr.offset + _table(t.layout)]
+    return vals.reshape((rows, -1), order="F").astype(np.float32)
+
+
+def _gemm(mma: _TiledMma, acc: _Tensor, a: tuple, b: tuple, out: _Tensor) -> None:
+    from .rules_mma import accumulator_tv
+
+    (sa, kb), (sb, _) = a, b
+    ks = slice(16 * kb, 16 * kb + 16)
+    c = _operand_matrix(sa)[:, ks] @ _operand_matrix(sb)[:, ks].T           # (m, 16) @ (16, n)
+    tv = _Lay(accumulator_tv(mma.m, mma.n))
+    per = int(np.prod([1] + [int(x) for x in _flat(acc.layout.shape)]))
+    mine = np.array([tv((_local.tid, v)) for v in range(per)])
+    vals = c.reshape(-1, order="F")[mine].astype(np.float32)
+    old = acc.load() if mma.accumulate else 0
+    acc.store(np.asarray(old + vals, dtype=np.float32))
+
+
+def _noop(*a: Any, **k: Any) -> None:
+    return None
+
+
+sm90_utils = SimpleNamespace(make_trivial_tiled_mma=lambda *a, tiler_mn=(64, 8), **k: _TiledMma(int(tiler_mn[1])))
+warpgroup = SimpleNamespace(Field=SimpleNamespace(ACCUMULATE="accumulate"), fence=_noop, commit_group=_noop,
+                            wait_group=_noop)
+OperandMajorMode = SimpleNamespace(K="K", MN="MN")
+
 cute = SimpleNamespace(
     Tensor=object, make_layout=_make_layout, make_tensor=_Tensor, make_rmem_tensor=_rmem,
     full=lambda shape, v, dt: dt(np.full(shape, np.asarray(v))),
@@ -201,8 +280,10 @@ cute = SimpleNamespace(
                          tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs), max=_math(np.maximum),
                          min=_math(np.minimum), pow=_math(np.power)),
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
-                         barrier=lambda: _local.cta.barrier.wait()),
-    jit=lambda f: f, kernel=lambda f: _Kernel(f))
+                         barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop),
+    jit=lambda f: f, kernel=lambda f: _Kernel(f), gemm=_gemm,
+    make_composed_layout=lambda sw, off, outer: ComposedLayout(sw, off, outer.layout if isinstance(outer, _Lay) else outer),
+    make_swizzle=make_swizzle, make_identity_tensor=lambda shape: SimpleNamespace(shape=shape))
 
 
 class _Kernel:
@@ -248,7 +329,8 @@ def simulate_module(module: Any, *arrays: Any) -> list:
     if len(arrays) != len(ins):
         raise LoweringError(f"simulate: the kernel takes {len(ins)} inputs, got {len(arrays)}")
     code = re.sub(r"^(import|from) .*$", "", module.source, flags=re.M)
-    env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object)}
+    env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object), "sm90_utils": sm90_utils,
+                 "warpgroup": warpgroup, "OperandMajorMode": OperandMajorMode}
     exec(compile(code, f"<{spec.name}>", "exec"), env)   # the module we emitted ourselves, never user text
     bufs, outs = [], []
     for a, x in zip(ins, arrays):

@@ -13,7 +13,7 @@ from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from ..names import comment_block
-from . import rules_control, rules_math, rules_refs  # noqa: F401 (they fill the rule table)
+from . import rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, load, store
 from .values import THREADS, RefVal, Scalar, dsl_dtype
@@ -108,7 +108,8 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
             ref = window
         else:
             name = f"s{k}"
-            w.smem.append((name, t.dtype, w.layout(m.ref_type.layout, f"staged block of {m.label}", "smem"),
+            lay = w.layout(m.ref_type.layout, f"staged block of {m.label}", "smem")
+            w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
                            f"{m.label} staged in {m.ref_type.space}"))
             ref = RefVal(f"{name}.iterator", "0", m.ref_type.layout, t.dtype, "smem")
             if role == "in":
@@ -122,7 +123,8 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
         if st.space == GMEM:
             raise ctx.fail(f"scratch {j} is in GMEM; give scratch buffers SMEM or RMEM")
         name = f"scratch{j}"
-        w.smem.append((name, st.dtype, w.layout(st.layout, f"scratch {j}", "smem"), f"scratch {st}"))
+        lay = w.layout(st.layout, f"scratch {j}", "smem")
+        w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}"))
         refs.append(RefVal(f"{name}.iterator", "0", st.layout, st.dtype, "smem"))
     w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
     w.comment("The kernel body.")
@@ -159,7 +161,8 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     text = str(Program([], [], list(e.inputs), [e], list(e.outputs)))
     L.extend(comment_block(text, "#   "))
     L += ["", "import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
-          "import cutlass.memory", "", f"THREADS = {THREADS}", "", ""]
+          "import cutlass.memory", "import cutlass.utils.hopper_helpers as sm90_utils",
+          "from cutlass.cute.nvgpu import OperandMajorMode, warpgroup", "", f"THREADS = {THREADS}", "", ""]
     L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
     L += w.builder_lines()
     L += ["@cute.jit", f"def host({params}, stream: cuda.CUstream):", '    """Launch one CTA per grid point."""',
@@ -169,8 +172,8 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     L += ["    " + ln for ln in _pid_lines(spec.grid)]
     if w.smem or w.exchange:
         L.append("    smem = cutlass.memory.SmemAllocator()")
-    for name, dt, lay, doc in w.smem:
-        L.append(f"    {name} = smem.allocate_tensor({dsl_dtype(dt, 'smem')}, {lay}, 16)   # {doc}")
+    for name, alloc, doc in w.smem:
+        L.append(f"    {name} = {alloc}   # {doc}")
     for dt, n in w.exchange.items():
         L.append(f"    xch_{dt} = smem.allocate_tensor({dsl_dtype(dt, 'exchange')}, cute.make_layout({n}), 16)"
                  "   # moves elements between threads")

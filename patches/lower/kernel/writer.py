@@ -20,7 +20,7 @@ class Writer:
         self._ids = itertools.count()
         self.builders: dict[tuple, tuple[str, str, str]] = {}     # key -> (name, code, doc)
         self.exchange: dict[str, int] = {}                         # dtype -> elements of the smem exchange buffer
-        self.smem: list[tuple[str, str, str, str]] = []            # (name, dtype, layout builder, doc)
+        self.smem: list[tuple[str, str, str]] = []                  # (name, allocation expression, doc)
         self.prologue: list[str] = []
 
     def fresh(self, stem: str = "v") -> str:
@@ -50,6 +50,19 @@ class Writer:
         if key not in self.builders:
             self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(f"{why}: {layout}"))
         return f"{self.builders[key][0]}()"
+
+    def builder(self, key: tuple, stem: str, code: str, doc: str) -> str:
+        """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA)."""
+        if key not in self.builders:
+            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc))
+        return f"{self.builders[key][0]}()"
+
+    def composed(self, layout: Any, why: str, stem: str = "smem") -> str:
+        """A named builder of a swizzled (composed) layout: ``cute.make_composed_layout(swizzle, offset, outer)``."""
+        sw = layout.inner
+        code = (f"cute.make_composed_layout(cute.make_swizzle({sw.bits}, {sw.base}, {sw.shift}), {layout.offset}, "
+                f"{layout_code(layout.outer, why)})")
+        return self.builder((stem, code), stem, code, f"{why}: {layout}")
 
     def need_exchange(self, dtype: str, elements: int) -> str:
         """The smem exchange buffer for values computed in ``dtype`` (f32 for floats, i32 for ints), at least that big."""
