@@ -22,7 +22,7 @@ def _shape(t):
     return [int(s) for s in (t.shape if isinstance(t.shape, tuple) else (t.shape,))]
 
 
-def check_against_interpreter(prog, seed=0, atol=0.0):
+def check_against_interpreter(prog, seed=0, atol=0.0, rtol=1e-6):
     """Every kernel of ``prog``, lowered and simulated, against the interpreter on the same random inputs."""
     rng = np.random.default_rng(seed)
     for sub in split_kernels(prog):
@@ -34,7 +34,7 @@ def check_against_interpreter(prog, seed=0, atol=0.0):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             assert not np.isnan(np.asarray(g, np.float64)).any(), f"{sub.name}: elements never written"
-            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-6, atol=atol)
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol)
 
 
 CASES = {

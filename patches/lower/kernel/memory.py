@@ -131,6 +131,19 @@ def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
     return from_exchange(ctx, buf, x.dtype, lay, x.shape, tv=tv)
 
 
+def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> None:
+    """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
+    (no registers held, so any block size)."""
+    w = ctx.w
+    n = static_size(sel.shape, why)
+    base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    dst, j = w.fresh("dst"), w.fresh("j")
+    w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+    w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
+    w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
+    w.emit(f"        {dst}[{j} * {THREADS} + tidx] = {x.expr}")
+
+
 def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
     """Write registers to ``sel`` at ``ref.ptr + off``; only the threads owning distinct elements write."""
     w = ctx.w

@@ -15,7 +15,7 @@ from ..errors import LoweringError
 from ..names import comment_block
 from . import rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
 from .context import Ctx, lower_program
-from .memory import add_offsets, load, store
+from .memory import add_offsets, fill, load, store
 from .values import THREADS, RefVal, Scalar, dsl_dtype
 
 
@@ -117,7 +117,7 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
             else:
                 writeback.append((window, ref))
         if role == "out" and zero_outputs:
-            store(ctx, ref, ref.off, ref.layout, Scalar(f"{dsl_dtype(t.dtype, 'zero')}(0)", t.dtype), "zero")
+            fill(ctx, ref, ref.off, ref.layout, Scalar(f"{dsl_dtype(t.dtype, 'zero')}(0)", t.dtype), "zero")
         refs.append(ref)
     for j, st in enumerate(body.in_types[len(specs):]):
         if st.space == GMEM:
