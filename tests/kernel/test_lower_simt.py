@@ -53,6 +53,7 @@ def test_lowered_kernel_computes_what_the_interpreter_does(name):
     check_against_interpreter(pt.stage(k, *types), atol=1e-5 if "flash" in name else 0.0)
 
 
+@pytest.mark.slow
 def test_backward_kernels_of_the_tiled_matmul():
     mm = kernels.matmul(32, 32, 16, 16, 16, 8, "f32")
     types = [pt.tensor("f32", (32, 16)), pt.tensor("f32", (16, 32))]
