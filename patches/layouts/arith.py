@@ -3,8 +3,9 @@
 Shapes and strides are integers today; symbolic extents (sympy expressions with
 facts) plug in behind these few functions later, so the algebra never uses raw
 ``==``, ``%`` or ``min`` on values it has not checked are plain ``int``.
-Each function has a fast path for ``int`` and otherwise defers to the hook in
-``_symbolic`` (none is installed yet, so anything else is rejected).
+Each function has a fast path for ``int`` and otherwise defers to the backend in
+``_symbolic``, which the prover installs when it is imported (the package face imports it): this floor
+imports nothing of the algebra above it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .errors import LayoutError
+from .errors import LayoutError, UndecidableError
 
 # A backend for non-int values: a table of the operations below, set by the symbolic layer.
 _symbolic: dict[str, Callable[..., Any]] = {}
@@ -24,16 +25,11 @@ _types: dict[type, dict[str, Callable[..., Any]]] = {}
 
 
 def install(table: dict[str, Callable[..., Any]]) -> None:
-    """Set the backend for non-int values (the prover installs itself when first needed)."""
+    """Set the backend for non-int values (``prover`` installs itself on import)."""
     _symbolic.update(table)
 
 
 def _backend(op: str) -> Callable[..., Any] | None:
-    if not _symbolic:
-        try:
-            from . import prover  # noqa: F401  (installs itself; sympy is imported only now)
-        except ImportError:
-            return None
     return _symbolic.get(op)
 
 
@@ -85,8 +81,6 @@ def normal(x: Any) -> Any:
 
 def known(decide: Callable[..., bool], *args: Any) -> bool | None:
     """decide(*args), or None where the facts do not settle it (for probing several sufficient conditions)."""
-    from .errors import UndecidableError
-
     try:
         return decide(*args)
     except UndecidableError:
@@ -168,3 +162,17 @@ def sign(a: Any) -> int:
     if type(a) is int:
         return (a > 0) - (a < 0)
     return _other("sign", a)
+
+
+def free_symbols(t: Any) -> frozenset:
+    """The Syms in a nested tuple of values (empty where every leaf is an int)."""
+    fn = _backend("free_symbols")
+    return fn(t) if fn else frozenset()
+
+
+def substitute(t: Any, mapping: dict) -> Any:
+    """A nested tuple of values with Syms replaced by the mapping's values (checked against their facts)."""
+    fn = _backend("substitute")
+    if fn is None:
+        raise LayoutError("subs: symbolic values need the prover (import patches.layouts)")
+    return fn(t, mapping)

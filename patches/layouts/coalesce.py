@@ -7,7 +7,7 @@ from typing import Any
 from . import arith
 from . import inttuple as it
 from .errors import LayoutError
-from .layout import Layout
+from .layout import Layout, _need_layout, _show  # noqa: F401 (re-exported)
 
 
 def _flat(layout: Layout) -> tuple:
@@ -111,16 +111,3 @@ def flatten(layout: Layout) -> Layout:
     if type(layout._shape) is not tuple:
         return layout
     return Layout._make(it.flatten(layout._shape), it.flatten(layout._stride))
-
-
-def _need_layout(x: Any, op: str) -> None:
-    if not isinstance(x, Layout):
-        raise LayoutError(f"{op}: expected a Layout, got {type(x).__name__} {x!r}")
-
-
-def _show(t: Any) -> str:
-    if isinstance(t, Layout):
-        return str(t)
-    if type(t) is tuple:
-        return "(" + ",".join(_show(x) for x in t) + ")"
-    return str(t)

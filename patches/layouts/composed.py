@@ -14,11 +14,14 @@ import numpy as np
 
 from . import arith, check
 from . import inttuple as it
-from .basis import ArithTuple, ScaledBasis, as_coord, has_basis, plain
+from .basis import has_basis
+from .composition import _compose
 from .composition import composition as compose
 from .errors import LayoutError
 from .inverse import complement as comp
-from .layout import Layout, _has_none
+from .layout import Layout, _has_none, slice_, slice_offset
+from .modes import recast_layout as recast
+from .scaled_basis import ArithTuple, ScaledBasis, as_coord, plain
 from .swizzle import Swizzle, recast_swizzle
 
 
@@ -153,8 +156,6 @@ def slice_and_offset(coord: Any, layout: Layout | ComposedLayout) -> tuple:
     For a swizzled layout the offset interacts with the swizzle: CuTe folds it into a plain layout where the
     swizzle's bits allow, and otherwise keeps it inside the composed layout; the answer is checked point by point.
     """
-    from .modes import slice_, slice_offset
-
     if isinstance(layout, Layout):
         return slice_(layout, coord), slice_offset(layout, coord)
     if not isinstance(layout, ComposedLayout):
@@ -178,8 +179,6 @@ def _slice_swizzled(c: ComposedLayout, sliced: Layout, d: int) -> tuple:
     CuTe decides with its (unchecked) composition rule; its answer is kept when it holds point by point, and
     otherwise the slice is the always-exact ``S o (offset + d) o sliced``.
     """
-    from .composition import _compose
-
     sw: Swizzle = c.inner  # type: ignore[assignment]
     zy = sw.yyy_mask | sw.zzz_mask
     if type(d) is not int or type(c.offset) is not int or type(it.product(sliced.shape)) is not int:
@@ -275,8 +274,6 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
 
 def recast_layout(new_type_bits: int, old_type_bits: int, layout: Any) -> Any:
     """The layout of the same memory in elements of another width; for a composed layout each part is recast."""
-    from .modes import recast_layout as recast
-
     if not isinstance(layout, ComposedLayout):
         return recast(new_type_bits, old_type_bits, layout)
     outer = recast(new_type_bits, old_type_bits, layout.outer)

@@ -8,9 +8,11 @@ import numpy as np
 
 from . import arith, check
 from . import inttuple as it
+from .basis import component, has_basis, paths
 from .coalesce import _show, coalesce_flat, join
 from .errors import LayoutError, UndecidableError
 from .layout import Layout
+from .scaled_basis import ScaledBasis, as_coord, plain
 
 
 def composition(a: Layout, b: Any) -> Layout:
@@ -25,10 +27,8 @@ def composition(a: Layout, b: Any) -> Layout:
         return a
     if isinstance(b, Layout):
         if not it.all_int(b._stride):
-            from .basis import compose_by_basis, has_basis
-
             if has_basis(b):                     # B yields coordinates: its modes pick A's modes
-                return compose_by_basis(a, b)
+                return _compose_by_basis(a, b)
         return _compose(a, b)
     if type(b) is tuple:
         if len(b) > a.rank:
@@ -185,8 +185,6 @@ def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
 
 def _verify(a: Layout, b: Layout, r: Layout) -> None:
     if not all(type(d) is int for d in it.iter_leaves(a._stride)):
-        from .basis import component, has_basis, paths
-
         if has_basis(a):                         # A yields coordinates: check each component, an integer layout
             for p in paths(a):
                 try:
@@ -217,3 +215,50 @@ def _verify(a: Layout, b: Layout, r: Layout) -> None:
 
 def _why(a: Layout, b: Layout, reason: str) -> str:
     return f"composition {a} o {b} is inadmissible: {reason}"
+
+
+# -- coordinate layouts as B: each mode k@i of B picks mode i of A ---------------------------------------
+
+
+def _compose_by_basis(a: Layout, b: Layout) -> Layout:
+    """A o B where B's strides are basis elements: each mode k@i of B composes with mode i of A (CuTe's rule)."""
+    def leaf(s: Any, d: Any) -> Layout:
+        if type(s) is tuple:
+            parts = [leaf(x, y) for x, y in zip(s, d)]
+            return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+        if not isinstance(d, ScaledBasis):
+            if arith.eq(d, 0):
+                return Layout._make(s, d)
+            raise LayoutError(f"composition {a} o {b}: B mixes integer and coordinate strides")
+        sub = a
+        for m in d.mode:
+            if type(sub.shape) is not tuple and m == 0:
+                continue
+            if type(sub.shape) is not tuple or m >= len(sub.shape):
+                raise LayoutError(f"composition {a} o {b}: B's stride {d} names a mode that A does not have")
+            sub = sub[m]
+        return composition(sub, Layout._make(s, d.value))
+
+    r = leaf(b.shape, b.stride)
+    _verify_by_basis(a, b, r)
+    return r
+
+
+def _verify_by_basis(a: Layout, b: Layout, r: Layout) -> None:
+    """R(i) = A(B(i)) for every i, B(i) a coordinate of A, each of A's modes extended past its extent as CuTe's
+    composition extends a layout (its last sub-mode unbounded). Modes of B that meet in one mode of A must not
+    carry out of its sub-modes."""
+    n = it.product(b.shape)
+    if type(n) is not int or n > check.MAX_POINTS // 16:
+        raise LayoutError(f"composition {a} o {b}: too large to check a composition by coordinates")
+    rank = a.rank if type(a.shape) is tuple else 1
+    for i in range(n):
+        c = b(i)
+        c = as_coord(c) if isinstance(c, ScaledBasis) else c
+        if not isinstance(c, tuple) or len(c) > rank or any(x < 0 for x in it.iter_leaves(plain(c))):
+            raise LayoutError(f"composition {a} o {b}: B({i}) = {c} is not a coordinate of A")
+        full = plain(tuple(c) + (0,) * (rank - len(c)))
+        want = it.crd2idx(full if type(a.shape) is tuple else full[0], a.shape, a.stride)
+        if r(i) != want:
+            raise LayoutError(f"composition {a} o {b} is inadmissible: B's modes carry inside a mode of A "
+                              f"(at i={i}: A(B(i)) = {want}, the mode-by-mode rule gives {r(i)})")

@@ -12,6 +12,7 @@ from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat,
 from .composition import compose_exactly, composition
 from .errors import LayoutError
 from .layout import Layout
+from .modes import cosize
 
 
 def _shape_ceil_div(cot: Any, d: Any) -> Any:
@@ -122,15 +123,6 @@ def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> N
     v = check.evaluate(both, check.points(n))
     if len(set(v.tolist())) != n or not set(range(cotarget)) <= set(v.tolist()):
         raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why}")
-
-
-def cosize(layout: Layout) -> Any:
-    """One past the largest offset: sum((s-1)*|d|) + 1."""
-    _need_layout(layout, "cosize")
-    total = 1
-    for s, d in zip(*_flat(layout)):
-        total = total + (s - 1) * (d if not arith.lt(d, 0) else -d)
-    return total
 
 
 def _prefix(shapes: tuple) -> list:

@@ -6,8 +6,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from . import arith
 from . import inttuple as it
 from .errors import LayoutError
+from .scaled_basis import parse_basis
 
 MAX_VALUE = 2**63  # extents, strides and sizes must fit a signed 64-bit integer
 MAX_DEPTH = 32
@@ -104,8 +106,6 @@ class Layout:
         """
         c = coord[0] if len(coord) == 1 else coord
         if _has_none(c):
-            from .modes import slice_
-
             return slice_(self, c)
         return offset(c, self._shape, self._stride)
 
@@ -113,9 +113,7 @@ class Layout:
     @property
     def free_symbols(self) -> frozenset:
         """The Syms in the shape and stride (empty for a concrete layout)."""
-        from .prover import free_symbols
-
-        return free_symbols((self._shape, self._stride)) if not self.is_concrete else frozenset()
+        return arith.free_symbols((self._shape, self._stride)) if not self.is_concrete else frozenset()
 
     @property
     def is_concrete(self) -> bool:
@@ -125,9 +123,7 @@ class Layout:
         """The layout with Syms replaced by values (ints the facts allow, or other expressions)."""
         if self.is_concrete:
             return self
-        from .prover import substitute
-
-        return Layout(substitute(self._shape, mapping), substitute(self._stride, mapping))
+        return Layout(arith.substitute(self._shape, mapping), arith.substitute(self._stride, mapping))
 
     # -- text ----------------------------------------------------------------------
     @staticmethod
@@ -172,9 +168,7 @@ def _extent_ok(x: Any) -> None:
     if type(x) is not int:
         if isinstance(x, bool) or not _is_value(x):
             raise LayoutError(f"shape entries must be positive integers, got {x!r} ({type(x).__name__})")
-        from .arith import lt
-
-        if not lt(0, x):
+        if not arith.lt(0, x):
             raise LayoutError(f"shape entries must be positive integers, got {x!r} (not positive for all values)")
         return
     if x <= 0:
@@ -185,9 +179,7 @@ def _extent_ok(x: Any) -> None:
 
 def _stride_ok(x: Any) -> None:
     if type(x) is not int:
-        from .arith import is_stride
-
-        if isinstance(x, bool) or not is_stride(x):
+        if isinstance(x, bool) or not arith.is_stride(x):
             raise LayoutError(f"stride entries must be integers, got {x!r} ({type(x).__name__})")
         return
     if not -MAX_VALUE < x < MAX_VALUE:
@@ -200,15 +192,11 @@ def _normal(t: Any) -> Any:
         return tuple(_normal(x) for x in t)
     if type(t) is int:
         return t
-    from .arith import normal
-
-    return normal(t)
+    return arith.normal(t)
 
 
 def _is_value(x: Any) -> bool:
-    from .arith import is_value
-
-    return is_value(x)
+    return arith.is_value(x)
 
 
 def _checked(shape: Any, stride: Any) -> tuple:
@@ -308,8 +296,6 @@ def parse_layout(text: str) -> Layout:
 
 def _number(text: str) -> Any:
     if "@" in text:
-        from .basis import parse_basis
-
         return parse_basis(text)
     return int(text.replace("_", ""))
 
@@ -347,3 +333,70 @@ class _Parser:
                 continue
             self.expect(")")
             return tuple(items)
+
+# -- slicing: a coordinate holding None keeps those modes (CuTe's ``_``) ----------------------------------
+
+
+def _need_layout(x: Any, op: str) -> None:
+    if not isinstance(x, Layout):
+        raise LayoutError(f"{op}: expected a Layout, got {type(x).__name__} {x!r}")
+
+
+def _show(t: Any) -> str:
+    if isinstance(t, Layout):
+        return str(t)
+    if type(t) is tuple:
+        return "(" + ",".join(_show(x) for x in t) + ")"
+    return str(t)
+
+
+def _slice_tree(c: Any, t: Any, keep_none: bool, what: Layout) -> Any:
+    if type(c) is tuple:
+        if type(t) is not tuple or len(t) != len(c):
+            raise LayoutError(f"coordinate {_show(c)} does not match the modes of {what}")
+        out: tuple = ()
+        for x, y in zip(c, t):
+            if type(x) is tuple:
+                out += _slice_tree(x, y, keep_none, what)
+            elif (x is None) == keep_none:
+                out += (y,)
+        return out
+    return t if (c is None) == keep_none else ()
+
+
+def slice_(layout: Layout, coord: Any) -> Layout:
+    """The layout of the modes where coord is None (CuTe's ``_``); integer entries fix a mode."""
+    _need_layout(layout, "slice_")
+    _check_partial(coord, layout)
+    return Layout._make(_slice_tree(coord, layout._shape, True, layout), _slice_tree(coord, layout._stride, True, layout))
+
+
+def dice(layout: Layout, coord: Any) -> Layout:
+    """The complement of slice_: the layout of the modes where coord is an integer."""
+    _need_layout(layout, "dice")
+    _check_partial(coord, layout)
+    return Layout._make(_slice_tree(coord, layout._shape, False, layout), _slice_tree(coord, layout._stride, False, layout))
+
+
+def _check_partial(c: Any, layout: Layout, shape: Any = None) -> None:
+    shape = layout._shape if shape is None else shape
+    if c is None:
+        return
+    if type(c) is tuple:
+        if type(shape) is not tuple or len(shape) != len(c):
+            raise LayoutError(f"coordinate {_show(c)} does not match the modes of {layout}")
+        for x, s in zip(c, shape):
+            _check_partial(x, layout, s)
+        return
+    _check_coord(c, shape)
+
+
+def slice_offset(layout: Layout, coord: Any) -> Any:
+    """The offset of the fixed (integer) part of a slicing coordinate."""
+    def zero(c: Any) -> Any:
+        if type(c) is tuple:
+            return tuple(zero(x) for x in c)
+        return 0 if c is None else c
+
+    _check_partial(coord, layout)
+    return it.crd2idx(zero(coord), layout._shape, layout._stride)

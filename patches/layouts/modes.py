@@ -6,61 +6,8 @@ from typing import Any
 
 from . import arith
 from . import inttuple as it
-from .coalesce import _need_layout, _show
 from .errors import LayoutError
-from .layout import Layout, _check_coord, offset
-
-
-def _slice_tree(c: Any, t: Any, keep_none: bool, what: Layout) -> Any:
-    if type(c) is tuple:
-        if type(t) is not tuple or len(t) != len(c):
-            raise LayoutError(f"coordinate {_show(c)} does not match the modes of {what}")
-        out: tuple = ()
-        for x, y in zip(c, t):
-            if type(x) is tuple:
-                out += _slice_tree(x, y, keep_none, what)
-            elif (x is None) == keep_none:
-                out += (y,)
-        return out
-    return t if (c is None) == keep_none else ()
-
-
-def slice_(layout: Layout, coord: Any) -> Layout:
-    """The layout of the modes where coord is None (CuTe's ``_``); integer entries fix a mode."""
-    _need_layout(layout, "slice_")
-    _check_partial(coord, layout)
-    return Layout._make(_slice_tree(coord, layout._shape, True, layout), _slice_tree(coord, layout._stride, True, layout))
-
-
-def dice(layout: Layout, coord: Any) -> Layout:
-    """The complement of slice_: the layout of the modes where coord is an integer."""
-    _need_layout(layout, "dice")
-    _check_partial(coord, layout)
-    return Layout._make(_slice_tree(coord, layout._shape, False, layout), _slice_tree(coord, layout._stride, False, layout))
-
-
-def _check_partial(c: Any, layout: Layout, shape: Any = None) -> None:
-    shape = layout._shape if shape is None else shape
-    if c is None:
-        return
-    if type(c) is tuple:
-        if type(shape) is not tuple or len(shape) != len(c):
-            raise LayoutError(f"coordinate {_show(c)} does not match the modes of {layout}")
-        for x, s in zip(c, shape):
-            _check_partial(x, layout, s)
-        return
-    _check_coord(c, shape)
-
-
-def slice_offset(layout: Layout, coord: Any) -> Any:
-    """The offset of the fixed (integer) part of a slicing coordinate."""
-    def zero(c: Any) -> Any:
-        if type(c) is tuple:
-            return tuple(zero(x) for x in c)
-        return 0 if c is None else c
-
-    _check_partial(coord, layout)
-    return it.crd2idx(zero(coord), layout._shape, layout._stride)
+from .layout import Layout, _check_coord, _need_layout, _show, dice, offset, slice_, slice_offset  # noqa: F401 (re-exported: the slicing of a layout lives with it)
 
 
 def select(layout: Layout, modes: Any) -> Layout:
@@ -216,7 +163,10 @@ def idx2crd(idx: Any, shape: Any) -> Any:
 
 
 def cosize(layout: Layout, mode: Any = None) -> Any:
-    """One past the largest offset the layout (or one of its modes) reaches."""
-    from .inverse import cosize as _cosize
-
-    return _cosize(_mode(layout, mode))
+    """One past the largest offset the layout (or one of its modes) reaches: sum((s-1)*|d|) + 1."""
+    _need_layout(layout, "cosize")
+    layout = _mode(layout, mode)
+    total = 1
+    for s, d in zip(it.flatten(layout._shape), it.flatten(layout._stride)):
+        total = total + (s - 1) * (d if not arith.lt(d, 0) else -d)
+    return total

@@ -11,6 +11,7 @@ from typing import Any
 from . import inttuple as it
 from .composed import ComposedLayout
 from .errors import LayoutError
+from .inverse import cosize
 from .layout import Layout
 
 MAX_ROWS = 64
@@ -49,8 +50,6 @@ def layout_text(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_c
     cells = [[show_value(value_at(layout, r, c, grid)) for c in range(shown_c)] for r in range(shown_r)]
     width = max((len(x) for row in cells for x in row), default=1)
     if isinstance(layout, Layout) and all(type(x) is int for x in it.iter_leaves(layout.stride)):
-        from .inverse import cosize
-
         width = max(width, len(str(cosize(layout))))         # CuTe sizes the cells by the digits of the cosize
     return _grid(str(layout), cells, width, rows, cols)
 

@@ -19,8 +19,10 @@ import sympy
 
 from . import arith, check
 from . import inttuple as it
-from .basis import ScaledBasis
+from .coalesce import coalesce
 from .errors import LayoutError, UndecidableError
+from .layout import Layout
+from .scaled_basis import ScaledBasis
 from .symbols import Sym, bounds, stated
 
 POS, NONNEG, ZERO, NONPOS, NEG = "pos", "nonneg", "zero", "nonpos", "neg"
@@ -250,8 +252,6 @@ def is_one(x: Any) -> bool:
     return _sign(sympy.sympify(x - 1), stated()) == ZERO
 
 
-arith.install(dict(eq=eq, lt=lt, divides=divides, exact_div=exact_div, floor_div=floor_div, ceil_div=ceil_div,
-                   sign=sign, is_value=is_value, is_one=is_one, show=show, normal=normal))
 
 
 # -- assignments and substitution ------------------------------------------------------------------
@@ -317,9 +317,6 @@ def free_symbols(t: Any) -> frozenset:
 def prove_equal(a: Any, b: Any) -> bool | None:
     """Whether a and b are the same function on the same domain for every value the facts allow:
     True (proved), False (a counterexample exists), or None (unknown)."""
-    from .coalesce import coalesce
-    from .layout import Layout
-
     if not isinstance(a, Layout) or not isinstance(b, Layout):
         raise LayoutError(f"prove_equal: expected two Layouts, got {type(a).__name__} and {type(b).__name__}")
     if a == b:
@@ -341,3 +338,8 @@ def prove_equal(a: Any, b: Any) -> bool | None:
         if not np.array_equal(check.evaluate(la, idx), check.evaluate(lb, idx)):
             return False
     return None
+
+
+arith.install(dict(eq=eq, lt=lt, divides=divides, exact_div=exact_div, floor_div=floor_div, ceil_div=ceil_div,
+                   sign=sign, is_value=is_value, is_one=is_one, show=show, normal=normal,
+                   free_symbols=free_symbols, substitute=substitute))

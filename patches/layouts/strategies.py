@@ -12,7 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import inttuple as it
-from .layout import Layout
+from .basis import ScaledBasis, make_identity_layout
+from .composed import ComposedLayout
+from .layout import Layout, make_layout
+from .swizzle import Swizzle
+from .symbols import Sym
 
 Draw = Callable[[int, int], int]
 
@@ -145,8 +149,6 @@ def gen_tiler_layout(draw: Draw, n: int) -> Layout:
 
 def gen_swizzle(draw: Draw, max_span_bits: int = 10) -> Any:
     """A Swizzle<B,M,S> (negative shifts included) whose pattern repeats within 2**max_span_bits offsets."""
-    from .swizzle import Swizzle
-
     while True:
         b, m = draw(0, 3), draw(0, 4)
         s = draw(b, b + 3) * (1 if draw(0, 3) else -1)
@@ -156,8 +158,6 @@ def gen_swizzle(draw: Draw, max_span_bits: int = 10) -> Any:
 
 def gen_composed(draw: Draw, kind: str = "injective") -> Any:
     """A ComposedLayout: a swizzle (or, one time in six, a layout) after an offset after a layout of ``kind``."""
-    from .composed import ComposedLayout
-
     outer = gen_layout(draw, kind)
     if draw(0, 5) == 0:
         inner: Any = gen_layout(draw, "compact", 2, 1)
@@ -169,8 +169,6 @@ def gen_composed(draw: Draw, kind: str = "injective") -> Any:
 
 def gen_coordinate_layout(draw: Draw) -> Layout:
     """A layout with ScaledBasis strides: an identity layout, or one whose modes move random coordinate modes."""
-    from .basis import ScaledBasis, make_identity_layout
-
     shape = gen_shape(draw, 3, 2)
     if draw(0, 1) or type(shape) is not tuple:
         return make_identity_layout(shape if type(shape) is tuple else (shape,))
@@ -235,15 +233,11 @@ _DIVISORS = (1, 2, 4, 8, 16, 64, 128)
 
 def gen_symbols(draw: Draw) -> tuple:
     """Three Syms M, N, K with drawn divisibility facts."""
-    from .symbols import Sym
-
     return tuple(Sym(name, divisible_by=_pick(draw, _DIVISORS)) for name in ("M", "N", "K"))
 
 
 def gen_symbolic_layout(draw: Draw, syms: tuple) -> Layout:
     """A layout whose extents mix Syms and ints, with compact (column- or row-major), gapped or int strides."""
-    from .layout import make_layout
-
     shape = gen_shape(draw, 3, 2)
     leaves = [(_pick(draw, syms) if draw(0, 2) else x) for x in it.flatten(shape)]
     if not any(type(x) is not int for x in leaves):

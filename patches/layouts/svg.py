@@ -13,10 +13,14 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from . import inttuple as it
+from .basis import ScaledBasis, as_coord, plain
 from .composed import ComposedLayout
 from .errors import LayoutError
+from .hopper import banks
 from .layout import Layout
+from .ops import zipped_divide
 from .picture import grid_shape, show_value, tv_cells, value_at
+from .swizzle import Swizzle
 
 MAX_ROWS = 64
 MAX_COLS = 64
@@ -87,8 +91,6 @@ def svg_layout(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_co
 
 def svg_tiling(layout: Layout | ComposedLayout, tiler: Any, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> str:
     """Each element labelled with its offset and colored by the tile it falls in (zipped_divide by tiler)."""
-    from .ops import zipped_divide
-
     z = zipped_divide(layout, tiler)
     tiles = it.product(z.shape[1])
     per_tile = it.product(z.shape[0])
@@ -111,8 +113,6 @@ def svg_banks(layout: ComposedLayout | Layout, bits: int, max_rows: int = MAX_RO
     The swizzle acts on byte addresses, as on Hopper; a row whose cells show 32 different colors in each
     128-byte step is read without bank conflicts.
     """
-    from .hopper import banks
-
     composed = layout if isinstance(layout, ComposedLayout) else ComposedLayout(_identity_swizzle(), 0, layout)
     rows, cols = grid_shape(composed)
     bank = banks(composed, bits)            # colexicographic, as the grid reads it: index r + rows * c
@@ -135,14 +135,10 @@ def svg_tv(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX
 
 def _coordinate(v: Any) -> Any:
     """A value of a coordinate layout as plain nested tuples."""
-    from .basis import ScaledBasis, as_coord, plain
-
     return plain(as_coord(v) if isinstance(v, ScaledBasis) else v)
 
 
 def _identity_swizzle() -> Any:
-    from .swizzle import Swizzle
-
     return Swizzle(0, 4, 3)
 
 

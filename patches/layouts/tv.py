@@ -12,10 +12,12 @@ from typing import Any
 from . import arith
 from . import inttuple as it
 from .composed import ComposedLayout, slice_and_offset
+from .composition import composition
 from .errors import LayoutError
 from .inverse import right_inverse
 from .layout import Layout, make_layout
 from .modes import dice
+from .ops import zipped_divide
 from .product import raked_product
 
 
@@ -31,8 +33,6 @@ def make_layout_tv(thr_layout: Layout, val_layout: Layout) -> tuple[Any, Layout]
     layout_mn = raked_product(thr_layout, val_layout)        # (M,N) -> thread + size(thr) * value
     n_thr, n_val = it.product(thr_layout.shape), it.product(val_layout.shape)
     inv = right_inverse(layout_mn)
-    from .composition import composition
-
     tv = composition(inv, make_layout((n_thr, n_val)))
     tiler = tuple(it.product(s) for s in layout_mn.shape) if type(layout_mn.shape) is tuple else layout_mn.shape
     return tiler, tv
@@ -102,8 +102,6 @@ def local_partition(layout: Layout | ComposedLayout, tile: Any, index: int, proj
 
 
 def _outer_partition(layout: Any, tiler: Any, coord: Any) -> tuple:
-    from .ops import zipped_divide
-
     z = zipped_divide(layout, tiler)
     r0 = _rank(z.shape[0])
     if type(coord) is tuple:
@@ -117,8 +115,6 @@ def local_tile(layout: Layout | ComposedLayout, tiler: Any, coord: Any, proj: An
     """(tile, offset): the tile at ``coord`` among the tiles of shape ``tiler`` (zipped_divide, then the rest mode
     sliced at coord; None in coord keeps that mode of tiles). ``proj`` keeps the tiler and coord modes where it is
     not None."""
-    from .ops import zipped_divide
-
     if proj is not None:
         tiler, coord = _dice(tiler, proj, "tiler"), _dice(coord, proj, "coordinate")
     z = zipped_divide(layout, tiler)

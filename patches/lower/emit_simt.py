@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_gemm import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, _lit
+from .emit_common import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, lit
 from .names import comment_block
 from .simt_spec import SimtSpec
 
 WARPS = 4
 INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
-COMBINE = {"sum": "{0} + {1}", "max": "cute.math.max({0}, {1})"}
+COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
 
 
 def threads(spec: SimtSpec) -> int:
@@ -87,7 +87,7 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
     if a[0] == "red":
         return f"red{a[1]}"
     if a[0] == "lit":
-        return _lit(a[1])
+        return lit(a[1])
     rd = spec.reads[a[1]]
     return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
 
@@ -138,12 +138,12 @@ def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
     vstore = store and out_vector(spec)
     i = "        "
     out = [f"{i}for chunk in cutlass.range(full, unroll=1):   # full chunks: 16-byte vector accesses where contiguous",
-           f"{i}    seg = chunk * (CHUNK // VEC) + lane   # this thread's VEC consecutive columns"]
+           f"{i}    seg = segment(chunk, lane)   # this thread's VEC consecutive columns"]
     for j in sorted(vec):
         out.append(f"{i}    g{j} = cute.local_tile({_slice(spec, j)}, (VEC,), (seg,)).load()")
     if vstore:
         out.append(f"{i}    rOut = cute.make_rmem_tensor((VEC,), OUT_DTYPE)")
-    out += [f"{i}    for v in cutlass.range_constexpr(VEC):", f"{i}        col = chunk * CHUNK + TV((lane, v))"]
+    out += [f"{i}    for v in cutlass.range_constexpr(VEC):", f"{i}        col = column(TV, chunk, lane, v)"]
     out += _split("col", spec.col_modes, f"{i}        ")
     out += _compute(spec, r, f"{i}        ", vec)
     x = _arg(spec, r, vec)
@@ -155,7 +155,7 @@ def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
         out += [ln.format(x=x, ind=f"{i}        ") for ln in body]
     out += [f"{i}for chunk in cutlass.range(full, chunks, unroll=1):   # the tail: element by element",
             f"{i}    for v in cutlass.range_constexpr(VEC):",
-            f"{i}        col = chunk * CHUNK + TV((lane, v))",
+            f"{i}        col = column(TV, chunk, lane, v)",
             f"{i}        if col < ext_c:"]
     out += _split("col", spec.col_modes, f"{i}            ")
     out += _compute(spec, r, f"{i}            ")
@@ -202,6 +202,31 @@ def emit_simt(spec: SimtSpec) -> str:
     w(f"    return cute.make_layout({tv.shape!r}, stride={tv.stride!r})")
     w("")
     w("")
+    w("def row_of(bidx, tidx):")
+    w('    """The row that thread tidx of CTA bidx walks (THREADS threads per row, ROWS rows per CTA)."""')
+    w("    return bidx * ROWS + tidx // THREADS")
+    w("")
+    w("")
+    w("def column(TV, chunk, lane, v):")
+    w('    """The column value v of thread ``lane`` holds in chunk ``chunk`` of its row."""')
+    w("    return chunk * CHUNK + TV((lane, v))")
+    w("")
+    w("")
+    w("def segment(chunk, lane):")
+    w('    """The VEC-wide block of the row covered by the vector access of a full chunk by thread ``lane`` covers."""')
+    w("    return chunk * (CHUNK // VEC) + lane")
+    w("")
+    w("")
+    w("SHUFFLE_OFFSETS = (16, 8, 4, 2, 1)   # butterfly: after all five steps every lane holds the whole warp's value")
+    w("")
+    w("")
+    w("def warp_reduce(x, op):")
+    w('    """Combine x across the 32 lanes of a warp with op, one butterfly shuffle per offset."""')
+    w("    for offset in SHUFFLE_OFFSETS:")
+    w("        x = op(x, cute.arch.shuffle_sync_bfly(x, offset=offset))")
+    w("    return x")
+    w("")
+    w("")
 
     def extents(ind: str) -> None:
         for c in spec.row_modes + spec.col_modes:
@@ -222,7 +247,7 @@ def emit_simt(spec: SimtSpec) -> str:
     w("    tidx, _, _ = cute.arch.thread_idx()")
     w("    bidx, _, _ = cute.arch.block_idx()")
     w("    lane = tidx % THREADS")
-    w("    row = bidx * ROWS + tidx // THREADS")
+    w("    row = row_of(bidx, tidx)")
     extents("    ")
     w(f"    ext_c = {' * '.join(f'e{c}' for c in spec.col_modes) or '1'}")
     w("    chunks = (ext_c + CHUNK - 1) // CHUNK")
@@ -237,7 +262,7 @@ def emit_simt(spec: SimtSpec) -> str:
         w(f"        # Pass {j}: the row's {op}.")
         w(f"        part = {INIT[op]}")
         L.extend(_passes(spec, r, ["{ind}part = " + COMBINE[op].format("part", "{x}")], store=False))
-        w(f"        part = cute.arch.warp_reduction(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
+        w(f"        part = warp_reduce(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
         if spec.block_row:
             w("        if tidx % 32 == 0:")
             w(f"            sRed[(tidx // 32, {j})] = part")

@@ -15,7 +15,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .dynamic import dynamic_modes
 from .errors import LoweringError
+
+MIN_CUDART = 12050      # the DSL's static runtime calls cudaGetDriverEntryPointByVersion (CUDA 12.5)
 
 _STRUCT = re.compile(r"typedef struct \{([^{}]*)\} (\w+)_Tensor_(\w+)_t;")
 _FIELD = re.compile(r"(\w+)\s*(\*?)\s*(\w+)(?:\[(\d+)\])?;")
@@ -66,9 +69,15 @@ def arguments(exe: Any, structs: list) -> list[dict]:
         param = getattr(op, "param", None)
         if exe.module.kind == "simt" and not is_out:
             param = spec.reads[i - 1].param
+        dyn_shape, dyn_stride = dynamic_modes(op.layout)
+        declared = {f: n for _t, _p, f, n in fields}
+        if (declared.get("dynamic_shapes", 0), declared.get("dynamic_strides", 0)) != (len(dyn_shape), len(dyn_stride)):
+            raise LoweringError(f"{spec.name}: argument {arg} declares {declared} run-time fields, its layout "
+                                f"{op.layout} has dynamic extents in modes {dyn_shape} and strides in {dyn_stride}")
         out.append({"name": arg, "param": None if is_out else param, "output": is_out,
                     "perm": list(getattr(op, "perm", ())) or None, "dtype": op.dtype,
                     "shape": _dims(op.layout.shape), "stride": _dims(op.layout.stride),
+                    "dynamic_shapes": dyn_shape, "dynamic_strides": dyn_stride,
                     "fields": [[t + ("*" if ptr else ""), f, n] for t, ptr, f, n in fields]})
     return out
 
@@ -97,8 +106,11 @@ def export(exe: Any, directory: Path) -> Path:
     for lib in glob.glob(str(root / "**" / "cu12" / "lib" / "libcuda_dialect_runtime_static.a"), recursive=True):
         shutil.copy(lib, directory / "libcuda_dialect_runtime_static.a")
         break
-    (directory / f"{name}_shim.cu").write_text(_shim(name, structs))
-    (directory / f"{name}_binding.py").write_text(_binding(name, structs, spec))
+    sm_count = exe.module.takes_sm_count
+    meta["sm_count_argument"] = sm_count
+    (directory / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (directory / f"{name}_shim.cu").write_text(_shim(name, structs, sm_count))
+    (directory / f"{name}_binding.py").write_text(_binding(name, structs, meta["args"]))
     (directory / "build.sh").write_text(
         "#!/bin/sh\n# Build the loader (needs nvcc and the CUDA runtime).\nset -e\ncd \"$(dirname \"$0\")\"\n"
         f"nvcc -shared -Xcompiler -fPIC -o lib{name}.so {name}_shim.cu {name}.o "
@@ -115,17 +127,35 @@ def _config(spec: Any) -> dict | None:
             "persistent": cfg.persistent, "describe": cfg.describe()}
 
 
-def _shim(name: str, structs: list) -> str:
+def _shim(name: str, structs: list, sm_count: bool) -> str:
     params = ", ".join(f"void *{arg}" for arg, _ in structs)
     casts = ", ".join(f"({name}_Tensor_{arg}_t *){arg}" for arg, _ in structs)
+    sms = ", sms" if sm_count else ""
     return f"""// Loader shim for {name}: load the kernel module once, then forward tensor structs to the wrapper.
+// patches_load returns 0, or -(CUDA runtime version) when that runtime is older than {MIN_CUDART} (the kernel's host
+// code needs cudaGetDriverEntryPointByVersion), or the CUDA error of the failed load.
 #include "{name}.h"
 
 static {name}_Kernel_Module_t module;
 static int loaded = 0;
 
+extern "C" int patches_cuda_runtime_version(void) {{
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return v;
+}}
+
 extern "C" int patches_load(void) {{
-    if (!loaded) {{ {name}_Kernel_Module_Load(&module); loaded = 1; }}
+    if (loaded) return 0;
+    int v = patches_cuda_runtime_version();
+    if (v < {MIN_CUDART}) return -v;
+    module.module = 0;
+    cudaGetLastError();
+    {name}_Kernel_Module_Load(&module);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return (int)err;
+    if (module.module == 0) return (int)cudaErrorInvalidKernelImage;
+    loaded = 1;
     return 0;
 }}
 
@@ -135,42 +165,57 @@ extern "C" int patches_unload(void) {{
 }}
 
 extern "C" int patches_run({params}, void *stream) {{
-    patches_load();
-    return cute_dsl_{name}_wrapper(&module, {casts}, (cudaStream_t)stream);
+    int status = patches_load();
+    if (status != 0) return status;
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);   // the persistent grid's SM count
+    (void)sms;
+    return cute_dsl_{name}_wrapper(&module, {casts}{sms}, (cudaStream_t)stream);
 }}
 """
 
 
-def _binding(name: str, structs: list, spec: Any) -> str:
-    lines = [f'"""ctypes binding of {name} (built by build.sh): run(tensors...) with torch CUDA tensors, no CuTe DSL."""',
-             "", "import ctypes", "import os", "", "import torch", "",
+def _binding(name: str, structs: list, args: list) -> str:
+    dyn = {a["name"]: (a["dynamic_shapes"], a["dynamic_strides"]) for a in args}
+    lines = [f'"""ctypes binding of {name} (built by build.sh): run(tensors...) with torch CUDA tensors, no CuTe DSL.',
+             "",
+             "Each tensor struct holds the data pointer, then the run-time extents and strides of the modes the kernel",
+             "compiled as dynamic (DYNAMIC: argument -> (modes with a dynamic extent, modes with a dynamic stride)).",
+             f"Needs CUDA runtime >= {MIN_CUDART // 1000}.{MIN_CUDART % 1000 // 10} (torch's bundled libcudart may be older).",
+             '"""', "", "import ctypes", "import os", "", "import torch", "",
              f"_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib{name}.so'))",
-             "CTYPES = {'int32_t': ctypes.c_int32, 'int64_t': ctypes.c_int64, 'void': ctypes.c_void_p}", ""]
+             "CTYPES = {'int32_t': ctypes.c_int32, 'int64_t': ctypes.c_int64, 'void': ctypes.c_void_p}",
+             f"DYNAMIC = {dyn!r}", f"MIN_CUDART = {MIN_CUDART}", ""]
     for arg, fields in structs:
         fl = []
         for t, ptr, f, n in fields:
-            ct = "ctypes.c_void_p" if ptr else f"CTYPES[{t!r}]"
-            fl.append(f"({f!r}, {ct} * {n})" if n > 1 else f"({f!r}, {ct})")
+            ct = "ctypes.c_void_p" if ptr else f"CTYPES[{t!r}] * {n}"     # arrays even of one element, as declared
+            fl.append(f"({f!r}, {ct})")
         lines += [f"class {arg}(ctypes.Structure):", f"    _fields_ = [{', '.join(fl)}]", ""]
     lines += ["", "def _fill(struct, t):",
-              '    """Data pointer, then dynamic extents and strides in the order the header declares them."""',
+              '    """The struct for kernel-mode view t: data pointer, then each dynamic mode\'s extent and stride."""',
+              "    shapes, strides = DYNAMIC[struct.__name__]",
               "    s = struct()",
-              "    dims = list(t.shape)",
-              "    strides = [x for x in t.stride() if x != 1]",
-              "    for f, ct in struct._fields_:",
-              "        if f == 'data':",
-              "            s.data = t.data_ptr()",
-              "        elif 'stride' in f:",
-              "            arr = getattr(s, f)",
-              "            for i in range(len(arr)):",
-              "                arr[i] = strides[i]",
-              "        else:",
-              "            arr = getattr(s, f)",
-              "            for i in range(len(arr)):",
-              "                arr[i] = dims[i]",
+              "    s.data = t.data_ptr()",
+              "    for field, modes, values in (('dynamic_shapes', shapes, t.shape), ('dynamic_strides', strides, t.stride())):",
+              "        if modes:",
+              "            arr = getattr(s, field)",
+              "            for i, mode in enumerate(modes):",
+              "                arr[i] = values[mode]",
               "    return s", "",
+              "", "def load():",
+              '    """Load the kernel module; a clear error when the CUDA runtime is too old or the load fails."""',
+              "    status = _lib.patches_load()",
+              "    if status < 0:",
+              "        raise RuntimeError(f'{__name__}: CUDA runtime {-status} is older than {MIN_CUDART} (12.5), which the '",
+              "                           'exported kernel needs (cudaGetDriverEntryPointByVersion); load a newer libcudart')",
+              "    if status > 0:",
+              "        raise RuntimeError(f'{__name__}: loading the kernel module failed with CUDA error {status}')",
+              "", "",
               "def run(*views, stream=None):",
               '    """Launch with tensors already in kernel mode order (A (M,K,L), B (N,K,L), C (M,N,L), side inputs)."""',
+              "    load()",
               f"    structs = [{', '.join(a for a, _ in structs)}]",
               "    args = [ctypes.byref(_fill(s, v)) for s, v in zip(structs, views)]",
               "    stream = stream if stream is not None else torch.cuda.current_stream().cuda_stream",

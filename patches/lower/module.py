@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layouts import Layout
+from .dynamic import _stride_order, dynamic_modes  # noqa: F401 (dynamic_modes: for callers)
 from .errors import LoweringError
 from .spec import GemmSpec
 
@@ -75,13 +76,32 @@ class Module:
         spec.loader.exec_module(mod)
         return mod
 
+    def verify(self) -> Any:
+        """Check the kernel's data movement on the CPU from its own builders (patches.lower.verify); raises a
+        VerificationError listing the mismatches, returns the Report when every thread and value is right."""
+        from .verify import verify
+
+        return verify(self).raise_if_failed()
+
     def fake_args(self) -> list:
         """Fake tensors matching the kernel's arguments (symbolic extents become dynamic, with their divisibility)."""
         from cutlass.cute.runtime import make_fake_stream
 
         syms: dict = {}
         args = [_fake(op.layout, op.dtype, syms) for op in self.spec.kernel_operands()]
+        if self.takes_sm_count:
+            import cutlass
+
+            from .config import NUM_SMS
+
+            args.append(cutlass.Int32(NUM_SMS))        # a dynamic argument: the launcher passes the device's count
         return args + [make_fake_stream()]
+
+    @property
+    def takes_sm_count(self) -> bool:
+        """Persistent kernels take the device's SM count at launch (the grid is one cluster per group of SMs)."""
+        cfg = getattr(self.spec, "config", None)
+        return bool(cfg is not None and cfg.persistent)
 
     def compile(self, arch: str = "sm_90a", keep: bool = True) -> Executable:
         """cute.compile the host function for ``arch`` with fake tensors; no GPU needed."""
@@ -124,18 +144,7 @@ def _fake(layout: Layout, dtype: str, syms: dict) -> Any:
             if s not in syms:
                 syms[s] = cute.sym_int(divisibility=_divisor(s), symbol=str(s))
             dyn.append(syms[s])
-    keyed = sorted(range(len(shape)), key=lambda i: (stride[i] == 0, _order_key(stride[i])))
-    order = [0] * len(shape)
-    for rank, i in enumerate(keyed):
-        order[i] = rank
-    return make_fake_compact_tensor(dt, tuple(dyn), stride_order=tuple(order), assumed_align=16)
-
-
-def _order_key(d: Any) -> Any:
-    import sympy
-
-    d = sympy.sympify(d)
-    return (len(d.free_symbols), int(d.subs({s: 1 << 20 for s in d.free_symbols})))
+    return make_fake_compact_tensor(dt, tuple(dyn), stride_order=_stride_order(shape, stride), assumed_align=16)
 
 
 def _span(shape: tuple, stride: tuple) -> int:

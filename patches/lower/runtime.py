@@ -47,6 +47,8 @@ def run(exe: Any, tensors: tuple) -> Any:
     for t in [a, b, c] + [tensors[si.param] for si in spec.inputs]:
         x = from_dlpack(t, assumed_align=16)
         args.append(x.mark_layout_dynamic() if dynamic else x)
+    if exe.module.takes_sm_count:              # the persistent grid: one cluster per group of this device's SMs
+        args.append(torch.cuda.get_device_properties(tensors[0].device).multi_processor_count)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     exe.compiled(*args, stream)
     return out

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .config import NUM_SMS, TileConfig
-from .emit_gemm import RASTER_GROUP
+from .emit_common import RASTER_GROUP
 from .spec import GemmSpec
 
 UNARY = {

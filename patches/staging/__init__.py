@@ -8,7 +8,7 @@ Modules, bottom up: ``errors`` (StagingError), ``dtypes``, ``types`` (TensorType
 """
 
 from . import kernel as kernels
-from . import primitives
+from . import primitives, printer, typecheck  # noqa: F401 (they give Program its __str__ and check)
 from .array import Array
 from .core import Primitive, Trace, Tracer, bind, get_aval, new_main
 from .errors import StagingError

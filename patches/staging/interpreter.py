@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from ..layouts import check
 from . import dtypes
 from .array import Array, to_array
 from .core import Tracer, bind_multi, impl_rules
 from .errors import fail
-from .ir import Literal, Program
+from .ir import Literal, Program, program_functions
+from .primitives import copy
 from .pytree import tree_flatten, tree_unflatten
 from .symbols import bind_symbols, is_symbolic, substitute
 from .types import TensorType, is_compact, logical_shape
@@ -116,14 +118,10 @@ def conform(x: Any, t: TensorType, i: int, name: str) -> Any:
         return x
     if have.layout == t.layout or t.size != have.size or not injective(t.layout):
         return x
-    from .primitives import copy
-
     return copy(x, t.layout)
 
 
 def injective(layout: Any) -> bool:
-    from ..layouts import check
-
     if is_compact(layout):
         return True
     return not is_symbolic(layout) and bool(check.image_is_injective(layout))
@@ -150,3 +148,6 @@ def eval_program(prog: Program, args: list) -> list:
         for v, o in zip(e.outputs, outs):
             env[id(v)] = o
     return [read(a) for a in prog.outputs]
+
+
+program_functions["evaluate"] = evaluate

@@ -12,8 +12,23 @@ from typing import Any
 
 import numpy as np
 
+from .array import Array
 from .pytree import LEAF, TreeDef
+from .symbols import is_symbolic
 from .types import TensorType
+
+# Functions over programs that live above the IR (the printer, the type checker, the interpreter) register
+# here, so a Program can print, check and run itself without this module importing them (autodidax's shape:
+# the IR is data, and the functions over it come after it).
+program_functions: dict[str, Any] = {}
+
+
+def _over(name: str) -> Any:
+    fn = program_functions.get(name)
+    if fn is None:
+        raise RuntimeError(f"Program.{name} needs patches.staging imported whole")
+    return fn
+
 
 # Primitives with effects (writes to Refs): ``dce`` keeps their equations and the loops and branches holding them.
 effectful: set = set()
@@ -86,8 +101,6 @@ class Program:
     def symbolic(self) -> bool:
         """Whether a parameter's layout holds symbols (then evaluating binds them from the arguments)."""
         if self._symbolic is None:
-            from .symbols import is_symbolic
-
             self._symbolic = any(is_symbolic(v.type) for v in self.params)
         return self._symbolic
 
@@ -100,24 +113,18 @@ class Program:
         return [v.type for v in self.outputs]
 
     def __str__(self) -> str:
-        from .printer import format_program
-
-        return format_program(self)
+        return _over("format")(self)
 
     def __repr__(self) -> str:
         return f"<Program {self.name}: {len(self.eqns)} equations>"
 
     def check(self) -> Program:
         """Type-check: every variable defined once before use, every equation's types re-derived by its rule."""
-        from .typecheck import check_program
-
-        check_program(self)
+        _over("check")(self)
         return self
 
     def __call__(self, *args: Any) -> Any:
-        from .interpreter import evaluate
-
-        return evaluate(self, *args)
+        return _over("evaluate")(self, *args)
 
     def dce(self) -> Program:
         """The same program without the equations no output depends on (equations writing to Refs are kept)."""
@@ -168,8 +175,6 @@ class Program:
 
 
 def _value_key(x: Any) -> Any:
-    from .array import Array
-
     if isinstance(x, Array):
         v = x.logical()
         return ("array", x.dtype, x.layout, v.shape, np.ascontiguousarray(v).tobytes())

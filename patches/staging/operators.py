@@ -1,18 +1,21 @@
 """Python operators (``+``, ``@``, ``x[i]``, ``x.T``, ...) on staged values, shared by tracers and concrete Arrays.
 
 Each operator calls the op of the same meaning, which binds its primitive; numpy defers to these
-methods (``__array_ufunc__ = None``) so ``ndarray + tracer`` stages too.
+methods (``__array_ufunc__ = None``) so ``ndarray + tracer`` stages too. The ops live above this floor
+(``primitives``), which installs them here when imported.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+_OPS = SimpleNamespace()
 
-def _ops() -> Any:
-    from . import primitives
 
-    return primitives
+def install(**ops: Any) -> None:
+    """Give the operators their ops (called once by ``primitives``, which defines them)."""
+    vars(_OPS).update(ops)
 
 
 class Operators:
@@ -22,82 +25,82 @@ class Operators:
     __array_ufunc__ = None
 
     def __neg__(self) -> Any:
-        return _ops().neg(self)
+        return _OPS.neg(self)
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
-        return _ops().abs(self)
+        return _OPS.abs(self)
 
     def __add__(self, other: Any) -> Any:
-        return _ops().add(self, other)
+        return _OPS.add(self, other)
 
     def __radd__(self, other: Any) -> Any:
-        return _ops().add(other, self)
+        return _OPS.add(other, self)
 
     def __sub__(self, other: Any) -> Any:
-        return _ops().sub(self, other)
+        return _OPS.sub(self, other)
 
     def __rsub__(self, other: Any) -> Any:
-        return _ops().sub(other, self)
+        return _OPS.sub(other, self)
 
     def __mul__(self, other: Any) -> Any:
-        return _ops().mul(self, other)
+        return _OPS.mul(self, other)
 
     def __rmul__(self, other: Any) -> Any:
-        return _ops().mul(other, self)
+        return _OPS.mul(other, self)
 
     def __truediv__(self, other: Any) -> Any:
-        return _ops().div(self, other)
+        return _OPS.div(self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _ops().div(other, self)
+        return _OPS.div(other, self)
 
     def __pow__(self, other: Any) -> Any:
-        return _ops().pow(self, other)
+        return _OPS.pow(self, other)
 
     def __rpow__(self, other: Any) -> Any:
-        return _ops().pow(other, self)
+        return _OPS.pow(other, self)
 
     def __matmul__(self, other: Any) -> Any:
-        return _ops().matmul(self, other)
+        return _OPS.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
-        return _ops().matmul(other, self)
+        return _OPS.matmul(other, self)
 
     def __lt__(self, other: Any) -> Any:
-        return _ops().lt(self, other)
+        return _OPS.lt(self, other)
 
     def __le__(self, other: Any) -> Any:
-        return _ops().le(self, other)
+        return _OPS.le(self, other)
 
     def __gt__(self, other: Any) -> Any:
-        return _ops().gt(self, other)
+        return _OPS.gt(self, other)
 
     def __ge__(self, other: Any) -> Any:
-        return _ops().ge(self, other)
+        return _OPS.ge(self, other)
 
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return _ops().eq(self, other)
+        return _OPS.eq(self, other)
 
     def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return _ops().ne(self, other)
+        return _OPS.ne(self, other)
 
     __hash__ = object.__hash__
 
     def __getitem__(self, index: Any) -> Any:
-        return _ops().getitem(self, index)
+        return _OPS.getitem(self, index)
 
     @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
-        return _ops().transpose(self)
+        return _OPS.transpose(self)
 
     def astype(self, dtype: Any) -> Any:
-        return _ops().astype(self, dtype)
+        return _OPS.astype(self, dtype)
 
     def sum(self, axes: Any = None) -> Any:
-        return _ops().reduce_sum(self, axes)
+        return _OPS.reduce_sum(self, axes)
 
     def max(self, axes: Any = None) -> Any:
-        return _ops().reduce_max(self, axes)
+        return _OPS.reduce_max(self, axes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..layouts import Layout
-from .ir import Literal, Program
+from .ir import Literal, Program, program_functions
 
 # prim -> fn(eqn, use, define) -> the equation's text: primitives with effects print as such (``%2[:, 0:8] <- %5``).
 eqn_printers: dict = {}
@@ -73,3 +73,6 @@ def format_param(v: Any) -> str:
     if isinstance(v, Layout):
         return str(v)
     return str(v)
+
+
+program_functions["format"] = format_program

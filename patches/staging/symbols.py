@@ -13,6 +13,7 @@ from typing import Any
 
 from ..layouts import Layout, LayoutError
 from ..layouts import inttuple as it
+from .core import get_aval
 from .errors import fail
 from .types import TensorType, modes_of
 
@@ -57,8 +58,6 @@ def substitute(x: Any, env: dict) -> Any:
 
 def bind_symbols(types: list, args: list) -> dict:
     """Bindings of the symbols in the parameter types from the arguments' extents (empty if all are concrete)."""
-    from .core import get_aval
-
     env: dict = {}
     pending: list = []
     for i, (t, a) in enumerate(zip(types, args)):

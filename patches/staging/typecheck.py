@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .core import abstract_eval, abstract_eval_rules
 from .errors import StagingError
-from .ir import Literal, Program, Var
+from .ir import Literal, Program, Var, program_functions
 from .types import TensorType
 
 
@@ -58,3 +58,6 @@ def check_program(prog: Program) -> None:
             define(v, where)
     for a in prog.outputs:
         read(a, "return")
+
+
+program_functions["check"] = check_program

@@ -80,3 +80,22 @@ def test_configuration_sweep(tile, cluster, dtype, persistent):
     cfg = TileConfig(*tile, cluster_m=cluster[0], cluster_n=cluster[1], persistent=persistent)
     exe = pt.lower(prog, config=cfg).compile()
     _check(exe)
+
+
+@needs_sass
+@pytest.mark.parametrize("which", ["gemm -inf", "simt nan"])
+def test_nan_and_inf_literals_compile(which):
+    # Both used to be emitted as bare names (cutlass.Float32(-inf)), a NameError at compile time.
+    from patches.layouts import make_layout
+
+    x = pt.tensor("f16", make_layout((128, 64), (64, 1)))
+    if which == "gemm -inf":
+        w = pt.tensor("f16", make_layout((64, 128), (128, 1)))
+        mod = pt.lower(pt.stage(lambda a, b: pt.maximum(a @ b, float("-inf")), x, w), config=TileConfig(64, 64))
+        assert "cutlass.Float32(float('-inf'))" in mod.source
+    else:
+        mod = pt.lower(pt.stage(lambda a: pt.relu(a * float("nan")), x))
+        assert "cutlass.Float32(float('nan'))" in mod.source
+    exe = mod.compile()
+    if which == "simt nan":                  # relu keeps NaN (IEEE maximum), as the numpy interpreter does
+        assert "max.NaN.f32" in exe.ptx

@@ -72,3 +72,85 @@ def test_gpu_bench_export_manifest(tmp_path):
         assert [a["name"] for a in k["args"]] == wrapper_arguments(header, k["kernel"])
         assert k["problem"] == {"m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "out_dtype": "bf16"}
     assert json.loads((tmp_path / "bench" / "manifest.json").read_text()) == manifest
+
+
+class _Stub:
+    """A stand-in for a torch tensor (shape, stride(), data_ptr()), for the binding's struct filling."""
+
+    def __init__(self, shape, stride, ptr=0x1000):
+        self.shape, self._stride, self._ptr = tuple(shape), tuple(stride), ptr
+
+    def stride(self):
+        return self._stride
+
+    def data_ptr(self):
+        return self._ptr
+
+
+def _binding_namespace(d, name):
+    import sys
+    import types
+
+    src = (d / f"{name}_binding.py").read_text()
+    src = src.replace(f"_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib{name}.so'))", "_lib = None")
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = types.ModuleType("torch")
+    try:
+        ns: dict = {"__name__": name}
+        exec(compile(src, f"{name}_binding.py", "exec"), ns)
+    finally:
+        if saved is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved
+    return ns
+
+
+@pytest.mark.parametrize("case", ["static M, symbolic K", "symbolic M N K, batched, transposed B"])
+def test_binding_fills_each_dynamic_extent_and_stride(case, tmp_path):
+    pytest.importorskip("cutlass")
+    from patches.layouts import Sym, make_layout
+    from patches.lower import TileConfig
+
+    if case == "static M, symbolic K":
+        K = Sym("K", divisible_by=64)
+        ts = (pt.tensor("f16", make_layout((256, K), (K, 1))), pt.tensor("f16", make_layout((K, 512), (512, 1))))
+        m, n, k, batch = 256, 512, 192, None
+    else:
+        M, N, K = Sym("M", divisible_by=64), Sym("N", divisible_by=64), Sym("K", divisible_by=64)
+        ts = (pt.tensor("f16", make_layout((3, M, K), (M * K, K, 1))),
+              pt.tensor("f16", make_layout((3, K, N), (N * K, 1, K))))       # B stored N-major: a transposed view
+        m, n, k, batch = 320, 448, 128, 3
+    exe = pt.lower(pt.stage(lambda x, w: x @ w, *ts), config=TileConfig(64, 64)).compile()
+    name = exe.module.spec.name
+    d = exe.export(tmp_path)
+    ns = _binding_namespace(d, name)
+    L = batch or 1
+    # Kernel-mode views: A (M,K,L), B (N,K,L), C (M,N,L), with the strides a compact row-major layout gives.
+    a = _Stub((m, k, L), (k, 1, m * k))
+    b = _Stub((n, k, L), (1, n, n * k) if batch else (1, n, n * k))
+    c = _Stub((m, n, L), (1, m, m * n))
+    want = {"mA": a, "mB": b, "mC": c}
+    for arg, view in want.items():
+        s = ns["_fill"](ns[arg], view)
+        shapes, strides = ns["DYNAMIC"][arg]
+        assert s.data == view.data_ptr()
+        if shapes:
+            assert list(s.dynamic_shapes) == [view.shape[i] for i in shapes]
+        if strides:
+            assert list(s.dynamic_strides) == [view.stride()[i] for i in strides]
+    if case == "static M, symbolic K":
+        assert ns["DYNAMIC"]["mA"] == ([1], [0, 2]) and list(ns["_fill"](ns["mA"], a).dynamic_shapes) == [192]
+        assert ns["DYNAMIC"]["mB"] == ([1], [2])      # B's N stride is static 1, its K stride 512 static too
+    else:
+        assert ns["DYNAMIC"]["mA"][0] == [0, 1] and ns["DYNAMIC"]["mB"][0] == [0, 1]
+
+
+def test_shim_checks_the_cuda_runtime_and_reports_a_failed_load(exported):
+    exe, d = exported
+    name = exe.module.spec.name
+    shim = (d / f"{name}_shim.cu").read_text()
+    assert "if (v < 12050) return -v;" in shim and "if (err != cudaSuccess) return (int)err;" in shim
+    assert "if (status != 0) return status;" in shim
+    binding = (d / f"{name}_binding.py").read_text()
+    assert "older than" in binding and "loading the kernel module failed" in binding

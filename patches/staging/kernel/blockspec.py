@@ -17,6 +17,7 @@ from ..errors import fail
 from ..ir import Literal, Program
 from ..types import SCALAR_LAYOUT, TensorType, compact, mode_layouts, modes_of
 from .refs import GMEM, SPACES, MemorySpace, RefType
+from .state import I32
 
 
 class BlockSpec:
@@ -72,7 +73,6 @@ class BlockMapping(NamedTuple):
 def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> BlockMapping:
     """The BlockMapping of ``spec`` on an operand of type ``t`` (None: the whole operand at every grid point)."""
     from ..tracing import stage_flat
-    from .control import I32
 
     if spec is None:
         spec = BlockSpec(None, None)

@@ -18,9 +18,8 @@ from ..interpreter import active_symbols, run
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
-from ..types import SCALAR_LAYOUT, TensorType, computed_layout
-
-I32 = TensorType("i32", SCALAR_LAYOUT)
+from ..types import TensorType, computed_layout
+from .state import I32, current_grid, current_grid_spec, current_point
 
 # -- the grid -----------------------------------------------------------------------------------------
 
@@ -33,8 +32,6 @@ def _grid_abstract(*, axis: int) -> list:
 
 
 def _program_id_impl(*, axis: int) -> list:
-    from .interpret import current_point
-
     pt = current_point()
     if pt is None or not 0 <= axis < len(pt):
         raise fail("program_id", f"axis {axis} is not an axis of the grid being run ({pt})")
@@ -42,8 +39,6 @@ def _program_id_impl(*, axis: int) -> list:
 
 
 def _num_programs_impl(*, axis: int) -> list:
-    from .interpret import current_grid
-
     return [to_array(np.int32(current_grid()[axis]))]
 
 
@@ -54,8 +49,6 @@ impl_rules[num_programs_p] = _num_programs_impl
 
 
 def _axis(name: str, axis: Any) -> int:
-    from .kernel import current_grid_spec
-
     grid = current_grid_spec()
     if grid is None:
         raise fail(name, "called outside a kernel body")
@@ -71,8 +64,6 @@ def program_id(axis: int) -> Any:
 
 def num_programs(axis: int) -> Any:
     """The extent of the grid along ``axis``: a Python int when static, else a staged i32 scalar."""
-    from .kernel import current_grid_spec
-
     n = current_grid_spec()[_axis("num_programs", axis)]
     return n if type(n) is int else bind(num_programs_p, axis=axis)
 

@@ -22,25 +22,7 @@ from ..ir import Program
 from ..types import logical_shape, mode_layouts, modes_of
 from .blockspec import BlockMapping
 from .refs import KernelError, RefValue, check_race, layout_offsets
-
-_STACK: list = []  # (point, grid, linear id) of the grid point being run
-
-
-def current_point() -> tuple | None:
-    return _STACK[-1][0] if _STACK else None
-
-
-def current_grid() -> tuple:
-    return _STACK[-1][1]
-
-
-def current_id() -> int:
-    return _STACK[-1][2]
-
-
-def point_of(k: int) -> tuple:
-    grid = _STACK[-1][1]
-    return tuple(int(x) for x in np.unravel_index(k, grid)) if grid else ()
+from .state import running_point
 
 
 class Carving:
@@ -97,8 +79,7 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
     n_in = len(operands)
     scratch = body.in_types[len(specs):]
     for k, point in enumerate(itertools.product(*(range(g) for g in grid))):
-        _STACK.append((point, grid, k))
-        try:
+        with running_point(point, grid, k):
             ids = [to_array(np.int32(p)) for p in point]
             refs, writeback = [], []
             for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
@@ -123,6 +104,4 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
             for local, target in writeback:
                 check_race(target, target.offsets)
                 target.storage[target.offsets] = local.storage[local.offsets]
-        finally:
-            _STACK.pop()
     return outs

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
+from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
 from ..errors import fail
@@ -20,24 +21,17 @@ from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType
 from .blockspec import BlockMapping, BlockSpec, resolve
+from .control import static_extent
+from .interpret import interpret_kernel
 from .refs import SMEM, SPACES, MemorySpace, Ref, RefType
+from .state import current_grid_spec, staging_grid
 
 kernel_p = Primitive("kernel", multiple_results=True)
-
-_GRIDS: list = []
-
-
-def current_grid_spec() -> tuple | None:
-    """The grid of the kernel body being staged (None outside kernel bodies)."""
-    return _GRIDS[-1] if _GRIDS else None
-
 
 class Scratch:
     """A scratch buffer of a kernel: ``Scratch(layout_or_shape, dtype, space)``; a swizzled ComposedLayout is allowed."""
 
     def __init__(self, layout: Any, dtype: str = "f32", space: MemorySpace = SMEM) -> None:
-        from .. import dtypes
-
         if space not in SPACES:
             raise fail("Scratch", f"space must be GMEM, SMEM or RMEM, got {space!r}")
         if not isinstance(layout, (Layout, ComposedLayout)):
@@ -63,14 +57,8 @@ def check_mapping(t: TensorType, m: BlockMapping) -> None:
         raise fail("kernel", f"{m.label}: the block mapping {m} was made for another operand", t)
 
 
-def _kernel_impl(*args: Any, **params: Any) -> list:
-    from .interpret import interpret_kernel
-
-    return interpret_kernel(*args, **params)
-
-
 abstract_eval_rules[kernel_p] = _kernel_abstract
-impl_rules[kernel_p] = _kernel_impl
+impl_rules[kernel_p] = interpret_kernel
 
 
 def stage_kernel_body(body: Callable, ref_types: list, grid: tuple, name: str) -> Program:
@@ -80,11 +68,8 @@ def stage_kernel_body(body: Callable, ref_types: list, grid: tuple, name: str) -
         if out is not None:
             raise fail("kernel", f"{name} returned {type(out).__name__}; kernel bodies write their outputs to Refs")
         return []
-    _GRIDS.append(tuple(grid))
-    try:
+    with staging_grid(grid):
         prog = stage_flat(f, list(ref_types), tree_flatten(tuple(range(len(ref_types))))[1], name)
-    finally:
-        _GRIDS.pop()
     if prog.consts:
         raise fail("kernel", f"{name} captures arrays ({', '.join(str(v.type) for v in prog.consts)}); pass them "
                              "as operands with a BlockSpec")
@@ -116,8 +101,6 @@ def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = Non
     """
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
-    from .control import static_extent
-
     grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     kname = name or getattr(body, "__name__", "kernel")
     out_leaves, out_tree = tree_flatten(out_type)

@@ -19,7 +19,9 @@ from ..core import Primitive, Tracer, abstract_eval_rules, bind, get_aval, impl_
 from ..errors import fail
 from ..ir import effectful
 from ..printer import eqn_printers
+from ..scalars import weak_scalar
 from ..types import TensorType, compact, mode_size, modes_of, shape_of_modes
+from .state import current_id, current_point, point_of
 
 
 class MemorySpace(str):
@@ -338,8 +340,6 @@ class _At:
 
 
 def _as_value(v: Any, dtype: str) -> Any:
-    from ..primitives.elementwise import weak_scalar
-
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tracer):
         return weak_scalar("set", v, dtype)
     return v
@@ -384,8 +384,6 @@ def layout_offsets(layout: Any, shape: Any = None) -> np.ndarray:
 
 
 def _grid_context() -> Any:
-    from .interpret import current_point
-
     return current_point()
 
 
@@ -438,8 +436,6 @@ def _store_impl(accumulate: bool) -> Any:
 
 def check_race(r: RefValue, offs: np.ndarray) -> None:
     """Record the current grid point as the writer of ``offs``; another grid point having written one is a race."""
-    from .interpret import current_id, current_point, point_of
-
     me = current_id()
     prev = r.owner[offs]
     clash = (prev >= 0) & (prev != me)

@@ -1,5 +1,6 @@
 """The primitives of staging, by family; each family module holds the layout rules, numpy implementations and ops."""
 
+from .. import operators as _operators
 from .elementwise import (
     BINARY,
     COMPARE,
@@ -85,3 +86,7 @@ __all__ = [
     "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p", "reduce_sum_p", "relu_p", "sin_p", "slice_p",
     "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p", "view_rules", "where_p",
 ]
+
+_operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
+                   ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
+                   reduce_max=reduce_max)

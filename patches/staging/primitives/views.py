@@ -24,9 +24,11 @@ import numpy as np
 from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, make_layout, size, zipped_divide
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
+from .. import dtypes
 from ..array import Array
 from ..core import Tracer, bind, get_aval
 from ..errors import fail
+from ..scalars import weak_scalar
 from ..types import (
     TensorType,
     compact,
@@ -354,9 +356,6 @@ def broadcast_to(x: Any, shape: Any) -> Any:
 
 def full(shape: Any, value: Any, dtype: Any = None) -> Any:
     """A tensor of ``shape`` filled with ``value``: one stored element broadcast with stride-0 modes."""
-    from .. import dtypes
-    from .elementwise import weak_scalar
-
     d = dtypes.canonical(dtype, "full") if dtype is not None else None
     v = weak_scalar("full", value, d) if isinstance(value, (bool, int, float)) else value
     return broadcast_to(v, shape)
@@ -382,8 +381,6 @@ def _embed_abstract(y: TensorType, *, shape: Any, map: Layout, offset: Any) -> l
 
 
 def _embed_impl(y: Array, *, shape: Any, map: Layout, offset: Any) -> list:
-    from .. import dtypes
-
     out = compact(shape)
     flat = np.zeros(size(out), dtype=dtypes.to_numpy(y.dtype))
     idx = layout_check.evaluate(map, np.arange(size(map))) + offset

@@ -1,0 +1,63 @@
+"""The kernel layer's state: the grid whose body is being staged, and the grid point being run.
+
+One floor below the Refs, the control primitives and the interpreter, which all read it: staging a body
+pushes its grid (``program_id`` checks its axis against it), and interpreting pushes each grid point
+(``program_id`` reads it, the race detector names it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..types import SCALAR_LAYOUT, TensorType
+
+I32 = TensorType("i32", SCALAR_LAYOUT)  # grid indices and loop counters
+
+_GRIDS: list = []  # grids of the kernel bodies being staged (innermost last)
+_POINTS: list = []  # (point, grid, linear id) of the grid points being run (innermost last)
+
+
+@contextmanager
+def staging_grid(grid: tuple) -> Iterator[None]:
+    """While a kernel body over ``grid`` is being staged."""
+    _GRIDS.append(tuple(grid))
+    try:
+        yield
+    finally:
+        _GRIDS.pop()
+
+
+def current_grid_spec() -> tuple | None:
+    """The grid of the kernel body being staged (None outside kernel bodies)."""
+    return _GRIDS[-1] if _GRIDS else None
+
+
+@contextmanager
+def running_point(point: tuple, grid: tuple, k: int) -> Iterator[None]:
+    """While grid point ``point`` (the ``k``-th, last axis fastest) of ``grid`` is being interpreted."""
+    _POINTS.append((point, grid, k))
+    try:
+        yield
+    finally:
+        _POINTS.pop()
+
+
+def current_point() -> tuple | None:
+    return _POINTS[-1][0] if _POINTS else None
+
+
+def current_grid() -> tuple:
+    return _POINTS[-1][1]
+
+
+def current_id() -> int:
+    return _POINTS[-1][2]
+
+
+def point_of(k: int) -> tuple:
+    """The grid point of linear id ``k`` in the grid being run."""
+    grid = _POINTS[-1][1]
+    return tuple(int(x) for x in np.unravel_index(k, grid)) if grid else ()
