@@ -19,6 +19,13 @@ _ids = itertools.count()
 class KernelModule(Module):
     """A lowered kernel: ``.source``, ``.compile()`` (sm_90a, no GPU needed), arguments as flat buffers."""
 
+    def verify(self) -> Any:
+        """Check the module's builders on the CPU (patches.lower.kernel.verify); raises a VerificationError listing
+        the mismatches, returns the Report when every thread and value is right."""
+        from .verify import verify_kernel
+
+        return verify_kernel(self).raise_if_failed()
+
     def fake_args(self) -> list:
         import cutlass
         from cutlass.cute.runtime import make_fake_stream, make_fake_tensor

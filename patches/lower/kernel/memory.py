@@ -84,7 +84,7 @@ def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, tv: Layout, why: str
     if type(tvr.shape) is not tuple or len(tvr.shape) != 2:
         return None
     base = ptr if off == "0" else f"{ptr} + {off}"
-    lay = ctx.w.layout(tvr, f"{why}: (thread, value) -> offset", "tv_offsets")
+    lay = ctx.w.layout(tvr, f"{why}: (thread, value) -> offset", "tv_offsets", ("offsets", (sel, tv)))
     return f"cute.make_tensor({base}, {lay})[(tidx, None)]", tvr.shape[1]
 
 
@@ -104,7 +104,7 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     if view is not None:
         w.emit(f"{name} = {view[0]}.load().reshape(({per},))")
     else:
-        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv")
+        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
         w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
         w.emit(f"for v in cutlass.range_constexpr({per}):")
@@ -167,7 +167,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         shape = view[1]
         w.emit(f"{pad}{view[0]}.store({b.name}.reshape({shape!r}))")
     else:
-        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv")
+        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
         w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(b.dtype, why)})")
         w.emit(f"{pad}{b.name}_r.store({b.name})")

@@ -172,7 +172,7 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
         return [Scalar(name, t_out.dtype)]
     n = static_size(t_out.shape, "reduce")
     per = tv_values(block_tv(n))
-    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
+    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
     base = w.layout(layout_of_modes(kept), "the kept modes (element offsets)", "kept")
     w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
     w.emit(f"for v in cutlass.range_constexpr({per}):")
@@ -218,7 +218,7 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     n = M * N
     per = tv_values(block_tv(n))
     dt = dsl_dtype("f32" if cd == "f32" else cd, "matmul")
-    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv")
+    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
     acc = w.fresh("acc")
     w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
     w.emit(f"for v in cutlass.range_constexpr({per}):")

@@ -51,11 +51,12 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     for name, lay, what in ((sa, la, f"A ({m}, {k})"), (sb, lb, f"B as ({n}, {k})")):
         build = w.composed(lay, f"wgmma operand {what}, K-major, from patches.layouts.hopper.wgmma_smem_layout")
         w.smem.append((name, f"smem.allocate_tensor({dt}, {build}.outer, 1024, {build}.inner)", f"wgmma operand {what}"))
+    acc_tv = accumulator_tv(m, n)
     tiled = w.builder(("mma", ta.dtype, n), "tiled_mma",
                       f"sm90_utils.make_trivial_tiled_mma({dt}, {dt}, OperandMajorMode.K, OperandMajorMode.K, "
                       f"cutlass.Float32, (1, 1, 1), tiler_mn=(64, {n}))",
                       f"wgmma {ta.dtype} -> f32, A and B K-major, one warpgroup, 64x{n} atoms")
-    acc_tv = accumulator_tv(m, n)
+    w.checks.append((tiled[:-2], "accumulator", (m, n, acc_tv)))
     w.layout(acc_tv, f"the wgmma accumulator of a {m}x{n} block: (thread, value) -> element", "acc_tv")
     w.emit("cute.arch.barrier()   # earlier wgmmas have read the operand buffers")
     _to_smem(ctx, a, sa, m, k, "m")
@@ -83,7 +84,7 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
 def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> None:
     """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k)."""
     w = ctx.w
-    tv = w.layout(x.tv, f"block of {x.n}: (thread, value) -> element", "tv")
+    tv = w.layout(x.tv, f"block of {x.n}: (thread, value) -> element", "tv", ("block_tv", x.n))
     r = w.fresh("r")
     w.emit(f"{r} = cute.make_rmem_tensor(({x.per_thread},), {dsl_dtype(x.dtype, 'matmul')})")
     w.emit(f"{r}.store({x.name})")

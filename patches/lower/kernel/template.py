@@ -39,6 +39,7 @@ class KernelSpec:
     grid: tuple
     args: tuple
     program_text: str
+    checks: tuple = ()      # (builder, kind, payload): what patches.lower.kernel.verify establishes
 
     def kernel_operands(self) -> tuple:
         return self.args
@@ -133,7 +134,7 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
         w.emit("cute.arch.barrier()")
         for window, ref in writeback:
             store(ctx, window, window.off, window.layout, load(ctx, ref, "0", ref.layout, "write back"), "write back")
-    spec = KernelSpec(module_name, grid, tuple(args), "")
+    spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks))
     return _module(ctx, spec, e), spec
 
 

@@ -22,6 +22,7 @@ class Writer:
         self.exchange: dict[str, int] = {}                         # dtype -> elements of the smem exchange buffer
         self.smem: list[tuple[str, str, str]] = []                  # (name, allocation expression, doc)
         self.prologue: list[str] = []
+        self.checks: list[tuple] = []     # (builder name, kind, payload): what the verifier establishes
 
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
@@ -43,18 +44,25 @@ class Writer:
                 w.depth -= 1
         return _Block()
 
-    def layout(self, layout: Layout, why: str, stem: str = "layout") -> str:
-        """The call of a named builder of ``layout`` (one per distinct layout and stem)."""
+    def layout(self, layout: Layout, why: str, stem: str = "layout", check: Any = None) -> str:
+        """The call of a named builder of ``layout`` (one per distinct layout and stem); ``check`` (a kind and a
+        payload) tells the verifier what the builder must be."""
         code = layout_code(layout, why)
         key = (stem, code)
         if key not in self.builders:
-            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(f"{why}: {layout}"))
+            name = f"{stem}_{len(self.builders)}"
+            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"))
+            self.checks.append((name, "layout", layout))
+            if check is not None:
+                self.checks.append((name, *check))
         return f"{self.builders[key][0]}()"
 
-    def builder(self, key: tuple, stem: str, code: str, doc: str) -> str:
+    def builder(self, key: tuple, stem: str, code: str, doc: str, check: Any = None) -> str:
         """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA)."""
         if key not in self.builders:
             self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc))
+            if check is not None:
+                self.checks.append((self.builders[key][0], *check))
         return f"{self.builders[key][0]}()"
 
     def composed(self, layout: Any, why: str, stem: str = "smem") -> str:
@@ -62,7 +70,7 @@ class Writer:
         sw = layout.inner
         code = (f"cute.make_composed_layout(cute.make_swizzle({sw.bits}, {sw.base}, {sw.shift}), {layout.offset}, "
                 f"{layout_code(layout.outer, why)})")
-        return self.builder((stem, code), stem, code, f"{why}: {layout}")
+        return self.builder((stem, code), stem, code, f"{why}: {layout}", ("composed", layout))
 
     def need_exchange(self, dtype: str, elements: int) -> str:
         """The smem exchange buffer for values computed in ``dtype`` (f32 for floats, i32 for ints), at least that big."""
