@@ -28,20 +28,23 @@ def _size(layout: Any) -> int:
     return int(size(layout))
 
 
-def verify_kernel(module: Any) -> Report:
-    """The Report of every check of the module's builders (raise with ``.raise_if_failed()``)."""
+def verify_kernel(module: Any, kinds: tuple | None = None) -> Report:
+    """The Report of every check of the module's builders (``kinds``: only those kinds of check), to raise with
+    ``.raise_if_failed()``."""
     import time
 
     K = module.load()
     report = Report(module.spec.name)
     t0 = time.perf_counter()
-    in_trace(lambda: _checks(K, module.spec, report))
+    in_trace(lambda: _checks(K, module.spec, report, kinds))
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _checks(K: Any, spec: Any, report: Report) -> None:
+def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
     for name, kind, payload in spec.checks:
+        if kinds is not None and kind not in kinds:
+            continue
         built = getattr(K, name)()
         if kind == "layout":
             _same_layout(built, payload, report.check(f"{name}: the patches layout {payload}"))
