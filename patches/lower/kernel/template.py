@@ -127,7 +127,8 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
         lay = w.layout(st.layout, f"scratch {j}", "smem")
         w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}"))
         refs.append(RefVal(f"{name}.iterator", "0", st.layout, st.dtype, "smem"))
-    w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
+    if zero_outputs or any(m.ref_type.space != GMEM for m in specs):
+        w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
     w.comment("The kernel body.")
     lower_program(ctx, body, refs, "body")
     if writeback:
