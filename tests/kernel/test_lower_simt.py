@@ -130,3 +130,23 @@ def test_compiles_for_sm90a_without_spills(name):
     assert ".target sm_90a" in exe.ptx
     if name == "vector_add":
         assert exe.counts("LDG")["LDG"] >= 2 and exe.counts("STG")["STG"] >= 1
+
+
+def test_smem_blocks_rmem_scratch_and_cond():
+    def staged_kernel(x_ref, o_ref, s_ref):
+        s_ref[...] = x_ref[...] * 3.0
+        v = pt.cond(pt.program_id(0) == 1, lambda: s_ref[...] + 1.0, lambda: s_ref[...] - 1.0)
+        o_ref[...] = pt.tanh(v)
+    spec = pt.BlockSpec((16, 32), lambda i: (i, 0), memory_space=pt.SMEM)
+    k = pt.kernel(staged_kernel, pt.tensor("f32", (32, 32)), grid=(2,), in_specs=[spec], out_specs=spec,
+                  scratch=[pt.Scratch((16, 32), "f32", pt.RMEM)])
+    check_against_interpreter(pt.stage(k, pt.tensor("f32", (32, 32))), atol=1e-6)
+
+
+def test_transposed_output_blocks_and_a_full_reduction():
+    def t_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.transpose(x, (1, 0)) * pt.reduce_max(x)
+    k = pt.kernel(t_kernel, pt.tensor("f32", (16, 32)), grid=(4,), in_specs=[pt.BlockSpec((8, 16), lambda i: (i, 0))],
+                  out_specs=pt.BlockSpec((16, 8), lambda i: (0, i)))
+    check_against_interpreter(pt.stage(k, pt.tensor("f32", (32, 16))))
