@@ -18,6 +18,9 @@ from .writer import Writer
 
 # prim name -> rule(ctx, eqn, inputs as Scalar/Block/RefVal) -> list of output values
 RULES: dict[str, Callable[..., list]] = {}
+# Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
+TAKES_LAZY = {"matmul"}
+MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
 
 def rule(*names: str) -> Callable:
@@ -85,7 +88,10 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
             if fn is None:
                 raise ctx.fail(f"{sanitize(describe(e))} has no kernel lowering rule")
             ctx.w.comment(describe(e))
-            outs = fn(ctx, e, [read(a) for a in e.inputs])
+            ins = [read(a) for a in e.inputs]
+            if e.prim.name not in TAKES_LAZY:
+                ins = [_done(ctx, x) for x in ins]
+            outs = fn(ctx, e, ins)
         except LayoutError as err:
             raise ctx.fail(f"the layout algebra refused: {err}") from None
         except LoweringError as err:
@@ -96,7 +102,11 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
             ctx.where.pop()
         for v, x in zip(e.outputs, outs):
             env[id(v)] = x
-    return [read(a) for a in prog.outputs]
+    return [_done(ctx, read(a)) for a in prog.outputs]
+
+
+def _done(ctx: Ctx, x: Any) -> Any:
+    return MATERIALIZE[0](ctx, x) if isinstance(x, Block) and x.lazy is not None else x
 
 
 __all__ = ["Block", "Ctx", "RULES", "RefVal", "Scalar", "lower_program", "rule"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...layouts import Layout
 from ...staging.types import compact, layout_of_modes, mode_layouts
-from .context import Ctx, rule
+from .context import MATERIALIZE, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
 from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
 
@@ -122,8 +122,22 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
         raise ctx.fail("a view of a block to rank 0")
     if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
         return [Block(x.name, x.dtype, t_out.shape, n, x.tv)]     # a size-1 mode added: same elements, same order
+    if e.prim.name == "transpose" and t_in.rank == 2 and e.params["perm"] == (1, 0):
+        # Moved only if a use needs it: a wgmma operand is written to shared memory from the source's registers.
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout))]
     buf = to_exchange(ctx, x, t_in.layout)
     return [from_exchange(ctx, buf, x.dtype, t_out.layout, t_out.shape)]
+
+
+def materialize(ctx: Ctx, b: Block) -> Block:
+    """A lazily transposed block moved between threads (write the source at its layout, read the view's)."""
+    src, lin, lout = b.lazy
+    ctx.w.comment(f"the transpose of {src.name}, moved between threads for this use")
+    buf = to_exchange(ctx, src, lin)
+    return from_exchange(ctx, buf, src.dtype, lout, b.shape)
+
+
+MATERIALIZE.append(materialize)
 
 
 def _same_order(a: Layout, b: Layout) -> bool:

@@ -40,7 +40,9 @@ def fits_wgmma(ta: Any, tb: Any, to: Any) -> str | None:
 def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
     if fits_wgmma(ta, tb, to) is not None or not all(isinstance(x, Block) for x in ins):
-        return _simt(ctx, e, ins)
+        from .context import _done
+
+        return _simt(ctx, e, [_done(ctx, x) for x in ins])
     a, b = ins
     w = ctx.w
     m, k = (static_size(s, "matmul") for s in ta.shape)
@@ -82,8 +84,12 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
 
 
 def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> None:
-    """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k)."""
+    """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k). A lazily
+    transposed block is written from its source's registers, the coordinates swapped: no exchange."""
     w = ctx.w
+    if x.lazy is not None:
+        x = x.lazy[0]
+        rows, cols, kept = cols, rows, ("n" if kept == "m" else "m")
     tv = w.layout(x.tv, f"block of {x.n}: (thread, value) -> element", "tv", ("block_tv", x.n))
     r = w.fresh("r")
     w.emit(f"{r} = cute.make_rmem_tensor(({x.per_thread},), {dsl_dtype(x.dtype, 'matmul')})")

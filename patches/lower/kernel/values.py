@@ -55,6 +55,7 @@ class Block:
     shape: Any
     n: int
     tv: Any = None
+    lazy: Any = None     # a transpose not yet done: (the source Block, its layout, the view's layout)
 
     def __post_init__(self) -> None:
         if self.tv is None:
