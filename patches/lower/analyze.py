@@ -126,6 +126,9 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
 
     mm = prog.eqns[mi]
     a_var, b_var = mm.inputs
+    pref = mm.params.get("preferred_element_type")
+    if pref not in (None, "f32"):
+        raise LoweringError(f"matmul with preferred_element_type={pref}: wgmma accumulates in f32 (use 'f32')")
     rank = len(modes_of(a_var.type.shape))
     if rank > 3:
         raise LoweringError(f"matmul operands of rank {rank}: at most one batch mode is supported")

@@ -10,6 +10,7 @@ from ..staging import Program
 from .config import TileConfig
 from .emit_simt import emit_simt
 from .errors import LoweringError
+from .kernel import lower_kernel
 from .module import Module
 from .names import kernel_name
 from .plan import Schedule
@@ -23,11 +24,14 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     """Schedule a staged program (a forward, a backward, a whole training step) into fused kernels for
     ``sm_90a``: matmuls with their elementwise epilogues as GEMMs, reductions and elementwise chains as SIMT
     kernels (``config``: the GEMMs' tile configuration, default per kernel). ``target='simt'`` lowers a program
-    without a matmul to one SIMT kernel (a Module)."""
+    without a matmul to one SIMT kernel (a Module). A program calling a ``pt.kernel`` lowers through
+    patches.lower.kernel (the kernel's body, rule by rule)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if any(e.prim.name == "kernel" for e in prog.eqns):
+        return lower_kernel(prog)
     if target == "simt":
         if any(e.prim.name == "matmul" for e in prog.eqns):
             raise LoweringError("target='simt' lowers elementwise/reduction programs; this one has a matmul")
