@@ -62,8 +62,8 @@ def test_matmul_grad_against_finite_differences_and_dense():
     da, db = pt.grad(dense, (0, 1))(a, b)
     np.testing.assert_allclose(ga, da, rtol=1e-12)
     np.testing.assert_allclose(gb, db, rtol=1e-12)
-    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6)
-    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6)
+    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6, atol=1e-7)
 
 
 def test_matmul_grad_yields_backward_kernels_on_their_own_grids():
@@ -161,8 +161,8 @@ def test_grad_of_vmap_of_matmul_against_finite_differences():
     a, b, w = rng.standard_normal((2, 8, 8)), rng.standard_normal((8, 8)), rng.standard_normal((2, 8, 8))
     loss = lambda a, b: pt.reduce_sum(pt.vmap(mm, in_axes=(0, None))(a, b) * w)  # noqa: E731
     ga, gb = pt.grad(loss, (0, 1))(a, b)
-    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6)
-    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6)
+    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6, atol=1e-7)
 
 
 def test_unsupported_kernels_raise_a_clear_error():
