@@ -16,7 +16,7 @@ from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 
 
 def read_env(env: dict, a: Any) -> Any:
-    return a.value if type(a) is Literal else env[id(a)]
+    return a.bound() if type(a) is Literal else env[id(a)]
 
 
 def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list:

@@ -40,7 +40,7 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
     def read(a: Any) -> tuple:
         from ..staging.ir import Literal
 
-        return (a.value, None) if type(a) is Literal else env[id(a)]
+        return (a.bound(), None) if type(a) is Literal else env[id(a)]
 
     for e in prog.eqns:
         ps, ts = zip(*(read(a) for a in e.inputs)) if e.inputs else ((), ())

@@ -152,6 +152,7 @@ class EvalTrace(Trace):
         rule = impl_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "no numpy implementation")
+        abstract_eval(prim, [t.type for t in tracers], params)  # eager ops are checked as staged ones are
         return apply_rule(prim, rule, tracers, params)
 
 

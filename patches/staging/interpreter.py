@@ -139,8 +139,8 @@ def eval_program(prog: Program, args: list) -> list:
         env[id(v)] = x if prog.symbolic else conform(x, v.type, i, prog.name)
 
     def read(a: Any) -> Any:
-        if type(a) is Literal:     # an emulated dtype (bf16) has no numpy scalar: carry it as an Array
-            return to_array(a.value, a.type.dtype) if a.type.dtype in dtypes.EMULATED else a.value
+        if type(a) is Literal:
+            return a.bound()
         return env[id(a)]
 
     for e in prog.eqns:
