@@ -180,6 +180,9 @@ def find_top_trace(args: Any) -> Trace:
     for x in args:
         if isinstance(x, Tracer):
             m = x._trace.main
+            if m.level >= len(trace_stack) or trace_stack[m.level] is not m:
+                raise fail(None, f"a value traced by {m.trace_type.__name__} ({x.aval}) was used after its "
+                                 "transformation finished (a leaked tracer: return it instead of storing it)")
             if m.level > top.level:
                 top = m
     return top.trace_type(top)
