@@ -19,7 +19,7 @@ from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, computed_layout
-from .state import I32, current_grid, current_grid_spec, current_point
+from .state import I32, current_grid, current_grid_spec, current_point, spend
 
 # -- the grid -----------------------------------------------------------------------------------------
 
@@ -110,6 +110,7 @@ def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_
 def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     syms = active_symbols()
     consts, carry = list(args[:n_consts]), list(args[n_consts:])
+    spend(max(0, int(upper) - int(lower)), f"fori_loop({lower}, {upper})")
     for i in range(int(lower), int(upper)):
         carry = run(body, [to_array(np.int32(i)), *consts, *carry], syms)
     return carry

@@ -20,7 +20,7 @@ from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType
-from .blockspec import BlockMapping, BlockSpec, resolve
+from .blockspec import BlockMapping, BlockSpec, check_buffer_layout, resolve
 from .control import static_extent
 from .interpret import interpret_kernel
 from .refs import SMEM, SPACES, MemorySpace, Ref, RefType
@@ -36,6 +36,7 @@ class Scratch:
             raise fail("Scratch", f"space must be GMEM, SMEM or RMEM, got {space!r}")
         if not isinstance(layout, (Layout, ComposedLayout)):
             layout = make_layout(layout)
+        check_buffer_layout(layout, "Scratch: the layout")
         self.type = RefType(dtypes.canonical(dtype, "Scratch"), layout, space)
 
 
