@@ -15,7 +15,7 @@ import numpy as np
 
 from ..staging.array import Array, to_array
 from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, new_main, to_user
-from ..staging.errors import fail
+from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.pytree import tree_flatten, tree_unflatten
@@ -63,6 +63,7 @@ def _flat_fun(f: Callable, in_tree: Any) -> Callable:
 
 def jvp(f: Callable, primals: Any, tangents: Any) -> tuple:
     """(f(*primals), the derivative of f at primals applied to tangents); both pytrees like f's output."""
+    check_callable("jvp", f, None, "f")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise fail("jvp", "primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
@@ -131,6 +132,7 @@ def linearize_flat(f: Callable, primals: list) -> tuple[list, Program, Any, list
 
 def linearize(f: Callable, *primals: Any) -> tuple:
     """(f(*primals), f_jvp): f_jvp(*tangents) applies the derivative; ``f_jvp.program`` is the linear Program."""
+    check_callable("linearize", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     ps = _values(leaves, "linearize")
     outs, program, out_tree, diff = linearize_flat(_flat_fun(f, in_tree), ps)
@@ -180,6 +182,7 @@ def vjp_flat(f: Callable, primals: list) -> tuple[list, VJPFunction, Any]:
 
 def vjp(f: Callable, *primals: Any) -> tuple:
     """(f(*primals), f_vjp): f_vjp(cotangent) gives a tuple of cotangents, one per primal argument."""
+    check_callable("vjp", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree), _values(leaves, "vjp"))
     fn.in_tree = in_tree
@@ -196,6 +199,7 @@ def _copy_tree(tree: Any) -> Any:
 
 def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
     """A function returning (f(*args), gradient of f's scalar output with respect to args[argnums])."""
+    check_callable("grad", f, None, "f")
     many = not isinstance(argnums, int)
     if many and not (isinstance(argnums, (tuple, list)) and argnums):
         raise fail("grad", f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")

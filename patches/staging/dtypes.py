@@ -28,6 +28,8 @@ def canonical(dtype: Any, where: str = "tensor") -> str:
     """The short name of a dtype given as a name (``"f32"``, ``"float32"``) or a numpy dtype."""
     if isinstance(dtype, str) and dtype in _NUMPY:
         return dtype
+    if dtype is None:  # numpy reads None as float64; here a dtype is always said
+        raise fail(where, f"a dtype is required (got None); use one of {', '.join(_NUMPY)}")
     try:
         with warnings.catch_warnings():  # numpy deprecates some one-letter aliases; they are refused anyway
             warnings.simplefilter("ignore")

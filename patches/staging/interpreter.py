@@ -29,6 +29,8 @@ def evaluate(prog: Program, *args: Any) -> Any:
     With traced arguments (inside jit, grad, vmap, ...) the program's equations are bound instead, so
     evaluating a program composes with every transformation.
     """
+    if not isinstance(prog, Program):
+        raise fail("evaluate", f"expected a Program (from pt.stage), got {type(prog).__name__}")
     leaves, tree = tree_flatten(args)
     if len(leaves) != len(prog.params):
         raise fail("evaluate", f"{prog.name} takes {len(prog.params)} arrays ({prog.in_tree}), got {len(leaves)} ({tree})")
@@ -52,11 +54,35 @@ def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Arra
     if want != got:
         raise fail(name, f"argument {i} has shape {got}, the program expects {t}", a.type)
     if a.dtype != t.dtype:
-        dst = dtypes.to_numpy(t.dtype)
         if dtypes.kind(a.dtype) != dtypes.kind(t.dtype):
             raise fail(name, f"argument {i} has dtype {a.dtype}, the program expects {t}", a.type)
-        a = Array.from_logical(a.logical().astype(dst), t.layout, t.dtype)
-    return a.relayout(t.layout)
+        a = Array.from_logical(_narrowed(a.logical(), a.dtype, t.dtype, i, name), t.layout, t.dtype)
+    if a.layout == t.layout:
+        return a
+    out = a.relayout(t.layout)
+    if not injective(t.layout) and not np.array_equal(out.logical(), a.logical(), equal_nan=True):
+        raise fail(name, f"argument {i} differs between coordinates that the parameter's layout {t.layout} stores in "
+                         "one element, so binding it would lose values (pass an array constant along its stride-0 "
+                         "modes, or stage the program for a layout that holds every element)", a.type)
+    return out
+
+
+def _narrowed(src: np.ndarray, have: str, want: str, i: int, name: str) -> np.ndarray:
+    """``src`` converted to dtype ``want`` of the same kind, refusing values that do not survive it (an int that
+    wraps, a finite float that becomes inf); rounding a float to a shorter mantissa is what conversion means."""
+    with np.errstate(all="ignore"):
+        out = dtypes.cast(src, want)
+        if dtypes.is_int(want):
+            bad = (out.astype(src.dtype) != src) | ((out < 0) != (src < 0))
+        elif dtypes.is_float(want):
+            bad = np.isfinite(src) & ~np.isfinite(out)
+        else:
+            bad = np.zeros(src.shape, dtype=bool)
+    if bad.any():
+        k = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise fail(name, f"argument {i} holds {src[k].item()!r} at {k}, which {want} cannot represent (the program was "
+                         f"staged for {want}, the argument is {have}); convert it explicitly or stage for {have}")
+    return out
 
 
 _SYMBOLS: list = [None]

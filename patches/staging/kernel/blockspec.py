@@ -18,7 +18,7 @@ from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
 from ..core import Tracer
-from ..errors import fail
+from ..errors import check_callable, fail
 from ..ir import Literal, Program
 from ..types import SCALAR_LAYOUT, TensorType, compact, mode_layouts, modes_of
 from .refs import GMEM, SPACES, MemorySpace, RefType
@@ -101,6 +101,7 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
     if index_map is None:
         def index_map(*_: Any) -> tuple:
             return (0,) * nblock
+    check_callable("kernel", index_map, len(grid), f"{label}: the index map (called with one index per grid axis)")
     for e in grid:
         if not (type(e) is int and e > 0 or hasattr(e, "free_symbols")):
             raise fail("kernel", f"grid extents must be positive ints or Sym expressions, got {grid}")

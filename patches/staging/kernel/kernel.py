@@ -15,7 +15,7 @@ from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import fail
+from ..errors import check_callable, check_name, fail, name_of
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
@@ -103,12 +103,19 @@ def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = Non
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
     grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
-    kname = name or getattr(body, "__name__", "kernel")
+    check_callable("kernel", body, None, "the body")
+    kname = check_name("kernel", name) if name is not None else name_of(body, "kernel")
     out_leaves, out_tree = tree_flatten(out_type)
     for t in out_leaves:
         if not isinstance(t, TensorType) or isinstance(t, RefType):
             raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)), got {t!r}")
-    scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in (scratch or ())]
+    if not isinstance(scratch, (tuple, list)):
+        scratch = [scratch]
+    for s in scratch:
+        if not isinstance(s, (Scratch, tuple, list)):
+            raise fail("kernel", f"scratch entries are pt.Scratch(layout, dtype, space) (or their arguments as a tuple), "
+                                 f"got {type(s).__name__} {s!r}")
+    scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in scratch]
 
     def call(*operands: Any) -> Any:
         ops = []
@@ -123,6 +130,8 @@ def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = Non
         in_maps = tuple(resolve(s, t, grid, labels[k]) for k, (s, t) in enumerate(zip(ins, types)))
         out_maps = tuple(resolve(s, t, grid, labels[len(ops) + k]) for k, (s, t) in enumerate(zip(outs, out_leaves)))
         ref_types = [m.ref_type for m in in_maps + out_maps] + [s.type for s in scratch]
+        check_callable("kernel", body, len(ref_types), f"the body of {kname} ({len(ops)} operand, {len(out_leaves)} "
+                                                       f"output and {len(scratch)} scratch Refs)")
         prog = stage_kernel_body(body, ref_types, grid, kname)
         res = bind_multi(kernel_p, *ops, name=kname, grid=grid, in_specs=in_maps, out_specs=out_maps, body=prog,
                          _out_types=tuple(out_leaves))
