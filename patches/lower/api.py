@@ -30,6 +30,9 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if config is not None and not isinstance(config, TileConfig):
+        raise LoweringError(f"config must be a TileConfig (or None for the heuristic), got {type(config).__name__} "
+                            f"{config!r}")
     has_matmul = any(e.prim.name == "matmul" for e in prog.eqns)
     t0 = time.perf_counter()
     if target == "simt" or not has_matmul:
