@@ -174,7 +174,11 @@ def to_array(x: Any, dtype: str | None = None) -> Array:
         return Array.from_numpy(x, dtype)
     if isinstance(x, (bool, int, float)):
         name = dtype or dtypes.of_python_scalar(x)
-        return Array(dtypes.cast(np.array([x]), name), 0, SCALAR_LAYOUT, name)
+        if isinstance(x, int) and not isinstance(x, bool):
+            dtypes.check_int_fits(x, name)
+        with np.errstate(over="ignore"):  # a float past the dtype's range rounds to inf
+            return Array(dtypes.cast(np.array([x], dtype=object if isinstance(x, int) else None).astype(
+                dtypes.to_numpy(name)), name), 0, SCALAR_LAYOUT, name)
     raise fail(None, f"expected a tensor (an Array, a numpy array or a Python number), got {type(x).__name__} {x!r}")
 
 
