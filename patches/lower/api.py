@@ -28,7 +28,7 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     (elementwise ops, row reductions) lower to a fused SIMT row kernel."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
-    if target not in TARGETS:
+    if not isinstance(target, str) or target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     if config is not None and not isinstance(config, TileConfig):
         raise LoweringError(f"config must be a TileConfig (or None for the heuristic), got {type(config).__name__} "

@@ -11,6 +11,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
@@ -102,7 +104,13 @@ def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = Non
     """
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
-    grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    import sympy
+
+    raw = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    for g in raw:
+        if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer, sympy.Expr)):
+            raise fail("kernel", f"grid extents must be positive ints or Sym expressions, got {grid!r}")
+    grid = tuple(static_extent(g) for g in raw)
     check_callable("kernel", body, None, "the body")
     kname = check_name("kernel", name) if name is not None else name_of(body, "kernel")
     out_leaves, out_tree = tree_flatten(out_type)
