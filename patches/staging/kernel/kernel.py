@@ -17,11 +17,11 @@ from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import check_callable, check_name, fail, name_of
+from ..errors import StagingError, check_callable, check_name, fail, name_of
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
-from ..types import TensorType
+from ..types import TensorType, tensor
 from .blockspec import BlockMapping, BlockSpec, check_buffer_layout, resolve
 from .control import static_extent
 from .interpret import interpret_kernel
@@ -96,14 +96,33 @@ def _per_output(specs: Any, n: int, what: str) -> list:
     return list(specs)
 
 
-def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
-           scratch: Any = (), name: str | None = None, interpret: bool = True) -> Callable:
+def _out_leaf(t: Any) -> TensorType:
+    """An output type: a tensor type, or anything with ``shape`` and ``dtype`` (JAX's ShapeDtypeStruct, an array)."""
+    if isinstance(t, TensorType) and not isinstance(t, RefType):
+        return t
+    if not isinstance(t, TensorType) and hasattr(t, "shape") and hasattr(t, "dtype"):
+        try:
+            return tensor(t.dtype, tuple(t.shape))
+        except (StagingError, TypeError) as e:
+            raise fail("kernel", f"out_shape {t!r}: {str(e).splitlines()[0]}") from None
+    raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)) or have a shape and a dtype, got {t!r}")
+
+
+def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
+           scratch: Any = (), name: str | None = None, interpret: bool = True, out_shape: Any = None) -> Callable:
     """A kernel over a grid: ``kernel(body, out_type, grid=..., in_specs=[...], out_specs=...)(*operands)``.
 
     ``body(*in_refs, *out_refs, *scratch_refs)`` runs once per grid point and writes its outputs through Refs.
+    ``out_shape`` is Pallas's name for ``out_type``.
     """
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
+    if out_shape is not None:
+        if out_type is not None:
+            raise fail("kernel", "give out_type or out_shape (Pallas's name for it), not both")
+        out_type = out_shape
+    if out_type is None:
+        raise fail("kernel", "out_type (or out_shape) is required: the types of the outputs")
     import sympy
 
     raw = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
@@ -114,9 +133,7 @@ def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = Non
     check_callable("kernel", body, None, "the body")
     kname = check_name("kernel", name) if name is not None else name_of(body, "kernel")
     out_leaves, out_tree = tree_flatten(out_type)
-    for t in out_leaves:
-        if not isinstance(t, TensorType) or isinstance(t, RefType):
-            raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)), got {t!r}")
+    out_leaves = [_out_leaf(t) for t in out_leaves]
     if not isinstance(scratch, (tuple, list)):
         scratch = [scratch]
     for s in scratch:
