@@ -115,3 +115,34 @@ def test_pytrees(depth, kind, leaf):
         tree = [tree] if kind == "list" else (tree,) if kind == "tuple" else {"k": tree}
     only_library_errors(lambda: pt.jit(lambda t: 1.0)(tree))
     only_library_errors(lambda: pt.stage(lambda t: t, tree))
+
+
+NUMPY_UNARY = ["erf", "gelu", "rsqrt", "sigmoid", "stop_gradient", "softmax", "log_softmax", "logsumexp", "sum", "mean",
+               "var", "max", "min", "argmax", "argmin"]
+
+
+@FUZZ
+@given(st.sampled_from(NUMPY_UNARY), values, st.one_of(st.none(), st.integers(-3, 3), values), st.booleans())
+def test_numpy_surface_reductions(name, x, axis, keepdims):
+    f = getattr(pt, name)
+    only_library_errors(f, x)
+    if name not in ("erf", "gelu", "rsqrt", "sigmoid", "stop_gradient"):
+        only_library_errors(lambda: f(x, axis))
+    if name in ("sum", "mean", "var", "max", "min", "argmax", "argmin", "logsumexp"):
+        only_library_errors(lambda: f(x, axis=axis, keepdims=keepdims))
+    only_library_errors(lambda: pt.grad(lambda v: pt.reduce_sum(f(v)))(x))
+
+
+@FUZZ
+@given(values, values, values, st.one_of(st.integers(-3, 3), values))
+def test_numpy_surface_constructors_and_shapes(a, b, c, axis):
+    only_library_errors(pt.arange, a, b, c)
+    only_library_errors(pt.iota, a, b, axis)
+    only_library_errors(pt.reshape, a, b)
+    only_library_errors(pt.clip, a, b, c)
+    only_library_errors(pt.concatenate, [a, b], axis)
+    only_library_errors(pt.concatenate, a, axis)
+    only_library_errors(pt.floordiv, a, b)
+    only_library_errors(pt.mod, a, b)
+    only_library_errors(pt.einsum, c if isinstance(c, str) else "ij,jk->ik", a, b)
+    only_library_errors(pt.einsum, "ij,jk->ik", a, b)

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..layouts import LayoutError
+from ..layouts import Layout, LayoutError
 from . import dtypes
-from .array import Array, to_array
+from .array import Array, check_allocation, to_array
 from .errors import StagingError, fail
 from .operators import Operators
 from .types import SCALAR_LAYOUT, TensorType
@@ -152,7 +152,9 @@ class EvalTrace(Trace):
         rule = impl_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "no numpy implementation")
-        abstract_eval(prim, [t.type for t in tracers], params)  # eager ops are checked as staged ones are
+        for t in abstract_eval(prim, [t.type for t in tracers], params):  # eager ops are checked as staged ones are
+            if isinstance(t, TensorType) and isinstance(t.layout, Layout):
+                check_allocation(t.layout, prim.name)
         return apply_rule(prim, rule, tracers, params)
 
 

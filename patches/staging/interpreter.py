@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..layouts import check
+from ..layouts import Layout, check
 from . import dtypes
-from .array import Array, to_array
+from .array import Array, check_allocation, to_array
 from .core import Tracer, bind_multi, impl_rules
 from .errors import fail
 from .ir import Literal, Program, program_functions
@@ -59,6 +59,7 @@ def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Arra
         a = Array.from_logical(_narrowed(a.logical(), a.dtype, t.dtype, i, name), t.layout, t.dtype)
     if a.layout == t.layout:
         return a
+    check_allocation(t.layout, name)
     out = a.relayout(t.layout)
     if not injective(t.layout) and not np.array_equal(out.logical(), a.logical(), equal_nan=True):
         raise fail(name, f"argument {i} differs between coordinates that the parameter's layout {t.layout} stores in "
@@ -128,6 +129,10 @@ def _run(prog: Program, args: list, symbols: dict | None) -> list:
                     env[id(v)] = o
                 continue
             params = substitute(params, symbols)
+        else:
+            for v in e.outputs:
+                if isinstance(v.type.layout, Layout):
+                    check_allocation(v.type.layout, e.prim.name)
         outs = impl_rules[e.prim](*(read(a) for a in e.inputs), **params)
         for v, o in zip(e.outputs, outs):
             env[id(v)] = o

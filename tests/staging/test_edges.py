@@ -147,3 +147,20 @@ def test_function_names_are_printed_escaped():
     f.__name__ = "f\n  %9 = evil"
     text = str(pt.stage(pt.jit(f), T))
     assert "\n  %9 = evil" not in text and "f\\n  %9 = evil" in text
+
+
+def test_values_too_large_to_evaluate_are_refused_before_numpy_allocates():
+    """Eager ops and evaluate allocated terabytes (MemoryError) or hours; views of any size stay free."""
+    huge = pt.zeros((2 ** 20, 2 ** 20))  # a broadcast view: one element
+    assert huge.shape == (2 ** 20, 2 ** 20)
+    for call in (lambda: pt.exp(huge), lambda: pt.arange(0, 2 ** 31), lambda: pt.arange(0, 1, 1e-300),
+                 lambda: pt.evaluate(pt.stage(pt.exp, pt.tensor("f32", (2 ** 20, 2 ** 20))), huge)):
+        with pytest.raises(pt.StagingError, match="more than the numpy interpreter allocates|too many elements"):
+            call()
+    prog = pt.stage(pt.exp, pt.tensor("f32", (2 ** 20, 2 ** 20)))  # staging has no limit
+    assert prog.outputs[0].type.layout.shape == (2 ** 20, 2 ** 20)
+
+
+def test_numpy_arrays_given_to_the_numpy_style_ops_are_library_values():
+    with pytest.raises(pt.StagingError, match="unsupported dtype"):
+        pt.gelu(np.array(["a"]))
