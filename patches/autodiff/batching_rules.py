@@ -146,11 +146,11 @@ def _embed(n: int, vals: list, bdims: list, *, shape: Any, map: Layout, offset: 
     return P.embed(y, shape_of_modes(out_modes + (n,)), mapped, offset), len(out_modes)
 
 
-def _matmul(n: int, vals: list, bdims: list) -> tuple:
+def _matmul(n: int, vals: list, bdims: list, **params: Any) -> tuple:
     (a, b), (da, db) = vals, bdims
     ra, rb = _per_example(a, da).rank, _per_example(b, db).rank
     a, b = move_bdim(a, da, ra, n), move_bdim(b, db, rb, n)
-    return P.matmul_p.bind(a, b), ra
+    return P.matmul_p.bind(a, b, **params), ra
 
 
 batch_rules.update({

@@ -210,12 +210,12 @@ def _reduce_extremum(prim: Any) -> Any:
     return rule
 
 
-def _matmul(primals: list, tangents: list) -> tuple:
+def _matmul(primals: list, tangents: list, **params: Any) -> tuple:
     (a, b), (ta, tb) = primals, tangents
-    out = P.matmul_p.bind(a, b)
+    out = P.matmul_p.bind(a, b, **params)
     o = _out_type(out)
-    da = Zero(o) if isinstance(ta, Zero) else P.matmul_p.bind(ta, b)
-    db = Zero(o) if isinstance(tb, Zero) else P.matmul_p.bind(a, tb)
+    da = Zero(o) if isinstance(ta, Zero) else P.matmul_p.bind(ta, b, **params)
+    db = Zero(o) if isinstance(tb, Zero) else P.matmul_p.bind(a, tb, **params)
     return out, add_tangents(da, db, o)
 
 

@@ -65,7 +65,7 @@ def _batched_map(m: BlockMapping, t: TensorType, batched: bool, ngrid: int) -> B
 
 
 def _kernel_batch(n: int, vals: list, bdims: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
-                  body: Program, _out_types: tuple) -> tuple:
+                  body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
     ops, in_maps = [], []
     for x, d, m in zip(vals, bdims, in_specs):
         if d is not None:
@@ -79,8 +79,9 @@ def _kernel_batch(n: int, vals: list, bdims: list, *, name: str, grid: tuple, in
         out_maps.append(_batched_map(m, bt, True, len(grid)))
     new_body = shift_axes(body, 1)
     want = [m.ref_type for m in in_maps + out_maps]
+    sem = {"dimension_semantics": ("parallel", *dimension_semantics)} if dimension_semantics else {}
     outs = bind_multi(kernel_p, *ops, name=name, grid=(n, *grid), in_specs=tuple(in_maps), out_specs=tuple(out_maps),
-                      body=_retyped(new_body, want), _out_types=tuple(out_types))
+                      body=_retyped(new_body, want), _out_types=tuple(out_types), **sem)
     return outs, [0] * len(outs)
 
 

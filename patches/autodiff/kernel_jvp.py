@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..staging.core import bind, bind_multi, get_aval
-from ..staging.errors import fail
+from ..staging.errors import StagingError, fail
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
 from ..staging.kernel.control import I32, conform_to, stage_body
@@ -142,7 +142,10 @@ def _conform(t: Any, like: Any) -> Any:
 
 
 def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
-                body: Program, _out_types: tuple) -> tuple:
+                body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
+    if dimension_semantics:
+        raise StagingError(f"jvp: kernel {name} has arbitrary grid axes {dimension_semantics}; differentiating "
+                           "kernels with sequential axes is not supported yet", "kernel")
     outs = bind_multi(kernel_p, *primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
                       _out_types=_out_types)
     if scratch_types(body, in_specs, out_specs):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..staging import primitives as P
 from ..staging.core import bind, bind_multi, get_aval
-from ..staging.errors import fail
+from ..staging.errors import StagingError, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
@@ -228,7 +228,9 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
 
 
 def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
-                      body: Program, _out_types: tuple) -> list:
+                      body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> list:
+    if dimension_semantics:
+        raise StagingError(f"transpose: kernel {name} has arbitrary grid axes; not supported yet", "kernel")
     from .kernel_jvp import _conform_ct
 
     cts = [None if isinstance(c, Zero) else _conform_ct(c, t) for c, t in zip(cts, _out_types)]

@@ -116,14 +116,25 @@ def _embed(ct: Any, y: Any, *, shape: Any, map: Any, offset: Any) -> list:
         return [P.view(P.copy(ct), map, offset)]
 
 
-def _matmul(ct: Any, a: Any, b: Any) -> list:
+def _matmul(ct: Any, a: Any, b: Any, preferred_element_type: Any = None) -> list:
+    """dA = ct @ B^T, dB = A^T @ ct (views, no copies). With a wider result type (bf16 operands, f32 result) the
+    cotangent is rounded to the operands' dtype, multiplied with f32 accumulation, and rounded to the operand's
+    dtype: the mixed-precision backward a wgmma kernel computes."""
     if is_linear(a) and is_linear(b):
         raise StagingError("matmul: both operands depend on the differentiated value, so it is not linear", "matmul")
     r = type_of(a).rank
     swap = (1, 0) + tuple(range(2, r))
+    dt = type_of(a).dtype
+    wide = preferred_element_type is not None and preferred_element_type != dt
+    params = {"preferred_element_type": preferred_element_type} if wide else {}
+    if wide:
+        ct = P.astype(ct, dt)
+
+    def back(x: Any) -> Any:
+        return P.astype(x, dt) if wide else x
     if is_linear(a):
-        return [P.matmul_p.bind(ct, P.transpose(b, swap)), None]
-    return [None, P.matmul_p.bind(P.transpose(a, swap), ct)]
+        return [back(P.matmul_p.bind(ct, P.transpose(b, swap), **params)), None]
+    return [None, back(P.matmul_p.bind(P.transpose(a, swap), ct, **params))]
 
 
 def _concatenate(ct: Any, *xs: Any, axis: int) -> list:

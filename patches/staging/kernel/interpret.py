@@ -114,17 +114,20 @@ def _with_spare_slot(a: Array) -> Array:
 
 
 def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
-                     _out_types: tuple) -> list:
-    """Run the kernel's body at every grid point (last axis fastest) and return its outputs."""
+                     _out_types: tuple, dimension_semantics: tuple | None = None) -> list:
+    """Run the kernel's body at every grid point (last axis fastest) and return its outputs.
+
+    With "arbitrary" axes, each parallel point runs its arbitrary points in order (last fastest) with one set of
+    scratch buffers, and only grid points of different parallel points race."""
     syms = active_symbols()
     grid = tuple(int(g) for g in grid)
     with step_budget():
         spend(int(np.prod(grid, dtype=object)), f"the grid {grid} of {name}")
-        return _interpret(operands, grid, in_specs, out_specs, body, _out_types, syms)
+        return _interpret(operands, grid, in_specs, out_specs, body, _out_types, syms, dimension_semantics)
 
 
 def _interpret(operands: tuple, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program, _out_types: tuple,
-               syms: Any) -> list:
+               syms: Any, dimension_semantics: tuple | None) -> list:
     outs = [_fresh(t) for t in _out_types]
     carvings = [Carving(a, m) for a, m in zip(operands, in_specs)] + [Carving(o, m) for o, m in zip(outs, out_specs)]
     padded = [k for k, c in enumerate(carvings) if c.padded]
@@ -135,38 +138,55 @@ def _interpret(operands: tuple, grid: tuple, in_specs: tuple, out_specs: tuple, 
     arrays = list(operands) + outs
     specs = list(in_specs) + list(out_specs)
     scratch = body.in_types[len(specs):]
-    for k, point in enumerate(itertools.product(*(range(g) for g in grid))):
-        with running_point(point, grid, k):
-            ids = [to_array(np.int32(p)) for p in point]
-            refs, writeback = [], []
-            for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
-                window = c.block(_block_coords(m, ids, syms, point), point)
-                if m.squeezed:
-                    window = window.reshape([n for k, n in enumerate(window.shape) if k not in m.squeezed])
-                is_out = j >= n_in
-                owner = owners[j - n_in] if is_out else None
-                origin = _origin(a) if is_out else None
-                target = RefValue(a.storage, window, a.dtype, owner, m.label, origin, readonly=not is_out)
-                if not m.staged:
-                    refs.append(target)
-                    continue
-                local = _local(m.ref_type, m.label)
-                local.storage[local.offsets] = a.storage[window]
-                unwritten = target.unwritten(window)
-                local.written[local.offsets] = True if unwritten is None else ~unwritten
-                refs.append(local)
-                if is_out:
-                    writeback.append((local, target))
-            refs += [_local(t, f"scratch {t}") for t in scratch]
-            run(body, refs, syms)
-            for local, target in writeback:
-                done = local.written[local.offsets]
-                check_race(target, target.offsets[done])
-                target.storage[target.offsets[done]] = local.storage[local.offsets[done]]
-            for k in padded:  # writes past the edge are dropped
-                arrays[k].storage[-1] = _pad_value(arrays[k].dtype)
-                if k >= n_in:
-                    owners[k - n_in][-1] = -1
+    sem = dimension_semantics or ("parallel",) * len(grid)
+    par = [a for a, s in enumerate(sem) if s == "parallel"]
+    seq = [a for a, s in enumerate(sem) if s != "parallel"]
+    for k, ppoint in enumerate(itertools.product(*(range(grid[a]) for a in par))):
+        scratch_refs = [_local(t, f"scratch {t}") for t in scratch]
+        for spoint in itertools.product(*(range(grid[a]) for a in seq)):
+            point = [0] * len(grid)
+            for a, x in zip(par, ppoint):
+                point[a] = x
+            for a, x in zip(seq, spoint):
+                point[a] = x
+            _run_point(tuple(point), grid, k, tuple(par), arrays, specs, carvings, owners, n_in, body, scratch_refs,
+                       syms, padded)
     for o, owner, m in zip(outs, owners, out_specs):
         _check_written(o, owner, m.label)
     return [Array(o.storage[:-1], o.offset, o.layout, o.dtype) if n_in + k in padded else o for k, o in enumerate(outs)]
+
+
+def _run_point(point: tuple, grid: tuple, k: int, par: tuple, arrays: list, specs: list, carvings: list,
+               owners: list, n_in: int, body: Program, scratch_refs: list, syms: Any, padded: list) -> None:
+    """One grid point: carve the blocks, stage SMEM/RMEM blocks, run the body, write staged outputs back."""
+    with running_point(point, grid, k, par):
+        ids = [to_array(np.int32(p)) for p in point]
+        refs, writeback = [], []
+        for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
+            window = c.block(_block_coords(m, ids, syms, point), point)
+            if m.squeezed:
+                window = window.reshape([n for k, n in enumerate(window.shape) if k not in m.squeezed])
+            is_out = j >= n_in
+            owner = owners[j - n_in] if is_out else None
+            origin = _origin(a) if is_out else None
+            target = RefValue(a.storage, window, a.dtype, owner, m.label, origin, readonly=not is_out)
+            if not m.staged:
+                refs.append(target)
+                continue
+            local = _local(m.ref_type, m.label)
+            local.storage[local.offsets] = a.storage[window]
+            unwritten = target.unwritten(window)
+            local.written[local.offsets] = True if unwritten is None else ~unwritten
+            refs.append(local)
+            if is_out:
+                writeback.append((local, target))
+        refs += scratch_refs
+        run(body, refs, syms)
+        for local, target in writeback:
+            done = local.written[local.offsets]
+            check_race(target, target.offsets[done])
+            target.storage[target.offsets[done]] = local.storage[local.offsets[done]]
+        for j in padded:  # writes past the edge are dropped
+            arrays[j].storage[-1] = _pad_value(arrays[j].dtype)
+            if j >= n_in:
+                owners[j - n_in][-1] = -1

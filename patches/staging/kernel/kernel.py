@@ -43,7 +43,9 @@ class Scratch:
 
 
 def _kernel_abstract(*types: TensorType, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
-                     _out_types: tuple) -> list:
+                     _out_types: tuple, dimension_semantics: tuple | None = None) -> list:
+    if dimension_semantics is not None:
+        check_semantics(dimension_semantics, grid)
     if len(types) != len(in_specs):
         raise fail("kernel", f"{name} takes {len(in_specs)} operands, got {len(types)}", *types)
     for t, m in zip(list(types) + list(_out_types), list(in_specs) + list(out_specs)):
@@ -52,6 +54,17 @@ def _kernel_abstract(*types: TensorType, name: str, grid: tuple, in_specs: tuple
     if body.in_types[:len(want)] != want:
         raise fail("kernel", f"{name}: the body was staged for other blocks", *types)
     return list(_out_types)
+
+
+SEMANTICS = ("parallel", "arbitrary")
+
+
+def check_semantics(sem: Any, grid: tuple) -> tuple:
+    """Pallas's ``dimension_semantics``: one of "parallel" / "arbitrary" per grid axis."""
+    if not isinstance(sem, (tuple, list)) or len(sem) != len(grid) or any(s not in SEMANTICS for s in sem):
+        raise fail("kernel", f"dimension_semantics must give 'parallel' or 'arbitrary' for each of the {len(grid)} "
+                             f"grid axes, got {sem!r}")
+    return tuple(sem)
 
 
 def check_mapping(t: TensorType, m: BlockMapping) -> None:
@@ -109,11 +122,14 @@ def _out_leaf(t: Any) -> TensorType:
 
 
 def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
-           scratch: Any = (), name: str | None = None, interpret: bool = True, out_shape: Any = None) -> Callable:
+           scratch: Any = (), name: str | None = None, interpret: bool = True, out_shape: Any = None,
+           dimension_semantics: Any = None) -> Callable:
     """A kernel over a grid: ``kernel(body, out_type, grid=..., in_specs=[...], out_specs=...)(*operands)``.
 
     ``body(*in_refs, *out_refs, *scratch_refs)`` runs once per grid point and writes its outputs through Refs.
-    ``out_shape`` is Pallas's name for ``out_type``.
+    ``out_shape`` is Pallas's name for ``out_type``. ``dimension_semantics`` (Pallas's): per grid axis "parallel"
+    (default) or "arbitrary"; the arbitrary axes of one parallel point run in order on one program, which keeps
+    its scratch and may revisit its output blocks.
     """
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
@@ -141,6 +157,8 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
             raise fail("kernel", f"scratch entries are pt.Scratch(layout, dtype, space) (or their arguments as a tuple), "
                                  f"got {type(s).__name__} {s!r}")
     scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in scratch]
+    sem = check_semantics(dimension_semantics, grid) if dimension_semantics is not None else None
+    extra = {"dimension_semantics": sem} if sem is not None and "arbitrary" in sem else {}
 
     def call(*operands: Any) -> Any:
         ops = []
@@ -159,7 +177,7 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
                                                        f"output and {len(scratch)} scratch Refs)")
         prog = stage_kernel_body(body, ref_types, grid, kname)
         res = bind_multi(kernel_p, *ops, name=kname, grid=grid, in_specs=in_maps, out_specs=out_maps, body=prog,
-                         _out_types=tuple(out_leaves))
+                         _out_types=tuple(out_leaves), **extra)
         return tree_unflatten(out_tree, [to_user(r) for r in res])
 
     call.__name__ = kname

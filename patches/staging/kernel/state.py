@@ -41,9 +41,10 @@ def current_grid_spec() -> tuple | None:
 
 
 @contextmanager
-def running_point(point: tuple, grid: tuple, k: int) -> Iterator[None]:
-    """While grid point ``point`` (the ``k``-th, last axis fastest) of ``grid`` is being interpreted."""
-    _POINTS.append((point, grid, k))
+def running_point(point: tuple, grid: tuple, k: int, par: tuple | None = None) -> Iterator[None]:
+    """While grid point ``point`` of ``grid`` is being interpreted; ``k`` is its parallel point's linear id (last
+    axis fastest) over the parallel axes ``par`` (all axes by default): grid points of one parallel point never race."""
+    _POINTS.append((point, grid, k, tuple(range(len(grid))) if par is None else tuple(par)))
     try:
         yield
     finally:
@@ -63,9 +64,14 @@ def current_id() -> int:
 
 
 def point_of(k: int) -> tuple:
-    """The grid point of linear id ``k`` in the grid being run."""
-    grid = _POINTS[-1][1]
-    return tuple(int(x) for x in np.unravel_index(k, grid)) if grid else ()
+    """The grid point of linear id ``k`` in the grid being run (``"*"`` for its arbitrary axes)."""
+    _, grid, _, par = _POINTS[-1]
+    sub = tuple(grid[a] for a in par)
+    coords = [int(x) for x in np.unravel_index(k, sub)] if sub else []
+    out: list = ["*"] * len(grid)
+    for a, x in zip(par, coords):
+        out[a] = x
+    return tuple(out)
 
 
 # -- the interpreter's budget -----------------------------------------------------------------------------

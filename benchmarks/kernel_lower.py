@@ -1,0 +1,56 @@
+"""CPU: lowering and cute.compile time of every lowered pt.kernel (tests/kernel/lower_cases.py), and the SASS of the
+K-looped tiled matmul kernel against the GEMM template at the same 128x128x64 tile (relu(x @ w + bias), bf16 in,
+f32 accumulate): instruction counts by opcode, whole kernel."""
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import patches as pt
+from patches.layouts import make_layout
+from patches.lower import TileConfig
+
+OPCODES = ("HGMMA", "UTMALDG", "LDG", "STG", "LDS", "STS", "BAR", "FFMA", "FADD")
+
+
+def counts(exe) -> dict:
+    out = exe.counts(*OPCODES)
+    out["total"] = len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", exe.sass, flags=re.M))
+    return out
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from tests.kernel import lower_cases as C
+
+    cases = [("vector_add", {}), ("iota", {}), ("softmax", {}), ("layernorm", {}), ("tiled_matmul", {}),
+             ("flash_attention d64", dict(D=64)), ("flash_attention d128", dict(D=128))]
+    print(f"{'kernel':24s} {'lower ms':>9s} {'compile s':>10s} {'regs':>5s} {'spills':>6s}  HGMMA")
+    mods = {}
+    for label, kw in cases:
+        k, types = getattr(C, label.split()[0])(**kw)
+        prog = pt.stage(k, *types)
+        t0 = time.perf_counter()
+        mod = pt.lower(prog)
+        lower_ms = (time.perf_counter() - t0) * 1e3
+        exe = mod.compile()
+        res = exe.resources
+        mods[label] = exe
+        print(f"{label:24s} {lower_ms:9.1f} {exe.compile_seconds:10.2f} {res['registers']:5d} {res['spills']:6d}  "
+              f"{exe.counts('HGMMA')['HGMMA']}")
+    m = n = k = 256
+    types = (pt.tensor("bf16", make_layout((m, k), (1, m))), pt.tensor("bf16", make_layout((k, n), (1, k))),
+             pt.tensor("f32", n))                     # the template fuses an f32 bias (not an astype of a bf16 one)
+    gemm = pt.lower(pt.stage(lambda x, w, b: pt.relu(pt.matmul(x, w, preferred_element_type="f32") + b).astype("bf16"),
+                             *types),
+                    config=TileConfig(128, 128)).compile()
+    ours, theirs = counts(mods["tiled_matmul"]), counts(gemm)
+    print("\nSASS of the tiled matmul kernel (lowered) vs the GEMM template, same tile (128x128x64), whole kernel:")
+    print(f"{'opcode':8s} {'lowered':>8s} {'template':>9s}")
+    for op in (*OPCODES, "total"):
+        print(f"{op:8s} {ours[op]:8d} {theirs[op]:9d}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""``lower_kernel(prog)``: a program whose one equation is a ``kernel`` call becomes a CuTe DSL module; and
+``split_kernels`` cuts a program holding several kernel calls (a gradient) into one such program per kernel."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from ...staging import Program, Var
+from ..errors import LoweringError
+from ..module import CUTLASS_DTYPE, Module
+from ..names import kernel_name
+from .template import lower_kernel_eqn
+
+_ids = itertools.count()
+
+
+class KernelModule(Module):
+    """A lowered kernel: ``.source``, ``.compile()`` (sm_90a, no GPU needed), arguments as flat buffers."""
+
+    def verify(self) -> Any:
+        """Check the module's builders on the CPU (patches.lower.kernel.verify); raises a VerificationError listing
+        the mismatches, returns the Report when every thread and value is right."""
+        from .verify import verify_kernel
+
+        return verify_kernel(self).raise_if_failed()
+
+    def fake_args(self) -> list:
+        import cutlass
+        from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
+
+        out = []
+        for a in self.spec.args:
+            name = CUTLASS_DTYPE.get(a.dtype) or {"i32": "Int32", "f64": "Float64", "i64": "Int64"}.get(a.dtype)
+            if name is None:
+                raise LoweringError(f"argument {a.label}: dtype {a.dtype} has no fake tensor")
+            out.append(make_fake_tensor(getattr(cutlass, name), (a.layout.shape,), (1,), assumed_align=16))
+        return out + [make_fake_stream()]
+
+
+def lower_kernel(prog: Program) -> KernelModule:
+    """Lower a program whose single equation is a ``kernel`` call, reading the program's parameters."""
+    if not isinstance(prog, Program):
+        raise LoweringError(f"lower_kernel expects a staged Program, got {type(prog).__name__}")
+    prog = prog.dce()
+    kernels = [e for e in prog.eqns if e.prim.name == "kernel"]
+    if len(prog.eqns) != 1 or len(kernels) != 1:
+        names = ", ".join(e.prim.name for e in prog.eqns)
+        raise LoweringError(f"the program has equations {names}; a kernel module lowers one kernel call "
+                            "(patches.lower.kernel.split_kernels(prog) gives one program per kernel)")
+    e = kernels[0]
+    params = {id(v) for v in prog.params}
+    if any(not isinstance(a, Var) or id(a) not in params for a in e.inputs):
+        raise LoweringError("the kernel's operands must be the program's parameters (no literals or computed values)")
+    t0 = time.perf_counter()
+    name = kernel_name(next(_ids), "kernel")
+    source, spec = lower_kernel_eqn(e, name)
+    return KernelModule(spec, source, time.perf_counter() - t0, kind="kernel")
+
+
+def split_kernels(prog: Program) -> list[Program]:
+    """One program per ``kernel`` equation of ``prog`` (its operands become parameters), in program order."""
+    out = []
+    for e in prog.eqns:
+        if e.prim.name != "kernel":
+            continue
+        params: list[Any] = []
+        for a in e.inputs:
+            if isinstance(a, Var) and all(a is not q for q in params):
+                params.append(a)
+        out.append(Program([], [], params, [e], list(e.outputs), name=e.params["name"]))
+    if not out:
+        raise LoweringError("split_kernels: the program has no kernel equation")
+    return out

@@ -1,0 +1,112 @@
+"""The lowering context and the rule table: one lowering rule per kernel-IR primitive, as JAX has per-primitive
+lowering rules. ``lower_program`` walks a (nested) program, emitting each equation's code through its rule with the
+equation printed above it, and names the equation in every LoweringError a rule raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...layouts import LayoutError
+from ...staging import Literal
+from ..errors import LoweringError
+from ..names import sanitize
+from .values import Block, RefVal, Scalar, dsl_dtype
+from .writer import Writer
+
+# prim name -> rule(ctx, eqn, inputs as Scalar/Block/RefVal) -> list of output values
+RULES: dict[str, Callable[..., list]] = {}
+# Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
+TAKES_LAZY = {"matmul"}
+MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
+
+
+def rule(*names: str) -> Callable:
+    """Register a lowering rule for the primitives ``names``."""
+    def deco(f: Callable) -> Callable:
+        for n in names:
+            RULES[n] = f
+        return f
+    return deco
+
+
+class Ctx:
+    """What rules share: the writer, the kernel's name (for messages), its grid and the program ids."""
+
+    def __init__(self, name: str, grid: tuple) -> None:
+        self.w = Writer()
+        self.name = name
+        self.grid = grid
+        self.where: list[str] = []
+
+    def fail(self, reason: str) -> LoweringError:
+        err = LoweringError(f"{' / '.join(self.where)}: {reason}" if self.where else reason)
+        err.located = True
+        return err
+
+
+def literal(a: Literal) -> Scalar:
+    v = a.value.item() if hasattr(a.value, "item") else a.value
+    dt = a.type.dtype
+    if isinstance(v, (bool, np.bool_)) or dt == "bool":
+        return Scalar("True" if v else "False", "bool")
+    if isinstance(v, float):
+        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float(v)!r})", dt)
+    if dt in ("f32", "f64", "bf16", "f16"):
+        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float(v)!r})", dt)
+    return Scalar(f"{dsl_dtype(dt, 'literal')}({int(v)})", dt, int(v))
+
+
+def describe(e: Any) -> str:
+    """The equation in a line: primitive, params (an index as ``[:, ds($0,8)]``), output types."""
+    if "index" in e.params:
+        from ...staging.kernel.refs import _fmt_index
+
+        dyn = [f"${k}" for k in range(len(e.inputs))]
+        return f"{e.prim.name}{_fmt_index(e.params['index'], dyn)}"
+    shown = {k: v for k, v in e.params.items() if not hasattr(v, "eqns") and not k.startswith("_")}
+    ps = ", ".join(f"{k}={v}" for k, v in shown.items())
+    outs = ", ".join(str(v.type) for v in e.outputs)
+    return f"{e.prim.name}{'[' + ps + ']' if ps else ''}" + (f" -> {outs}" if outs else "")
+
+
+def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
+    """Emit ``prog`` on input values ``ins``; returns the values of its outputs."""
+    env: dict[int, Any] = {id(v): x for v, x in zip(prog.params, ins)}
+
+    def read(a: Any) -> Any:
+        if isinstance(a, Literal):
+            return literal(a)
+        return env[id(a)]
+
+    for k, e in enumerate(prog.eqns):
+        ctx.where.append(f"{label} equation {k} ({e.prim.name})")
+        try:
+            fn = RULES.get(e.prim.name)
+            if fn is None:
+                raise ctx.fail(f"{sanitize(describe(e))} has no kernel lowering rule")
+            ctx.w.comment(describe(e))
+            ins = [read(a) for a in e.inputs]
+            if e.prim.name not in TAKES_LAZY:
+                ins = [_done(ctx, x) for x in ins]
+            outs = fn(ctx, e, ins)
+        except LayoutError as err:
+            raise ctx.fail(f"the layout algebra refused: {err}") from None
+        except LoweringError as err:
+            if getattr(err, "located", False):
+                raise
+            raise ctx.fail(str(err)) from None
+        finally:
+            ctx.where.pop()
+        for v, x in zip(e.outputs, outs):
+            env[id(v)] = x
+    return [_done(ctx, read(a)) for a in prog.outputs]
+
+
+def _done(ctx: Ctx, x: Any) -> Any:
+    return MATERIALIZE[0](ctx, x) if isinstance(x, Block) and x.lazy is not None else x
+
+
+__all__ = ["Block", "Ctx", "RULES", "RefVal", "Scalar", "lower_program", "rule"]

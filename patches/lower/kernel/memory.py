@@ -1,0 +1,227 @@
+"""Moving blocks between memory and registers: a selection of a Ref (offset and layout), loads and stores of blocks
+by their thread-value layout (vectorized by composing the selection with it, element by element where the algebra
+cannot), and the shared-memory exchange that redistributes a block's elements among threads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...layouts import Layout, LayoutError, composition, cosize
+from ...layouts import inttuple as it
+from ...staging.kernel.refs import Dyn
+from ...staging.types import mode_layouts
+from ..errors import LoweringError
+from .context import Ctx
+from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
+
+
+def _flat(m: Layout) -> bool:
+    return type(m.shape) is not tuple
+
+
+def offset_of(ctx: Ctx, m: Layout, start: Any) -> str | int:
+    """The offset of coordinate ``start`` (an int or an expression) of mode layout ``m``."""
+    if isinstance(start, int):
+        return int(m(start)) if start else 0
+    if _flat(m):
+        return f"{start} * {m.stride}" if m.stride != 1 else start
+    return f"{ctx.w.layout(m, 'a hierarchical mode indexed dynamically', 'mode')}({start})"
+
+
+def add_offsets(ctx: Ctx, base: str, terms: list) -> str:
+    """``base + terms`` as a new name when anything is dynamic, else the folded int as text."""
+    if not terms or all(t == 0 for t in terms):
+        return base
+    static = sum(t for t in terms if isinstance(t, int)) + (int(base) if base.lstrip("-").isdigit() else 0)
+    dyn = [str(t) for t in terms if not isinstance(t, int)] + ([] if base.lstrip("-").isdigit() else [base])
+    if not dyn:
+        return str(static)
+    name = ctx.w.fresh("off")
+    ctx.w.emit(f"{name} = {' + '.join(dyn + ([str(static)] if static else []))}")
+    return name
+
+
+def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]:
+    """The offset and the layout of ``ref[index]`` (modes kept by ``:`` and ``ds``, fixed by an integer)."""
+    modes = mode_layouts(ref.layout) if ref.layout.rank else []
+    kept, terms = [], []
+    for pos, (m, ix) in enumerate(zip(modes, index)):
+        start = ix.start
+        if isinstance(start, Dyn):
+            start = dyn[start.k]
+            if not isinstance(start, Scalar):
+                raise ctx.fail("a dynamic index must be a scalar")
+            start = start.index
+        elif not isinstance(start, int):
+            raise ctx.fail(f"index start {start} on mode {pos} is symbolic; kernels lower at static shapes")
+        if ix.kind == "all":
+            kept.append(m)
+        elif ix.kind == "at":
+            terms.append(offset_of(ctx, m, start))
+        else:
+            if not isinstance(ix.size, int):
+                raise ctx.fail(f"ds size {ix.size} on mode {pos} is symbolic")
+            if _flat(m):
+                kept.append(Layout._make(ix.size, m.stride))
+            elif start == 0:
+                kept.append(composition(m, Layout._make(ix.size, 1)))
+            else:
+                raise ctx.fail(f"ds on the hierarchical mode {pos} ({m}) of a Ref is not lowered")
+            terms.append(offset_of(ctx, m, start))
+    from ...staging.types import layout_of_modes
+
+    sel = layout_of_modes(kept) if kept else Layout._make((), ())
+    return add_offsets(ctx, ref.off, terms), sel
+
+
+def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, tv: Layout, why: str) -> tuple[str, Any] | None:
+    """This thread's elements of ``ptr + off`` under ``sel``, as a tensor expression and its value-mode shape,
+    when ``sel`` composes with the block's thread-value layout (else None: go element by element)."""
+    try:
+        tvr = composition(sel, tv)
+    except LayoutError:
+        return None
+    if type(tvr.shape) is not tuple or len(tvr.shape) != 2:
+        return None
+    base = ptr if off == "0" else f"{ptr} + {off}"
+    lay = ctx.w.layout(tvr, f"{why}: (thread, value) -> offset", "tv_offsets", ("offsets", (sel, tv)))
+    return f"cute.make_tensor({base}, {lay})[(tidx, None)]", tvr.shape[1]
+
+
+def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | None = None) -> Scalar | Block:
+    """Read ``sel`` at ``ref.ptr + off`` into registers: a Scalar for a rank-0 selection, else a Block held by
+    ``tv`` (default: ``block_tv``)."""
+    w = ctx.w
+    base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    name = w.fresh()
+    if sel.shape == ():
+        w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
+        return Scalar(name, ref.dtype)
+    n = static_size(sel.shape, why)
+    tv = tv if tv is not None else block_tv(n)
+    view = _thread_view(ctx, ref.ptr, off, sel, tv, why)
+    per = tv_values(tv)
+    if view is not None:
+        w.emit(f"{name} = {view[0]}.load().reshape(({per},))")
+    else:
+        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"for v in cutlass.range_constexpr({per}):")
+        w.emit(f"    {name}_r[v] = {src}[{tvn}((tidx, v))]")
+        w.emit(f"{name} = {name}_r.load()")
+    return Block(name, ref.dtype, sel.shape, n, tv)
+
+
+def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any, tv: Layout | None = None) -> Block:
+    """A block of ``n`` elements held by ``tv`` (default ``block_tv``) from a value of ``n`` elements (moved between
+    threads when it is held otherwise), or from a scalar (every element the same)."""
+    tv = tv if tv is not None else block_tv(n)
+    if isinstance(x, Block):
+        return x if x.tv == tv else retv(ctx, x, tv)
+    name = ctx.w.fresh()
+    ctx.w.emit(f"{name} = cute.full(({tv_values(tv)},), {x.expr}, {dsl_dtype(x.dtype, 'broadcast')})")
+    return Block(name, x.dtype, shape, n, tv)
+
+
+def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
+    """``x`` held by another thread-value layout: through the exchange buffer."""
+    lay = compact_index(x.shape)
+    buf = to_exchange(ctx, x, lay)
+    return from_exchange(ctx, buf, x.dtype, lay, x.shape, tv=tv)
+
+
+def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> None:
+    """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
+    (no registers held, so any block size)."""
+    w = ctx.w
+    n = static_size(sel.shape, why)
+    base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    dst, j = w.fresh("dst"), w.fresh("j")
+    w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+    w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
+    w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
+    w.emit(f"        {dst}[{j} * {THREADS} + tidx] = {x.expr}")
+
+
+def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
+    """Write registers to ``sel`` at ``ref.ptr + off``; only the threads owning distinct elements write."""
+    w = ctx.w
+    base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    if sel.shape == ():
+        if isinstance(x, Block):
+            raise ctx.fail("a block stored into a single element")
+        w.emit("if tidx == 0:")
+        w.emit(f"    cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}")
+        return
+    n = static_size(sel.shape, why)
+    b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
+    g = tv_owners(b.tv)
+    guard = g < THREADS
+    if guard:
+        w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
+    pad = "    " if guard else ""
+    view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why)
+    per = tv_values(b.tv)
+    if view is not None:
+        shape = view[1]
+        w.emit(f"{pad}{view[0]}.store({b.name}.reshape({shape!r}))")
+    else:
+        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+        w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(b.dtype, why)})")
+        w.emit(f"{pad}{b.name}_r.store({b.name})")
+        w.emit(f"{pad}for v in cutlass.range_constexpr({per}):")
+        w.emit(f"{pad}    {dst}[{tv}((tidx, v))] = {b.name}_r[v]")
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype arithmetic runs in: f32 for bf16/f16 (rounded once per equation), the dtype itself otherwise."""
+    return "f32" if dtype in NARROW else dtype
+
+
+def exchange_dtype(dtype: str) -> str:
+    if dtype in ("bf16", "f16", "f32"):
+        return "f32"
+    if dtype in ("f64", "i32"):
+        return dtype
+    raise LoweringError(f"moving {dtype} elements between threads is not lowered")
+
+
+def to_exchange(ctx: Ctx, x: Block, layout: Layout, base: int = 0) -> str:
+    """Write block ``x`` into the exchange buffer at ``base + layout(element)``, between two barriers; returns
+    the buffer's name. ``layout`` maps the block's logical index to a buffer offset."""
+    w = ctx.w
+    xd = exchange_dtype(x.dtype)
+    buf = w.need_exchange(xd, base + int(cosize(layout)))
+    w.emit("cute.arch.barrier()   # earlier readers of the exchange buffer are done")
+    ref = RefVal(f"{buf}.iterator", "0", layout, xd, "smem")
+    val = x if xd == x.dtype else _convert(ctx, x, xd)
+    store(ctx, ref, str(base), layout, val, "exchange write")
+    w.emit("cute.arch.barrier()")
+    return buf
+
+
+def from_exchange(ctx: Ctx, buf: str, dtype: str, layout: Layout, shape: Any, base: int = 0,
+                  tv: Layout | None = None) -> Block:
+    """Read a block of logical shape ``shape`` from the exchange buffer at ``base + layout(element)``."""
+    xd = exchange_dtype(dtype)
+    ref = RefVal(f"{buf}.iterator", "0", layout, xd, "smem")
+    got = load(ctx, ref, str(base), layout, "exchange read", tv)
+    return got if xd == dtype else _convert(ctx, got, dtype)
+
+
+def _convert(ctx: Ctx, x: Block, dtype: str) -> Block:
+    name = ctx.w.fresh()
+    ctx.w.emit(f"{name} = {x.name}.to({dsl_dtype(dtype, 'convert')})")
+    return Block(name, dtype, x.shape, x.n, x.tv)
+
+
+def compact_index(shape: Any) -> Layout:
+    """The identity on logical indices of ``shape`` (its compact column-major layout)."""
+    from ...staging.types import compact
+
+    return compact(shape)
+
+
+__all__ = ["as_block", "compute_dtype", "from_exchange", "load", "select", "store", "to_exchange", "it"]

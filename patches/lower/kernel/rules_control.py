@@ -1,0 +1,131 @@
+"""Lowering rules of the grid and control flow: ``program_id`` (the CTA's block index, extra grid axes folded into
+z), ``num_programs`` and ``extent`` (static ints), ``fori_loop`` (a ``cutlass.range`` loop, carries in registers)
+and ``cond`` (a uniform ``if``/``else``, results in registers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import Ctx, lower_program, rule
+from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+from .writer import Writer
+
+
+@rule("program_id")
+def _program_id(ctx: Ctx, e: Any, ins: list) -> list:
+    return [Scalar(f"pid{e.params['axis']}", "i32")]
+
+
+@rule("num_programs")
+def _num_programs(ctx: Ctx, e: Any, ins: list) -> list:
+    g = ctx.grid[e.params["axis"]]
+    if type(g) is not int:
+        raise ctx.fail(f"grid extent {g} is symbolic")
+    return [Scalar(f"cutlass.Int32({g})", "i32")]
+
+
+@rule("extent")
+def _extent(ctx: Ctx, e: Any, ins: list) -> list:
+    v = e.params["value"]
+    if type(v) is not int:
+        raise ctx.fail(f"the extent {v} is symbolic; kernels lower at static shapes")
+    return [Scalar(f"cutlass.Int32({v})", "i32")]
+
+
+def _holders(ctx: Ctx, types: list, vals: list, tvs: list) -> list:
+    """Register buffers for loop carries / branch results (blocks held by ``tvs``), initialized from ``vals``."""
+    out = []
+    for t, tv in zip(types, tvs):
+        name = ctx.w.fresh("carry")
+        dt = dsl_dtype(t.dtype, "carry")
+        ctx.w.emit(f"{name} = cute.make_rmem_tensor(({1 if t.rank == 0 else tv_values(tv)},), {dt})")
+        out.append(name)
+    if vals:
+        _put(ctx, out, types, vals, tvs)
+    return out
+
+
+def _scalar(ctx: Ctx, x: Any) -> Scalar:
+    if not isinstance(x, Scalar):
+        raise ctx.fail("a rank-0 carry holds a block")
+    return x
+
+
+def _put(ctx: Ctx, names: list, types: list, vals: list, tvs: list) -> None:
+    from .memory import as_block
+
+    for name, t, v, tv in zip(names, types, vals, tvs):
+        if t.rank == 0:
+            ctx.w.emit(f"{name}[0] = {_scalar(ctx, v).expr}")
+        else:
+            n = static_size(t.shape, "carry")
+            ctx.w.emit(f"{name}.store({as_block(ctx, v, n, t.shape, tv).name})")
+
+
+def _take(ctx: Ctx, names: list, types: list, tvs: list) -> list:
+    out = []
+    for name, t, tv in zip(names, types, tvs):
+        v = ctx.w.fresh()
+        if t.rank == 0:
+            ctx.w.emit(f"{v} = {name}[0]")
+            out.append(Scalar(v, t.dtype))
+        else:
+            ctx.w.emit(f"{v} = {name}.load()")
+            out.append(Block(v, t.dtype, t.shape, static_size(t.shape, "carry"), tv))
+    return out
+
+
+def _default_tvs(types: list) -> list:
+    return [None if t.rank == 0 else block_tv(static_size(t.shape, "carry")) for t in types]
+
+
+def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list) -> list:
+    """How the loop's carries are held: as the body returns them (an accumulator of a wgmma keeps its layout), found
+    by lowering the body once into a scratch writer."""
+    tvs = _default_tvs(types)
+    real = ctx.w
+    ctx.w = Writer()
+    try:
+        carry = [Scalar("probe", t.dtype) if t.rank == 0 else Block("probe", t.dtype, t.shape,
+                 static_size(t.shape, "carry"), tv) for t, tv in zip(types, tvs)]
+        outs = lower_program(ctx, body, [Scalar("k", "i32"), *consts, *carry], "fori_body")
+    finally:
+        ctx.w = real
+    return [o.tv if isinstance(o, Block) else tv for o, tv in zip(outs, tvs)]
+
+
+@rule("fori_loop")
+def _fori(ctx: Ctx, e: Any, ins: list) -> list:
+    lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
+    if type(lo) is not int or type(hi) is not int:
+        raise ctx.fail(f"loop bounds {lo}..{hi} are symbolic; kernels lower at static shapes")
+    types = [v.type for v in e.outputs]
+    tvs = _carry_tvs(ctx, body, ins[:nc], types)
+    names = _holders(ctx, types, ins[nc:], tvs)
+    i = ctx.w.fresh("k")
+    ctx.w.emit(f"for {i} in cutlass.range({lo}, {hi}, unroll=1):")
+    with ctx.w.indent():
+        carry = _take(ctx, names, types, tvs)
+        outs = lower_program(ctx, body, [Scalar(i, "i32"), *ins[:nc], *carry], "fori_body")
+        _put(ctx, names, types, outs, tvs)
+    return _take(ctx, names, types, tvs)
+
+
+@rule("cond")
+def _cond(ctx: Ctx, e: Any, ins: list) -> list:
+    pred, ops = ins[0], ins[1:]
+    if not isinstance(pred, Scalar):
+        raise ctx.fail("the predicate must be a scalar")
+    n_true = e.params["n_true"]
+    types = [v.type for v in e.outputs]
+    tvs = _default_tvs(types)
+    names = _holders(ctx, types, [], tvs)
+    ctx.w.emit(f"if {pred.expr}:")
+    with ctx.w.indent():
+        _put(ctx, names, types, lower_program(ctx, e.params["true"], ops[:n_true], "true"), tvs)
+        ctx.w.emit("pass")
+    ctx.w.emit("else:")
+    with ctx.w.indent():
+        _put(ctx, names, types, lower_program(ctx, e.params["false"], ops[n_true:], "false"), tvs)
+        ctx.w.emit("pass")
+    return _take(ctx, names, types, tvs)

@@ -1,0 +1,253 @@
+"""Lowering rules of the value primitives: elementwise arithmetic on registers (bf16/f16 computed in f32 and rounded
+once per equation, as the interpreter does), ``copy`` (nothing: values are held by logical index), views that move
+elements between threads (``transpose``, ``broadcast``: through the shared-memory exchange), reductions over modes
+and the block ``matmul`` (SIMT: products from the exchange buffer, accumulated in f32)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...layouts import Layout
+from ...staging.types import compact, layout_of_modes, mode_layouts
+from .context import MATERIALIZE, Ctx, rule
+from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
+from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+
+UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
+         "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
+         "abs": "cute.math.abs({0})", "logistic": "{one} / ({one} + cute.math.exp(-{0}))"}
+BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}"}
+COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
+
+
+def _operand(ctx: Ctx, x: Any, cd: str) -> str:
+    """``x`` in compute dtype ``cd`` as code."""
+    if isinstance(x, Scalar) and x.expr.startswith("cutlass.") and x.dtype != "bool":
+        return x.expr if x.dtype == cd or x.dtype in ("bf16", "f16") else f"{dsl_dtype(cd, 'literal')}({x.expr})"
+    name = x.name if isinstance(x, Block) else x.expr
+    return name if x.dtype == cd else f"{name}.to({dsl_dtype(cd, 'operand')})"
+
+
+def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
+    """Emit ``op`` on Scalars/Blocks; the result is a Block when any operand is one."""
+    blocks = [x for x in ins if isinstance(x, Block)]
+    if blocks:      # all blocks held alike: the first held by a wgmma layout (an accumulator) wins
+        from .memory import retv
+
+        target = next((b.tv for b in blocks if b.tv != block_tv(b.n)), blocks[0].tv)
+        ins = [retv(ctx, x, target) if isinstance(x, Block) and x.tv != target else x for x in ins]
+        blocks = [x for x in ins if isinstance(x, Block)]
+    w = ctx.w
+    if not blocks and op in FOLD and all(x.static is not None for x in ins):
+        v = FOLD[op](*(x.static for x in ins))
+        return Scalar(f"cutlass.Int32({v})", out_dtype, v)
+    in_dtype = ins[0].dtype if op != "where" else ins[1].dtype
+    cd = compute_dtype(in_dtype)
+    one = f"{dsl_dtype(cd, 'literal')}(1.0)"
+    if op == "where":
+        p, a, b = ins
+        if not blocks:
+            raise ctx.fail("where on scalars is not lowered (use cond)")
+        n = blocks[0].n
+        code = f"cute.where({_pred(ctx, p, n, blocks[0].shape)}, {_operand(ctx, a, cd)}, {_operand(ctx, b, cd)})"
+    elif op in UNARY:
+        if op != "neg" and not cd.startswith("f"):
+            raise ctx.fail(f"{op} of {in_dtype} values is not lowered")
+        code = UNARY[op].format(_operand(ctx, ins[0], cd), one=one)
+    elif op == "relu":
+        x = _operand(ctx, ins[0], cd)
+        code = (f"cute.where({x} > {dsl_dtype(cd, 'relu')}(0), {x}, cute.full_like({x}, 0))" if blocks
+                else f"cute.math.max({x}, {dsl_dtype(cd, 'relu')}(0.0))")
+    elif op in BINARY:
+        if op == "div" and not cd.startswith("f"):
+            raise ctx.fail(f"integer division of {in_dtype} values is not lowered")
+        code = BINARY[op].format(*(_operand(ctx, x, cd) for x in ins))
+    elif op in ("maximum", "minimum"):
+        a, b = (_operand(ctx, x, cd) for x in ins)
+        cmp = ">" if op == "maximum" else "<"
+        code = f"cute.where({a} {cmp} {b}, {a}, {b})" if blocks else f"cute.math.{op[:3]}({a}, {b})"
+    elif op == "pow" and isinstance(ins[1], Scalar) and ins[1].expr.endswith(("(2.0)", "(2)", "(3.0)", "(3)")):
+        a = _operand(ctx, ins[0], cd)
+        code = " * ".join([a] * (3 if ins[1].expr.endswith(("(3.0)", "(3)")) else 2))
+    elif op in COMPARE:
+        code = f"{_operand(ctx, ins[0], cd)} {COMPARE[op]} {_operand(ctx, ins[1], cd)}"
+    else:
+        raise ctx.fail(f"elementwise {op} has no kernel lowering")
+    name = w.fresh()
+    rd = "bool" if op in COMPARE else cd
+    if rd != out_dtype:
+        code = f"({code}).to({dsl_dtype(out_dtype, op)})"
+    w.emit(f"{name} = {code}")
+    if blocks:
+        return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
+    return Scalar(name, out_dtype)
+
+
+def _pred(ctx: Ctx, p: Any, n: int, shape: Any) -> str:
+    return p.name if isinstance(p, Block) else p.expr
+
+
+ELEMENTWISE = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "logistic", "relu", "add", "sub", "mul",
+               "div", "maximum", "minimum", "pow", "where", *COMPARE]
+
+
+@rule(*ELEMENTWISE)
+def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
+    return [elementwise(ctx, e.prim.name, ins, e.outputs[0].type.dtype)]
+
+
+@rule("astype")
+def _astype(ctx: Ctx, e: Any, ins: list) -> list:
+    x, dt = ins[0], e.params["dtype"]
+    name = ctx.w.fresh()
+    ctx.w.emit(f"{name} = {x.name if isinstance(x, Block) else x.expr}.to({dsl_dtype(dt, 'astype')})")
+    return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
+
+
+@rule("copy")
+def _copy(ctx: Ctx, e: Any, ins: list) -> list:
+    return [ins[0]]      # registers hold values by logical index: a new layout moves nothing
+
+
+@rule("transpose", "broadcast")
+def _view(ctx: Ctx, e: Any, ins: list) -> list:
+    """A view reads the input's storage through its own layout: write the input to the exchange buffer at its
+    layout's offsets, read the output at the view's offsets."""
+    x, t_in, t_out = ins[0], e.inputs[0].type, e.outputs[0].type
+    n = static_size(t_out.shape, e.prim.name) if t_out.rank else 1
+    if isinstance(x, Scalar):
+        return [as_block(ctx, x, n, t_out.shape)] if t_out.rank else [x]
+    if t_out.rank == 0:
+        raise ctx.fail("a view of a block to rank 0")
+    if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv)]     # a size-1 mode added: same elements, same order
+    if e.prim.name == "transpose" and t_in.rank == 2 and e.params["perm"] == (1, 0):
+        # Moved only if a use needs it: a wgmma operand is written to shared memory from the source's registers.
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout))]
+    buf = to_exchange(ctx, x, t_in.layout)
+    return [from_exchange(ctx, buf, x.dtype, t_out.layout, t_out.shape)]
+
+
+def materialize(ctx: Ctx, b: Block) -> Block:
+    """A lazily transposed block moved between threads (write the source at its layout, read the view's)."""
+    src, lin, lout = b.lazy
+    ctx.w.comment(f"the transpose of {src.name}, moved between threads for this use")
+    buf = to_exchange(ctx, src, lin)
+    return from_exchange(ctx, buf, src.dtype, lout, b.shape)
+
+
+MATERIALIZE.append(materialize)
+
+
+def _same_order(a: Layout, b: Layout) -> bool:
+    """Whether two static layouts visit the same offsets in the same logical order."""
+    import numpy as np
+
+    from ...layouts import check, size
+
+    try:
+        ia = check.evaluate(a, np.arange(int(size(a)), dtype=np.int64))
+        ib = check.evaluate(b, np.arange(int(size(b)), dtype=np.int64))
+    except (TypeError, ValueError):  # symbolic: take the general path
+        return False
+    return ia.shape == ib.shape and bool((ia == ib).all())
+
+
+INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')"}
+
+
+@rule("reduce_sum", "reduce_max")
+def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
+    """Each thread reduces its output elements over the reduced modes, reading the exchange buffer."""
+    x, axes = ins[0], e.params["axes"]
+    t_in, t_out = e.inputs[0].type, e.outputs[0].type
+    if isinstance(x, Scalar):
+        return [x]
+    cd = exchange_dtype(x.dtype)
+    if cd == "i32" and e.prim.name == "reduce_max":
+        raise ctx.fail("reduce_max of integers is not lowered")
+    modes = mode_layouts(compact(t_in.shape))
+    kept = [m for k, m in enumerate(modes) if k not in axes]
+    red = layout_of_modes([m for k, m in enumerate(modes) if k in axes])
+    count = static_size(red.shape, "reduce")
+    buf = to_exchange(ctx, x, compact(t_in.shape))
+    w = ctx.w
+    dt = dsl_dtype(cd, "reduce")
+    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
+    red_l = w.layout(red, "the reduced modes (element offsets)", "reduced")
+    acc = w.fresh("acc")
+    if not kept:
+        w.emit(f"{acc} = cute.make_rmem_tensor((1,), {dt})")
+        w.emit(f"{acc}[0] = {dt}({INIT[e.prim.name]})")
+        _reduce_loop(ctx, acc, "0", "0", buf, red_l, count, combine)
+        name = w.fresh()
+        w.emit(f"{name} = {acc}[0]" + (f".to({dsl_dtype(t_out.dtype, 'reduce')})" if t_out.dtype != cd else ""))
+        return [Scalar(name, t_out.dtype)]
+    n = static_size(t_out.shape, "reduce")
+    per = tv_values(block_tv(n))
+    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+    base = w.layout(layout_of_modes(kept), "the kept modes (element offsets)", "kept")
+    w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
+    w.emit(f"for v in cutlass.range_constexpr({per}):")
+    with w.indent():
+        w.emit(f"{acc}[v] = {dt}({INIT[e.prim.name]})")
+        _reduce_loop(ctx, acc, "v", f"{base}({tv}((tidx, v)))", buf, red_l, count, combine)
+    name = w.fresh()
+    w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(t_out.dtype, 'reduce')})" if t_out.dtype != cd else ""))
+    return [Block(name, t_out.dtype, t_out.shape, n)]
+
+
+def _reduce_loop(ctx: Ctx, acc: str, slot: str, base: str, buf: str, red: str, count: int, combine: str) -> None:
+    w = ctx.w
+    b = w.fresh("base")
+    w.emit(f"{b} = {base}")
+    loop = f"cutlass.range_constexpr({count})" if count <= 64 else f"cutlass.range({count}, unroll=4)"
+    r = w.fresh("r")
+    w.emit(f"for {r} in {loop}:")
+    w.emit("    " + f"{acc}[{slot}] = " + combine.format(a=f"{acc}[{slot}]", b=f"{buf}[{b} + {red}({r})]"))
+
+
+@rule("matmul")
+def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
+    """SIMT block matmul: both blocks into the exchange buffer, each thread accumulates its output elements in f32."""
+    a, b = ins
+    ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
+    if ta.rank != 2 or not isinstance(a, Block) or not isinstance(b, Block):
+        raise ctx.fail("only rank-2 block matmuls are lowered")
+    M, K = (static_size(s, "matmul") for s in ta.shape)
+    N = static_size(tb.shape[1], "matmul")
+    cd = exchange_dtype(a.dtype)
+    buf = to_exchange(ctx, a, compact((M, K)))
+    w = ctx.w
+    w.emit("cute.arch.barrier()")       # the second block goes after the first; nobody reads before both are in
+    from .memory import store
+    from .values import RefVal
+
+    xd = exchange_dtype(b.dtype)
+    w.need_exchange(xd, M * K + K * N)
+    bb = b if xd == b.dtype else _conv(ctx, b, xd)
+    store(ctx, RefVal(f"{buf}.iterator", "0", compact((K, N)), xd, "smem"), str(M * K), compact((K, N)), bb, "matmul B")
+    w.emit("cute.arch.barrier()")
+    n = M * N
+    per = tv_values(block_tv(n))
+    dt = dsl_dtype("f32" if cd == "f32" else cd, "matmul")
+    tv = w.layout(block_tv(n), f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+    acc = w.fresh("acc")
+    w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
+    w.emit(f"for v in cutlass.range_constexpr({per}):")
+    with w.indent():
+        el = w.fresh("el")
+        w.emit(f"{el} = {tv}((tidx, v))")
+        w.emit(f"{acc}[v] = {dt}(0)")
+        w.emit(f"for kk in cutlass.range({K}, unroll=4):")
+        w.emit(f"    {acc}[v] = {acc}[v] + {buf}[{el} % {M} + kk * {M}] * {buf}[{M * K} + kk + ({el} // {M}) * {K}]")
+    name = w.fresh()
+    w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(to.dtype, 'matmul')})" if to.dtype != cd else ""))
+    return [Block(name, to.dtype, to.shape, n)]
+
+
+def _conv(ctx: Ctx, x: Block, dtype: str) -> Block:
+    name = ctx.w.fresh()
+    ctx.w.emit(f"{name} = {x.name}.to({dsl_dtype(dtype, 'convert')})")
+    return Block(name, dtype, x.shape, x.n, x.tv)

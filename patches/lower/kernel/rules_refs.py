@@ -1,0 +1,76 @@
+"""Lowering rules of the Ref primitives: ``get``, ``set``, ``addupdate`` (read-modify-write by the owning thread:
+accumulation within a grid point), ``ref_slice`` (``ref.at[...]``) and ``ref_tile`` (a block of a whole operand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...layouts import Layout, zipped_divide
+from ...staging.types import layout_of_modes, mode_layouts
+from .context import Ctx, rule
+from .memory import add_offsets, load, offset_of, select, store
+from .rules_math import elementwise
+from .values import RefVal, Scalar
+
+
+def _ref(ctx: Ctx, x: Any) -> RefVal:
+    if not isinstance(x, RefVal):
+        raise ctx.fail("expects a Ref")
+    return x
+
+
+@rule("get")
+def _get(ctx: Ctx, e: Any, ins: list) -> list:
+    ref = _ref(ctx, ins[0])
+    off, sel = select(ctx, ref, e.params["index"], ins[1:])
+    return [load(ctx, ref, off, sel, f"get {ref.space}")]
+
+
+@rule("set")
+def _set(ctx: Ctx, e: Any, ins: list) -> list:
+    ref = _ref(ctx, ins[0])
+    off, sel = select(ctx, ref, e.params["index"], ins[2:])
+    store(ctx, ref, off, sel, ins[1], f"set {ref.space}")
+    return []
+
+
+@rule("addupdate")
+def _addupdate(ctx: Ctx, e: Any, ins: list) -> list:
+    ref = _ref(ctx, ins[0])
+    off, sel = select(ctx, ref, e.params["index"], ins[2:])
+    old = load(ctx, ref, off, sel, f"addupdate {ref.space}")
+    new = elementwise(ctx, "add", [old, ins[1]], ref.dtype)
+    store(ctx, ref, off, sel, new, f"addupdate {ref.space}")
+    return []
+
+
+@rule("ref_slice")
+def _slice(ctx: Ctx, e: Any, ins: list) -> list:
+    ref = _ref(ctx, ins[0])
+    off, sel = select(ctx, ref, e.params["index"], ins[1:])
+    return [RefVal(ref.ptr, off, sel, ref.dtype, ref.space)]
+
+
+def block_offset(ctx: Ctx, rest: Layout, coords: list) -> list:
+    """Offset terms of block coordinates ``coords`` (Scalars) in the block modes ``rest`` of a carving."""
+    modes = mode_layouts(rest) if rest.rank else []
+    if len(modes) != len(coords):
+        raise ctx.fail(f"{len(coords)} block coordinates for the block modes {rest}")
+    terms = []
+    for m, c in zip(modes, coords):
+        if not isinstance(c, Scalar):
+            raise ctx.fail("block coordinates must be scalars")
+        terms.append(offset_of(ctx, m, c.index))
+    return terms
+
+
+@rule("ref_tile")
+def _tile(ctx: Ctx, e: Any, ins: list) -> list:
+    ref = _ref(ctx, ins[0])
+    tile, rest = mode_layouts(zipped_divide(ref.layout, e.params["tiler"]))
+    sq = e.params["squeezed"]
+    if sq:
+        kept = [m for k, m in enumerate(mode_layouts(tile)) if k not in sq]
+        tile = layout_of_modes(kept) if kept else Layout._make((), ())
+    off = add_offsets(ctx, ref.off, block_offset(ctx, rest, ins[1:]))
+    return [RefVal(ref.ptr, off, tile, ref.dtype, ref.space)]

@@ -1,0 +1,206 @@
+"""The kernel template: one CTA of THREADS threads per grid point. The prologue computes the program ids (grid axes
+past the third folded into z), carves every operand's block at its index map (a pointer offset and the block's
+layout), stages SMEM blocks and allocates scratch and the exchange buffers; then the body's equations follow, each
+lowered by its rule under the equation it comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...layouts import Layout, cosize
+from ...staging.kernel.refs import GMEM
+from ...staging.types import mode_layouts
+from ..errors import LoweringError
+from ..names import comment_block
+from . import rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
+from .context import Ctx, lower_program
+from .memory import add_offsets, fill, load, store
+from .values import THREADS, RefVal, Scalar, dsl_dtype
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A tensor argument of the lowered kernel: its dtype and the flat extent it spans (the kernel indexes it by
+    its own static layouts, so the host sees a 1-D buffer)."""
+
+    label: str
+    dtype: str
+    layout: Layout          # the flat buffer: (cosize):1
+    role: str
+    value_layout: Layout    # the program's layout of the tensor within that buffer
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What the module was lowered from: its name, grid, arguments (inputs then outputs) and the printed program."""
+
+    name: str
+    grid: tuple
+    args: tuple
+    program_text: str
+    checks: tuple = ()      # (builder, kind, payload): what patches.lower.kernel.verify establishes
+    parallel: tuple = ()    # the parallel grid axes (the CTA grid); the others are loops inside the CTA
+
+    def kernel_operands(self) -> tuple:
+        return self.args
+
+
+def _static_grid(grid: tuple) -> tuple:
+    for g in grid:
+        if type(g) is not int:
+            raise LoweringError(f"grid {grid} is symbolic; kernels lower at static shapes")
+    return tuple(grid)
+
+
+def _pid_lines(grid: tuple, par: list) -> list[str]:
+    """Program ids of the parallel axes from the CTA's block index (parallel axes past the third fold into z)."""
+    out = ["bidx, bidy, bidz = cute.arch.block_idx()"]
+    names = ["bidx", "bidy"]
+    for k, a in enumerate(par[:2]):
+        out.append(f"pid{a} = cutlass.Int32({names[k]})")
+    inner = 1
+    for a in par[2:]:
+        out.append(f"pid{a} = cutlass.Int32(bidz) // {inner} % {grid[a]}   # grid axes past the third fold into z")
+        inner *= grid[a]
+    return out
+
+
+def _uses(prog: Any, axes: list) -> bool:
+    """Whether an index map reads any of the grid axes ``axes``."""
+    used = {id(prog.params[a]) for a in axes}
+    return any(id(x) in used for e in prog.eqns for x in e.inputs) or any(id(x) in used for x in prog.outputs)
+
+
+def launch_grid(grid: tuple) -> tuple:
+    z = 1
+    for g in grid[2:]:
+        z *= g
+    return (grid[0] if grid else 1, grid[1] if len(grid) > 1 else 1, z)
+
+
+def _has_addupdate(prog: Any) -> bool:
+    return any(e.prim.name == "addupdate" or any(hasattr(v, "eqns") and _has_addupdate(v) for v in e.params.values())
+               for e in prog.eqns)
+
+
+def _full(layout: Any) -> tuple:
+    from ...staging.kernel.refs import Idx
+
+    return tuple(Idx("all") for _ in range(layout.rank)) if layout.rank else ()
+
+
+def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
+    """The CuTe DSL source of one ``kernel`` equation and its KernelSpec."""
+    p = e.params
+    grid = _static_grid(p["grid"])
+    ctx = Ctx(p["name"], grid)
+    ctx.where.append(f"kernel {p['name']}")
+    w = ctx.w
+    specs = list(p["in_specs"]) + list(p["out_specs"])
+    n_in = len(p["in_specs"])
+    types = [v.type for v in e.inputs] + [v.type for v in e.outputs]
+    args, refs, writeback = [], [], []
+    body = p["body"]
+    sem = p.get("dimension_semantics") or ("parallel",) * len(grid)
+    par = [a for a, x in enumerate(sem) if x == "parallel"]
+    seq = [a for a, x in enumerate(sem) if x != "parallel"]
+    zero_outputs = _has_addupdate(body) or bool(seq)
+    for a in seq:
+        w.emit(f"for pid{a} in cutlass.range({grid[a]}, unroll=1):   # grid axis {a} is arbitrary: a loop in the CTA")
+        w.depth += 1
+    for k, (m, t) in enumerate(zip(specs, types)):
+        role = "in" if k < n_in else "out"
+        args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role, t.layout))
+        dsl_dtype(t.dtype, f"operand {m.label}")
+        w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
+        coords = lower_program(ctx, m.index_map, [Scalar(f"pid{a}", "i32") for a in range(len(grid))],
+                               f"index map of {m.label}")
+        rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
+        off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
+        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem")
+        if m.ref_type.space == GMEM:
+            ref = window
+        else:
+            name = f"s{k}"
+            lay = w.layout(m.ref_type.layout, f"staged block of {m.label}", "smem")
+            w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
+                           f"{m.label} staged in {m.ref_type.space}"))
+            ref = RefVal(f"{name}.iterator", "0", m.ref_type.layout, t.dtype, "smem")
+            if role == "in":
+                store(ctx, ref, "0", ref.layout, load(ctx, window, window.off, window.layout, "stage in"), "stage in")
+            else:
+                writeback.append((window, ref))
+        if role == "out" and zero_outputs:      # outputs start at zero, as in the interpreter
+            if seq and _uses(m.index_map, seq):
+                raise ctx.fail(f"output {m.label} moves along an arbitrary grid axis; its blocks are not lowered")
+            for a in seq:
+                w.emit(f"if pid{a} == 0:   # the first visit of the output block")
+                w.depth += 1
+            fill(ctx, ref, ref.off, ref.layout, Scalar(f"{dsl_dtype(t.dtype, 'zero')}(0)", t.dtype), "zero")
+            w.depth -= len(seq)
+        refs.append(ref)
+    for j, st in enumerate(body.in_types[len(specs):]):
+        if st.space == GMEM:
+            raise ctx.fail(f"scratch {j} is in GMEM; give scratch buffers SMEM or RMEM")
+        name = f"scratch{j}"
+        lay = w.layout(st.layout, f"scratch {j}", "smem")
+        w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}"))
+        refs.append(RefVal(f"{name}.iterator", "0", st.layout, st.dtype, "smem"))
+    if zero_outputs or any(m.ref_type.space != GMEM for m in specs):
+        w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
+    w.comment("The kernel body.")
+    lower_program(ctx, body, refs, "body")
+    if writeback:
+        w.emit("cute.arch.barrier()")
+        for window, ref in writeback:
+            store(ctx, window, window.off, window.layout, load(ctx, ref, "0", ref.layout, "write back"), "write back")
+    if seq:
+        w.emit("cute.arch.barrier()   # this point's writes are seen by the next point of the arbitrary axes")
+        w.depth -= len(seq)
+    spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
+    return _module(ctx, spec, e), spec
+
+
+def _window_layout(m: Any) -> Layout:
+    from ...staging.types import layout_of_modes
+
+    tile = mode_layouts(m.carved)[0] if m.carved.rank == 2 else m.carved
+    if m.squeezed:
+        kept = [x for k, x in enumerate(mode_layouts(tile)) if k not in m.squeezed]
+        tile = layout_of_modes(kept) if kept else Layout._make((), ())
+    return tile
+
+
+def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
+    w = ctx.w
+    names = [f"m{k}" for k in range(len(spec.args))]
+    params = ", ".join(f"{n}: cute.Tensor" for n in names)
+    gx, gy, gz = launch_grid(tuple(spec.grid[a] for a in spec.parallel))
+    L = [f'"""CuTe DSL kernel generated by patches.lower.kernel from the kernel {e.params["name"]!r} (sanitized below).',
+         "", f"Grid {spec.grid} -> CTA grid ({gx}, {gy}, {gz}); {THREADS} threads per CTA. Arguments: "
+         + ", ".join(f"m{k} = {a.label} ({a.role}, {a.dtype})" for k, a in enumerate(spec.args)) + ".", '"""',
+         "# The kernel equation this module lowers:"]
+    from ...staging import Program
+
+    text = str(Program([], [], list(e.inputs), [e], list(e.outputs)))
+    L.extend(comment_block(text, "#   "))
+    L += ["", "import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
+          "import cutlass.memory", "import cutlass.utils.hopper_helpers as sm90_utils",
+          "from cutlass.cute.nvgpu import OperandMajorMode, warpgroup", "", f"THREADS = {THREADS}", "", ""]
+    L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
+    L += w.builder_lines()
+    L += ["@cute.jit", f"def host({params}, stream: cuda.CUstream):", '    """Launch one CTA per grid point."""',
+          f"    kernel({', '.join(names)}).launch(grid=({gx}, {gy}, {gz}), block=[THREADS, 1, 1], stream=stream)",
+          "", "", "@cute.kernel", f"def kernel({params}):", '    """One grid point per CTA."""',
+          "    tidx, _, _ = cute.arch.thread_idx()"]
+    L += ["    " + ln for ln in _pid_lines(spec.grid, list(spec.parallel))]
+    if w.smem or w.exchange:
+        L.append("    smem = cutlass.memory.SmemAllocator()")
+    for name, alloc, doc in w.smem:
+        L.append(f"    {name} = {alloc}   # {doc}")
+    for dt, n in w.exchange.items():
+        L.append(f"    xch_{dt} = smem.allocate_tensor({dsl_dtype(dt, 'exchange')}, cute.make_layout({n}), 16)"
+                 "   # moves elements between threads")
+    L += w.lines
+    return "\n".join(L) + "\n"

@@ -1,0 +1,150 @@
+"""What a kernel-IR variable becomes in the emitted CuTe DSL code: a uniform scalar, a block spread over the CTA's
+threads by a thread-value layout, or a Ref (a pointer, a dynamic offset and a static layout from patches.layouts).
+
+Every block value of ``n`` elements is held the same way, whatever its dtype or layout: thread ``t`` holds, in a
+register vector of ``V`` values, the elements of logical (column-major) index ``tv(t, v)``. So elementwise work is
+register to register, and only equations that move elements between threads (views, reductions, matmul) exchange
+them through shared memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+from typing import Any
+
+from ...layouts import Layout, make_layout, make_layout_tv
+from ...layouts import inttuple as it
+from ..errors import LoweringError
+
+THREADS = 128
+DSL_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32", "f64": "cutlass.Float64",
+              "i32": "cutlass.Int32", "i64": "cutlass.Int64", "i16": "cutlass.Int16", "i8": "cutlass.Int8",
+              "u8": "cutlass.Uint8", "u32": "cutlass.Uint32", "bool": "cutlass.Boolean"}
+NARROW = ("bf16", "f16")          # computed in f32, rounded once per equation (the interpreter's semantics)
+
+
+def dsl_dtype(dtype: str, where: str) -> str:
+    if dtype not in DSL_DTYPES:
+        raise LoweringError(f"{where}: dtype {dtype} has no CuTe DSL lowering")
+    return DSL_DTYPES[dtype]
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A value every thread holds the same copy of (grid indices, loop counters, rank-0 results): an expression."""
+
+    expr: str
+    dtype: str
+    static: int | None = None     # the value, when it is a known integer
+
+    @property
+    def index(self) -> int | str:
+        """The value as an index: the int when known, else the expression."""
+        return self.static if self.static is not None else self.expr
+
+
+@dataclass(frozen=True)
+class Block:
+    """A value of ``n`` elements (logical shape ``shape``), held per thread as a TensorSSA of ``(V,)`` named ``name``;
+    ``tv`` maps (thread, value) to the logical index (``block_tv(n)`` unless the value comes from a wgmma, whose
+    accumulator has its own thread-value layout)."""
+
+    name: str
+    dtype: str
+    shape: Any
+    n: int
+    tv: Any = None
+    lazy: Any = None     # a transpose not yet done: (the source Block, its layout, the view's layout)
+
+    def __post_init__(self) -> None:
+        if self.tv is None:
+            object.__setattr__(self, "tv", block_tv(self.n))
+
+    @property
+    def per_thread(self) -> int:
+        return tv_values(self.tv)
+
+
+def tv_values(tv: Layout) -> int:
+    """Values per thread of a thread-value layout."""
+    return int(it.product(tv.shape[1]))
+
+
+def tv_owners(tv: Layout) -> int:
+    """Threads holding distinct elements: the thread mode's leaves before its first stride-0 leaf (copies)."""
+    shape, stride = tv.shape[0], tv.stride[0]
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    n = 1
+    for s, d in leaves:
+        if d == 0 and s > 1:
+            break
+        n *= s
+    return n
+
+
+@dataclass(frozen=True)
+class RefVal:
+    """A Ref: element ``c`` lives at ``ptr + off + layout(c)``; ``off`` is an expression (0 when static)."""
+
+    ptr: str
+    off: str
+    layout: Any
+    dtype: str
+    space: str
+
+
+MAX_PER_THREAD = 128     # register values per thread a block may take
+
+
+def owners(n: int) -> int:
+    """How many threads own distinct elements of an ``n``-element block (the others hold copies)."""
+    return gcd(n, THREADS)
+
+
+def vector_width(per_thread: int) -> int:
+    """Consecutive elements per thread and chunk: the largest power of two up to 8 dividing its share."""
+    v = 1
+    while v < 8 and per_thread % (2 * v) == 0:
+        v *= 2
+    return v
+
+
+def block_tv(n: int) -> Layout:
+    """(thread, value) -> logical index of an ``n``-element block: ``make_layout_tv`` of the owner threads and a vector,
+    repeated in chunks (coalesced: chunk j of all threads is contiguous), threads past the owners holding copies."""
+    g = owners(n)
+    per = n // g
+    if per > MAX_PER_THREAD:
+        raise LoweringError(f"a block of {n} elements needs {per} values per thread ({THREADS} threads); at most "
+                            f"{MAX_PER_THREAD} fit in registers: use smaller blocks")
+    vec = vector_width(per)
+    _, tv = make_layout_tv(make_layout(g), make_layout(vec))           # (g, vec) -> t * vec + v
+    chunks, rep = per // vec, THREADS // g
+    ts, vs = _first_stride(tv, 0), _first_stride(tv, 1)
+    return Layout._make(((g, rep), (vec, chunks)), ((ts, 0), (vs, g * vec)))
+
+
+def _first_stride(tv: Layout, mode: int) -> int:
+    s = tv.stride[mode] if type(tv.shape) is tuple else tv.stride
+    return s if type(s) is int else it.flatten(s)[0]
+
+
+def static_size(shape: Any, where: str) -> int:
+    n = it.product(shape) if shape != () else 1
+    if type(n) is not int:
+        raise LoweringError(f"{where}: the block shape {it.to_str(shape)} is symbolic; kernels lower at static shapes")
+    return n
+
+
+def layout_code(layout: Layout, where: str) -> str:
+    """``cute.make_layout(shape, stride=...)`` of a static patches Layout."""
+    if not isinstance(layout, Layout):
+        raise LoweringError(f"{where}: a swizzled layout {layout} is not lowered yet (use a plain SMEM layout)")
+    for x in (it.flatten(layout.shape) if type(layout.shape) is tuple else (layout.shape,)) + \
+            (it.flatten(layout.stride) if type(layout.stride) is tuple else (layout.stride,)):
+        if type(x) is not int:
+            raise LoweringError(f"{where}: the layout {layout} is symbolic; kernels lower at static shapes")
+    if layout.shape == ():
+        return "cute.make_layout(1, stride=0)"
+    return f"cute.make_layout({layout.shape!r}, stride={layout.stride!r})"

@@ -1,0 +1,140 @@
+"""Verifying a lowered kernel from its own builders, on the CPU (patches.lower.verify's trace and report): inside a
+CuTe DSL trace the module's builder functions are called and evaluated thread by thread, value by value:
+
+* every ``layout`` builder is the patches layout it was emitted from (CuTe evaluates it at every index);
+* every block thread-value layout gives each element of the block to exactly one owner thread (copies agree);
+* every ``tv_offsets`` builder (a Ref's selection composed with a thread-value layout, for vector accesses) sends
+  (thread, value) to the offset of the element that thread holds: ``sel(tv(t, v))``;
+* every swizzled operand buffer is ``wgmma_smem_layout``'s layout at every coordinate;
+* every tiled MMA's accumulator, partitioned by CuTe over an identity tensor, holds in each register the element
+  the accumulator layout the kernel uses says (``rules_mma.accumulator_tv``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...layouts import check
+from ..verify.report import Report
+from ..verify.trace import in_trace
+from .values import THREADS, tv_owners, tv_values
+
+
+def _size(layout: Any) -> int:
+    from ...layouts import size
+
+    return int(size(layout))
+
+
+def verify_kernel(module: Any, kinds: tuple | None = None) -> Report:
+    """The Report of every check of the module's builders (``kinds``: only those kinds of check), to raise with
+    ``.raise_if_failed()``."""
+    import time
+
+    K = module.load()
+    report = Report(module.spec.name)
+    t0 = time.perf_counter()
+    in_trace(lambda: _checks(K, module.spec, report, kinds))
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
+    for name, kind, payload in spec.checks:
+        if kinds is not None and kind not in kinds:
+            continue
+        built = getattr(K, name)()
+        if kind == "layout":
+            _same_layout(built, payload, report.check(f"{name}: the patches layout {payload}"))
+        elif kind == "block_tv":
+            _block_tv(built, payload, report.check(f"{name}: a block of {payload} elements, each owned once"))
+        elif kind == "offsets":
+            _offsets(built, *payload, report.check(f"{name}: (thread, value) -> offset of the element held"))
+        elif kind == "composed":
+            _composed(built, payload, report.check(f"{name}: the swizzled operand layout {payload}"))
+        elif kind == "accumulator":
+            _accumulator(built, *payload, report.check(f"{name}: wgmma registers hold the accumulator layout's elements"))
+
+
+def _same_layout(built: Any, layout: Any, c: Any) -> None:
+    n = _size(layout)
+    want = check.evaluate(layout, np.arange(n, dtype=np.int64)).reshape(-1) if layout.shape != () else [0]
+    for i in range(n if layout.shape != () else 0):
+        got = int(built(i))
+        if got != int(want[i]):
+            c.fail(f"index {i}: CuTe evaluates {got}, the patches layout {int(want[i])}")
+    c.elements += n
+
+
+def _block_tv(built: Any, n: int, c: Any) -> None:
+    from cutlass import cute
+
+    per = int(cute.size(built, mode=[1]))
+    seen = np.zeros(n, np.int64)
+    owners = tv_owners(_as_patches(built))
+    first: dict = {}
+    for t in range(THREADS):
+        for v in range(per):
+            e = int(built((t, v)))
+            if not 0 <= e < n:
+                c.fail(f"thread {t} value {v}: element {e} outside the block of {n}")
+                continue
+            if t < owners:
+                seen[e] += 1
+                first[(t, v)] = e
+            elif first.get((t % owners, v)) != e:
+                c.fail(f"thread {t} value {v}: holds {e}, not a copy of thread {t % owners}'s element")
+    for e in np.argwhere(seen != 1)[:8].reshape(-1):
+        c.fail(f"element {int(e)} owned {int(seen[e])} times")
+    c.elements += n
+
+
+def _as_patches(built: Any) -> Any:
+    from ...layouts import Layout
+
+    return Layout._make(_static(built.shape), _static(built.stride))
+
+
+def _static(x: Any) -> Any:
+    return tuple(_static(y) for y in x) if isinstance(x, tuple) else int(x)
+
+
+def _offsets(built: Any, sel: Any, tv: Any, c: Any) -> None:
+    per = tv_values(tv)
+    for t in range(THREADS):
+        for v in range(per):
+            want = int(sel(int(tv((t, v)))))
+            got = int(built((t, v)))
+            if got != want:
+                c.fail(f"thread {t} value {v}: offset {got}, the element it holds is at {want}")
+    c.elements += THREADS * per
+
+
+def _composed(built: Any, layout: Any, c: Any) -> None:
+    n = _size(layout.outer)
+    for i in range(n):
+        got, want = int(built(i)), int(layout(i))
+        if got != want:
+            c.fail(f"index {i}: CuTe's swizzled layout gives {got}, patches.layouts.hopper {want}")
+    c.elements += n
+
+
+def _accumulator(tiled_mma: Any, m: int, n: int, tv: Any, c: Any) -> None:
+    from cutlass import cute
+
+    ident = cute.make_identity_tensor((m, n))
+    per = tv_values(tv)
+    for t in range(THREADS):
+        part = tiled_mma.get_slice(t).partition_C(ident)
+        if int(cute.size(part)) != per:
+            c.fail(f"thread {t}: {int(cute.size(part))} accumulator registers, the layout says {per}")
+            return
+        for v in range(per):
+            mm, nn = (int(x) for x in part[v])
+            e = int(tv((t, v)))
+            if (mm, nn) != (e % m, e // m):
+                c.fail(f"thread {t} register {v}: wgmma writes ({mm}, {nn}), the kernel takes it for "
+                       f"({e % m}, {e // m})")
+    c.elements += m * n

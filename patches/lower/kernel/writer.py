@@ -1,0 +1,84 @@
+"""The code writer of a kernel lowering: lines with indentation, fresh names, named layout builders (so a verifier
+can rebuild the same objects the kernel uses) and the shared-memory exchange buffers the rules ask for."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ...layouts import Layout
+from ..names import sanitize
+from .values import layout_code
+
+
+class Writer:
+    """Accumulates the kernel body; ``layout(L, why)`` returns the name of a module-level builder of ``L``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+        self._ids = itertools.count()
+        self.builders: dict[tuple, tuple[str, str, str]] = {}     # key -> (name, code, doc)
+        self.exchange: dict[str, int] = {}                         # dtype -> elements of the smem exchange buffer
+        self.smem: list[tuple[str, str, str]] = []                  # (name, allocation expression, doc)
+        self.prologue: list[str] = []
+        self.checks: list[tuple] = []     # (builder name, kind, payload): what the verifier establishes
+
+    def fresh(self, stem: str = "v") -> str:
+        return f"{stem}{next(self._ids)}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def comment(self, text: str) -> None:
+        self.emit("# " + sanitize(text))
+
+    def indent(self) -> Any:
+        w = self
+
+        class _Block:
+            def __enter__(self) -> None:
+                w.depth += 1
+
+            def __exit__(self, *exc: Any) -> None:
+                w.depth -= 1
+        return _Block()
+
+    def layout(self, layout: Layout, why: str, stem: str = "layout", check: Any = None) -> str:
+        """The call of a named builder of ``layout`` (one per distinct layout and stem); ``check`` (a kind and a
+        payload) tells the verifier what the builder must be."""
+        code = layout_code(layout, why)
+        key = (stem, code)
+        if key not in self.builders:
+            name = f"{stem}_{len(self.builders)}"
+            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"))
+            self.checks.append((name, "layout", layout))
+            if check is not None:
+                self.checks.append((name, *check))
+        return f"{self.builders[key][0]}()"
+
+    def builder(self, key: tuple, stem: str, code: str, doc: str, check: Any = None) -> str:
+        """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA)."""
+        if key not in self.builders:
+            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc))
+            if check is not None:
+                self.checks.append((self.builders[key][0], *check))
+        return f"{self.builders[key][0]}()"
+
+    def composed(self, layout: Any, why: str, stem: str = "smem") -> str:
+        """A named builder of a swizzled (composed) layout: ``cute.make_composed_layout(swizzle, offset, outer)``."""
+        sw = layout.inner
+        code = (f"cute.make_composed_layout(cute.make_swizzle({sw.bits}, {sw.base}, {sw.shift}), {layout.offset}, "
+                f"{layout_code(layout.outer, why)})")
+        return self.builder((stem, code), stem, code, f"{why}: {layout}", ("composed", layout))
+
+    def need_exchange(self, dtype: str, elements: int) -> str:
+        """The smem exchange buffer for values computed in ``dtype`` (f32 for floats, i32 for ints), at least that big."""
+        self.exchange[dtype] = max(self.exchange.get(dtype, 0), elements)
+        return f"xch_{dtype}"
+
+    def builder_lines(self) -> list[str]:
+        out = []
+        for name, code, doc in self.builders.values():
+            out += [f"def {name}():", f'    """{doc}"""', f"    return {code}", "", ""]
+        return out

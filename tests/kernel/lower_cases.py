@@ -1,0 +1,103 @@
+"""Kernels the lowering tests compile and simulate: the Pallas quickstart kernels, row softmax, layernorm, the
+K-looped tiled matmul with a bias+activation epilogue (bf16 in, f32 accumulate), flash-attention forward."""
+
+from __future__ import annotations
+
+import patches as pt
+
+
+def vector_add(n=4096, block=512, dtype="f32"):
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+    spec = pt.BlockSpec((block,), lambda i: (i,))
+    k = pt.kernel(add_kernel, pt.tensor(dtype, n), grid=(n // block,), in_specs=[spec, spec], out_specs=spec)
+    return k, [pt.tensor(dtype, n), pt.tensor(dtype, n)]
+
+
+def iota(n=8):
+    def iota_kernel(o_ref):
+        o_ref[...] = pt.program_id(0) + pt.zeros((1,), "i32")
+    k = pt.kernel(iota_kernel, pt.tensor("i32", n), grid=(n,), out_specs=pt.BlockSpec((1,), lambda i: (i,)))
+    return k, []
+
+
+def softmax(R=256, C=128, BR=8, dtype="f32"):
+    def softmax_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        e = pt.exp(x - pt.reduce_max(x, 1)[:, None])
+        o_ref[...] = e / pt.reduce_sum(e, 1)[:, None]
+    spec = pt.BlockSpec((BR, C), lambda i: (i, 0))
+    k = pt.kernel(softmax_kernel, pt.tensor(dtype, (R, C)), grid=(R // BR,), in_specs=[spec], out_specs=spec)
+    return k, [pt.tensor(dtype, (R, C))]
+
+
+def layernorm(R=256, C=128, BR=8, dtype="f32", eps=1e-5):
+    """Normalized rows (times a weight, plus a bias) and the row means: two outputs."""
+    def layernorm_kernel(x_ref, w_ref, b_ref, o_ref, mean_ref):
+        x = x_ref[...].astype("f32")
+        mu = pt.reduce_sum(x, 1) / float(C)
+        d = x - mu[:, None]
+        var = pt.reduce_sum(d * d, 1) / float(C)
+        y = d / pt.sqrt(var + eps)[:, None] * w_ref[...][None, :] + b_ref[...][None, :]
+        o_ref[...] = y.astype(o_ref.dtype)
+        mean_ref[...] = mu
+    row = pt.BlockSpec((BR, C), lambda i: (i, 0))
+    vec = pt.BlockSpec((C,), lambda i: (0,))
+    k = pt.kernel(layernorm_kernel, (pt.tensor(dtype, (R, C)), pt.tensor("f32", R)), grid=(R // BR,),
+                  in_specs=[row, vec, vec], out_specs=[row, pt.BlockSpec((BR,), lambda i: (i,))])
+    return k, [pt.tensor(dtype, (R, C)), pt.tensor("f32", C), pt.tensor("f32", C)]
+
+
+def tiled_matmul(M=256, N=256, K=256, BM=128, BN=128, BK=64, act=pt.relu):
+    """docs/kernels.md's K-looped matmul, bf16 in, f32 accumulate, bias + activation epilogue, bf16 out."""
+    def mm_kernel(a_ref, b_ref, bias_ref, c_ref):
+        acc = pt.zeros((BM, BN), "f32")
+
+        def body(k, acc):
+            return acc + pt.matmul(a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :],
+                                   preferred_element_type="f32")
+        out = pt.fori_loop(0, K // BK, body, acc) + bias_ref[...].astype("f32")[None, :]
+        c_ref[...] = act(out).astype(c_ref.dtype)
+    k = pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(M // BM, N // BN),
+                  in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j)),
+                            pt.BlockSpec((BN,), lambda i, j: (j,))],
+                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+    return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("bf16", N)]
+
+
+def quickstart_matmul(M=1024, N=1024, K=1024, act=None):
+    """Pallas's quickstart: grid (2, 2), row blocks of x and column blocks of y, one block matmul per program."""
+    def matmul_kernel(x_ref, y_ref, z_ref):
+        z = pt.matmul(x_ref[...], y_ref[...], preferred_element_type="f32")
+        z_ref[...] = (act(z) if act is not None else z).astype(z_ref.dtype)
+    k = pt.kernel(matmul_kernel, pt.tensor("bf16", (M, N)), grid=(2, 2),
+                  in_specs=[pt.BlockSpec((M // 2, K), lambda i, j: (i, 0)), pt.BlockSpec((K, N // 2), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((M // 2, N // 2), lambda i, j: (i, j)))
+    return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N))]
+
+
+def flash_attention(S=512, D=64, BQ=64, BKV=64):
+    """One Q block per program, a loop over K/V blocks, online softmax with running max and sum (f32 registers)."""
+    scale = 1.0 / D ** 0.5
+
+    def flash_kernel(q_ref, k_ref, v_ref, o_ref):
+        q = q_ref[...]
+
+        def body(j, carry):
+            m, denom, acc = carry
+            kb = k_ref[pt.ds(j * BKV, BKV), :]
+            vb = v_ref[pt.ds(j * BKV, BKV), :]
+            s = pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale
+            m_new = pt.maximum(m, pt.reduce_max(s, 1))
+            p = pt.exp(s - m_new[:, None])
+            alpha = pt.exp(m - m_new)
+            l_new = denom * alpha + pt.reduce_sum(p, 1)
+            acc = acc * alpha[:, None] + pt.matmul(p.astype("bf16"), vb, preferred_element_type="f32")
+            return m_new, l_new, acc
+        init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
+        m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
+        o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
+    q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
+    whole = pt.BlockSpec((S, D), lambda i: (0, 0))
+    k = pt.kernel(flash_kernel, pt.tensor("bf16", (S, D)), grid=(S // BQ,), in_specs=[q, whole, whole], out_specs=q)
+    return k, [pt.tensor("bf16", (S, D))] * 3
