@@ -47,12 +47,13 @@ grids = st.one_of(st.sampled_from([(2,), (1,), (4,), (2 ** 40,), (0,), (-1,), 2,
 
 @FUZZ
 @given(st.sampled_from(sorted(BODIES)), st.sampled_from(sorted(INDEX_MAPS)), blocks, spaces, grids,
-       st.one_of(st.none(), layouts), st.booleans())
-def test_kernels_run_correctly_or_raise_library_errors(body, imap, block, space, grid, layout, via_jit):
+       st.one_of(st.none(), layouts), st.booleans(),
+       st.one_of(st.none(), st.sampled_from([("parallel",), ("arbitrary",), ("arbitrary", "parallel"), ("x",)]), junk))
+def test_kernels_run_correctly_or_raise_library_errors(body, imap, block, space, grid, layout, via_jit, sem):
     def build():
         spec = pt.BlockSpec(block, INDEX_MAPS[imap], memory_space=space, layout=layout)
         return pt.kernel(BODIES[body], pt.tensor("f64", (8, 8)), grid=grid, in_specs=[spec],
-                         out_specs=pt.BlockSpec(block, INDEX_MAPS[imap]))
+                         out_specs=pt.BlockSpec(block, INDEX_MAPS[imap]), dimension_semantics=sem)
     k = only_library_errors(build)
     if k is None:
         return
