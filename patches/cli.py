@@ -5,7 +5,9 @@ walkthrough of the layout algebra), ``patches gemm`` (emit/compile one GEMM kern
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import Any
 
 from . import layouts as L
 
@@ -61,6 +63,22 @@ def _tiler(text: str) -> object:
     return L.Layout.parse(text + ":" + text).shape      # read the shape with the layout parser (no eval)
 
 
+def _pair(example: str) -> Any:
+    """An argparse type for ``MxN`` flags (``128x256``; ``X`` and spaces allowed), normalized to ``"128x256"``."""
+    def parse(text: str) -> str:
+        m = re.fullmatch(r"\s*(\d{1,6})\s*[xX]\s*(\d{1,6})\s*", text)
+        if m is None:
+            raise argparse.ArgumentTypeError(f"expected MxN such as {example}, got {text!r}")
+        return f"{int(m[1])}x{int(m[2])}"
+    return parse
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative int, got {text!r}")
+    return int(text)
+
+
 def show(args: argparse.Namespace) -> int:
     """Print a layout's facts, and draw it: as text (--text) or as an SVG file (-o)."""
     layout = _parse(args.layout)
@@ -107,9 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--k", default="4096")
     g.add_argument("--dtype", default="f16", choices=["bf16", "f16"])
     g.add_argument("--epilogue", default="", help="comma-separated: bias, relu, gelu, tanh, scale, residual")
-    g.add_argument("--tile", default="", help="CTA tile MxN, e.g. 128x256 (default: the heuristic)")
-    g.add_argument("--cluster", default="1x1", help="cluster MxN: 1x1, 2x1 or 1x2")
-    g.add_argument("--stages", type=int, default=0, help="pipeline stages (0: as many as shared memory holds)")
+    g.add_argument("--tile", default=None, type=_pair("128x256"), help="CTA tile MxN, e.g. 128x256 (default: the heuristic)")
+    g.add_argument("--cluster", default="1x1", type=_pair("2x1"), help="cluster MxN: 1x1, 2x1 or 1x2 (with --tile)")
+    g.add_argument("--stages", type=_count, default=0, help="pipeline stages (0: as many as shared memory holds; "
+                                                            "with --tile)")
     g.add_argument("--emit", default="", help="write the CuTe DSL source to this file")
     g.add_argument("--compile", action="store_true", help="compile for sm_90a and report resources and SASS counts")
     p = sub.add_parser("show", help="parse a layout, print its facts, and draw it")
@@ -138,10 +157,15 @@ def main(argv: list[str] | None = None) -> int:
         from .lower import LoweringError
         from .lower.story import gemm_command
 
+        if not args.tile and (args.cluster != "1x1" or args.stages):
+            g.error("--cluster and --stages configure the kernel together with --tile; give --tile too")
         try:
             return gemm_command(args)
         except (LoweringError, ValueError) as e:
             print(f"patches: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:  # --emit to a path that cannot be written
+            print(f"patches: cannot write {e.filename or args.emit}: {e.strerror or e}", file=sys.stderr)
             return 2
     try:
         return show(args)

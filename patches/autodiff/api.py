@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..staging.array import Array, to_array
 from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, new_main, to_user
-from ..staging.errors import fail
+from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.pytree import tree_flatten, tree_unflatten
+from ..staging.scalars import _is_py_scalar, weak_scalar
 from ..staging.types import TensorType, same_modes
 from .jvp import jvp_flat
 from .partial_eval import PETrace, tracers_to_program
@@ -36,6 +39,21 @@ def _values(leaves: list, what: str) -> list:
     return out
 
 
+def _typed(leaves: list, types: list, what: str, kind: str) -> list:
+    """Tangents or cotangents: Python scalars take the expected dtype (weak), anything else must have it."""
+    out = []
+    for i, (x, t) in enumerate(zip(leaves, types)):
+        if _is_py_scalar(x):
+            x = weak_scalar(what, x, t.dtype)
+        v = _values([x], what)[0]
+        got = get_aval(v)
+        if got.dtype != t.dtype:
+            raise fail(what, f"{kind} {i} has dtype {got.dtype}, but the value it stands for is {t.dtype} "
+                             "(convert it with astype)", t, got)
+        out.append(v)
+    return out
+
+
 def _flat_fun(f: Callable, in_tree: Any) -> Callable:
     return lambda *xs: f(*tree_unflatten(in_tree, list(xs)))
 
@@ -45,6 +63,7 @@ def _flat_fun(f: Callable, in_tree: Any) -> Callable:
 
 def jvp(f: Callable, primals: Any, tangents: Any) -> tuple:
     """(f(*primals), the derivative of f at primals applied to tangents); both pytrees like f's output."""
+    check_callable("jvp", f, None, "f")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise fail("jvp", "primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
@@ -83,7 +102,7 @@ class LinearFunction:
         leaves, tree = tree_flatten(tuple(tangents))
         if tree != self.in_tree:
             raise fail("linearize", f"expected tangents structured like {self.in_tree}, got {tree}")
-        ts = [t for t, d in zip(_values(leaves, "linearize"), self.diff) if d]
+        ts = [t for t, d in zip(_typed(leaves, self.primal_types, "linearize", "tangent"), self.diff) if d]
         outs = eval_program(self.program, ts)
         return tree_unflatten(self.out_tree, [to_user(o) for o in outs])
 
@@ -113,6 +132,7 @@ def linearize_flat(f: Callable, primals: list) -> tuple[list, Program, Any, list
 
 def linearize(f: Callable, *primals: Any) -> tuple:
     """(f(*primals), f_jvp): f_jvp(*tangents) applies the derivative; ``f_jvp.program`` is the linear Program."""
+    check_callable("linearize", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     ps = _values(leaves, "linearize")
     outs, program, out_tree, diff = linearize_flat(_flat_fun(f, in_tree), ps)
@@ -150,7 +170,7 @@ class VJPFunction:
         leaves, tree = tree_flatten(cotangent)
         if tree != self.out_tree:
             raise fail("vjp", f"expected a cotangent structured like the output {self.out_tree}, got {tree}")
-        cts = self.flat(_values(leaves, "vjp"))
+        cts = self.flat(_typed(leaves, self.out_types, "vjp", "cotangent"))
         return tree_unflatten(self.in_tree, [to_user(c) for c in cts])
 
 
@@ -162,6 +182,7 @@ def vjp_flat(f: Callable, primals: list) -> tuple[list, VJPFunction, Any]:
 
 def vjp(f: Callable, *primals: Any) -> tuple:
     """(f(*primals), f_vjp): f_vjp(cotangent) gives a tuple of cotangents, one per primal argument."""
+    check_callable("vjp", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree), _values(leaves, "vjp"))
     fn.in_tree = in_tree
@@ -171,8 +192,14 @@ def vjp(f: Callable, *primals: Any) -> tuple:
 # -- grad ---------------------------------------------------------------------------------------
 
 
+def _copy_tree(tree: Any) -> Any:
+    leaves, td = tree_flatten(tree)
+    return tree_unflatten(td, [np.array(x) if isinstance(x, np.ndarray) else x for x in leaves])
+
+
 def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
     """A function returning (f(*args), gradient of f's scalar output with respect to args[argnums])."""
+    check_callable("grad", f, None, "f")
     many = not isinstance(argnums, int)
     if many and not (isinstance(argnums, (tuple, list)) and argnums):
         raise fail("grad", f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
@@ -182,7 +209,8 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
         for n in nums:
             if type(n) is not int or not -len(args) <= n < len(args):
                 raise fail("grad", f"argnums={argnums!r} does not name arguments of a call with {len(args)} arguments")
-        idx = [n % len(args) for n in nums]
+        positions = [n % len(args) for n in nums]
+        idx = list(dict.fromkeys(positions))  # a position named twice gets its gradient twice (as in JAX)
         diff_args = [args[i] for i in idx]
         d_leaves, d_tree = tree_flatten(tuple(diff_args))
         values = _values(d_leaves, "grad")
@@ -205,8 +233,13 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
         if t.rank != 0 or not is_differentiable(t):
             raise fail("grad", "f must return a floating-point scalar (rank 0); use vjp for other outputs", t)
         cts = fn.flat([scalar(1, t.dtype)])
-        grads = tree_unflatten(d_tree, [to_user(c) for c in cts])
-        return to_user(outs[0]), (grads if many else grads[0])
+        grads = dict(zip(idx, tree_unflatten(d_tree, [to_user(c) for c in cts])))
+        seen: set = set()
+        picked = []
+        for i in positions:  # a repeated position gets its own copy, so writing one leaves the other alone
+            picked.append(_copy_tree(grads[i]) if i in seen else grads[i])
+            seen.add(i)
+        return to_user(outs[0]), (tuple(picked) if many else picked[0])
 
     return wrapped
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..staging import primitives as P
 from ..staging.array import Array, to_array
 from ..staging.core import Trace, Tracer, bind_multi, full_lower, full_raise, get_aval, is_tensor_like, new_main, to_user
-from ..staging.errors import fail
+from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.types import TensorType, drop_mode, logical_shape, modes_of, shape_of_modes
@@ -99,6 +99,8 @@ def _axes_for(in_axes: Any, args: tuple) -> list:
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     """Map f over a batch mode of its arguments (``in_axes``), putting the batch at ``out_axes`` of the outputs."""
+    check_callable("vmap", f, None, "f")
+
     def batched(*args: Any) -> Any:
         leaves, in_tree = tree_flatten(args)
         axes = _axes_for(in_axes, args)

@@ -22,6 +22,7 @@ from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from ..staging.types import TensorType, compact, mode_layouts, modes_of, shape_of_modes
 from .batching import batch_rules, move_bdim
+from .kernel_eval import eval_body
 
 
 def shift_axes(prog: Program, by: int) -> Program:
@@ -91,7 +92,7 @@ def _retyped(body: Program, want: list) -> Program:
     types = want + body.in_types[len(want):]
 
     def restage(*refs: Any) -> list:
-        eval_program(body, list(refs))
+        eval_body(body, list(refs))  # nested loop and branch bodies are staged again on the new Ref types
         return []
     return stage_flat(restage, types, tree_flatten(tuple(range(len(types))))[1], body.name)
 

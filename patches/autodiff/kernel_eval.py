@@ -9,14 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..staging.core import bind_multi
+from ..staging.core import bind_multi, get_aval
 from ..staging.ir import Literal, Program, effectful
 from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
 from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 
 
 def read_env(env: dict, a: Any) -> Any:
-    return a.value if type(a) is Literal else env[id(a)]
+    return a.bound() if type(a) is Literal else env[id(a)]
+
+
+def _retyped(staged: list, vals: list) -> bool:
+    """Whether values differ in type from those a nested body was staged for (Refs re-carved by vmap, or
+    replaced by buffers of another memory space by jvp): the body is then staged again on the values."""
+    return any(t != get_aval(v) for t, v in zip(staged, vals))
+
+
+def bind_fori(vals: list, point: list | None = None, grid: tuple | None = None, *, lower: Any, upper: Any,
+              body: Program, n_consts: int) -> list:
+    """A ``fori_loop`` equation bound on ``vals``, its body re-staged when program ids are replaced by ``point``
+    or when the values' types are not those it was staged for."""
+    if point is None and not _retyped(body.in_types[1:], vals):
+        return bind_multi(fori_p, *vals, lower=lower, upper=upper, body=body, n_consts=n_consts)
+    consts, carry = vals[:n_consts], vals[n_consts:]
+    types = body.in_types[1 + n_consts:]
+    staged = stage_body(lambda i, *c: eval_body(body, [i, *consts, *c], point, grid), [I32, *types],
+                        "fori_body", types)
+    return bind_loop(staged, carry, lower, upper)
 
 
 def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list:
@@ -25,15 +44,10 @@ def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list
         return [point[e.params["axis"]]]
     if point is not None and e.prim is num_programs_p:
         return [extent(grid[e.params["axis"]])]
-    if point is not None and e.prim is fori_p:
-        n = e.params["n_consts"]
-        consts, carry = vals[:n], vals[n:]
-        body = e.params["body"]
-        types = body.in_types[1 + n:]
-        staged = stage_body(lambda i, *c: eval_body(body, [i, *consts, *c], point, grid), [I32, *types],
-                            "fori_body", types)
-        return bind_loop(staged, carry, e.params["lower"], e.params["upper"])
-    if point is not None and e.prim is cond_p:
+    if e.prim is fori_p:
+        return bind_fori(vals, point, grid, **e.params)
+    if e.prim is cond_p and (point is not None or _retyped(e.params["true"].in_types + e.params["false"].in_types,
+                                                             vals[1:])):
         from ..staging.kernel.control import cond
 
         n = e.params["n_true"]

@@ -20,7 +20,7 @@ from ..staging.kernel.control import I32, conform_to, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
 from .jvp import jvp_rules
-from .kernel_eval import dce, lean_kernel, used_params
+from .kernel_eval import bind_fori, dce, lean_kernel, used_params
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
@@ -40,7 +40,7 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
     def read(a: Any) -> tuple:
         from ..staging.ir import Literal
 
-        return (a.value, None) if type(a) is Literal else env[id(a)]
+        return (a.bound(), None) if type(a) is Literal else env[id(a)]
 
     for e in prog.eqns:
         ps, ts = zip(*(read(a) for a in e.inputs)) if e.inputs else ((), ())
@@ -87,7 +87,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     carry = ps[n_consts:]
     tin = [k for k, t in enumerate(ct) if t is not None]
     diff = [k for k, x in enumerate(carry) if is_differentiable(get_aval(x))]
-    ctypes = body.in_types[1:1 + n_consts]
+    ctypes = [get_aval(x) for x in cp]  # the Refs may be other buffers than the body was staged for
     rtypes = body.in_types[1 + n_consts:]
     init_t = [conform_to(ts[n_consts + k] if ts[n_consts + k] is not None else _zeros(carry[k]), rtypes[k]) for k in diff]
     ttypes = [rtypes[k] for k in diff]
@@ -118,7 +118,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
         for k, t in zip(diff, outs[n_r:]):
             res[k] = (res[k][0], t)
         return res
-    primal = bind_multi(fori_p, *cp, *carry, lower=lower, upper=upper, body=body, n_consts=n_consts)
+    primal = bind_fori([*cp, *carry], lower=lower, upper=upper, body=body, n_consts=n_consts)
     keep = [v for k, v in enumerate(tangent_only.params) if k not in carry_p]
     t_prog = Program([], [], keep, tangent_only.eqns, tangent_only.outputs, None, None, TANGENT_LOOP)
     touts = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *init_t, lower=lower, upper=upper,

@@ -54,7 +54,7 @@ def backward_pass(prog: Program, args: list, cts_out: list) -> list:
             env[id(v)] = x
 
     def read(a: Any) -> Any:
-        return a.value if type(a) is Literal else env[id(a)]
+        return a.bound() if type(a) is Literal else env[id(a)]
 
     def is_lin(a: Any) -> bool:
         return type(a) is not Literal and id(a) in linear

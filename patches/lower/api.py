@@ -28,8 +28,11 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     patches.lower.kernel (the kernel's body, rule by rule)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
-    if target not in TARGETS:
+    if not isinstance(target, str) or target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if config is not None and not isinstance(config, TileConfig):
+        raise LoweringError(f"config must be a TileConfig (or None for the heuristic), got {type(config).__name__} "
+                            f"{config!r}")
     if any(e.prim.name == "kernel" for e in prog.eqns):
         return lower_kernel(prog)
     if target == "simt":

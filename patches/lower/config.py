@@ -31,6 +31,9 @@ class TileConfig:
     stages: int = 0
     persistent: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)  # a configuration the template does not implement is refused where it is written
+
     @property
     def tile(self) -> tuple[int, int, int]:
         return (self.tile_m, self.tile_n, self.tile_k)
@@ -57,18 +60,31 @@ class TileConfig:
 EPI_STAGES = 2
 
 
-def check_config(cfg: TileConfig, ab_dtype: str) -> None:
-    """Refuse configurations the kernel template does not implement, naming the field."""
+def check_fields(cfg: TileConfig) -> None:
+    """Refuse field values the kernel template does not implement (for any dtype), naming the field."""
+    for f in ("tile_m", "tile_n", "tile_k", "cluster_m", "cluster_n", "stages"):
+        v = getattr(cfg, f)
+        if type(v) is not int:
+            raise LoweringError(f"TileConfig.{f} must be an int, got {type(v).__name__} {v!r}")
+    if type(cfg.persistent) is not bool:
+        raise LoweringError(f"TileConfig.persistent must be a bool, got {cfg.persistent!r}")
     if (cfg.tile_m, cfg.tile_n) not in TILES_MN:
         raise LoweringError(f"CTA tile {cfg.tile_m}x{cfg.tile_n} is not supported; choose one of "
                             + ", ".join(f"{m}x{n}" for m, n in TILES_MN))
-    if cfg.tile_k * DTYPE_BYTES[ab_dtype] != 128:
-        raise LoweringError(f"tile_k must be {128 // DTYPE_BYTES[ab_dtype]} for {ab_dtype} (one 128-byte swizzle row), "
-                            f"got {cfg.tile_k}")
+    if cfg.tile_k not in {128 // b for b in DTYPE_BYTES.values()}:
+        raise LoweringError(f"tile_k must be 64 (16-bit operands) or 32 (32-bit), one 128-byte swizzle row; got {cfg.tile_k}")
     if cfg.cluster not in CLUSTERS:
         raise LoweringError(f"cluster {cfg.cluster_m}x{cfg.cluster_n} is not supported; choose 1x1, 2x1 or 1x2")
     if cfg.stages < 0 or cfg.stages == 1:
         raise LoweringError(f"stages must be 0 (from smem capacity) or at least 2, got {cfg.stages}")
+
+
+def check_config(cfg: TileConfig, ab_dtype: str) -> None:
+    """Refuse configurations the kernel template does not implement, naming the field."""
+    check_fields(cfg)
+    if cfg.tile_k * DTYPE_BYTES[ab_dtype] != 128:
+        raise LoweringError(f"tile_k must be {128 // DTYPE_BYTES[ab_dtype]} for {ab_dtype} (one 128-byte swizzle row), "
+                            f"got {cfg.tile_k}")
 
 
 def smem_bytes(cfg: TileConfig, ab_dtype: str, c_dtype: str, stages: int) -> int:

@@ -26,6 +26,7 @@ from .spec import GemmSpec
 _counter = itertools.count()
 CUTLASS_DTYPE = {"bf16": "BFloat16", "f16": "Float16", "f32": "Float32", "tf32": "TFloat32", "bool": "Boolean",
                  "i8": "Int8", "u8": "Uint8", "i16": "Int16", "u16": "Uint16", "i32": "Int32", "u32": "Uint32"}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # terminal colour and cursor codes in compiler messages
 
 
 def tool(name: str) -> str | None:
@@ -108,6 +109,12 @@ class Module:
         """cute.compile the host function for ``arch`` with fake tensors; no GPU needed."""
         import cutlass.cute as cute
 
+        if not isinstance(arch, str) or re.fullmatch(r"sm_\d+a?", arch) is None:
+            raise LoweringError(f"arch must name a GPU architecture such as sm_90a, got {arch!r}")
+        if self.kind == "gemm" and arch != "sm_90a":
+            raise LoweringError(f"{self.spec.name} is a Hopper GEMM (TMA, mbarriers and wgmma need sm_90a); it cannot "
+                                f"be compiled for {arch}")
+
         _ensure_tools_on_path()
         work = Path(tempfile.mkdtemp(prefix="patches_build_"))
         dump = work / "dump"
@@ -119,7 +126,8 @@ class Module:
         try:
             compiled = cute.compile(mod.host, *args, options=options)
         except Exception as e:  # the DSL raises its own types; keep the first line of its message
-            raise LoweringError(f"cute.compile failed for {self.spec.name}: {str(e).strip().splitlines()[0]}") from e
+            first = (_ANSI.sub("", str(e)).strip().splitlines() or [type(e).__name__])[0]  # no terminal colour codes
+            raise LoweringError(f"cute.compile failed for {self.spec.name}: {first}") from e
         seconds = time.perf_counter() - t0
         return Executable(self, compiled, seconds, dump)
 
@@ -220,7 +228,11 @@ class Executable:
         """Run on a GPU: torch tensors for the program's parameters in, the output (allocated here) out."""
         from .runtime import run
 
-        return run(self, tensors)
+        try:
+            return run(self, tensors)
+        except ModuleNotFoundError as e:
+            raise LoweringError(f"calling a compiled kernel needs {e.name} (PyTorch with CUDA, on a machine with an "
+                                "NVIDIA Hopper GPU); without one, .export() the kernel and run it where there is") from None
 
     def export(self, directory: str | os.PathLike) -> Path:
         """Ahead-of-time: CuTe DSL's C header and object, a C loader shim and a ctypes binding, in ``directory``."""

@@ -40,7 +40,7 @@ def gemm_program(m: Any, n: Any, k: Any, dtype: str, epilogue: list[str]) -> Any
             elif e == "tanh":
                 y = pt.tanh(y)
             elif e == "gelu":                 # the sigmoid approximation x * logistic(1.702 x)
-                y = y * pt.logistic(y * pt.full((), 1.702, dtype))
+                y = y * pt.logistic(y * 1.702)  # a weak scalar: a literal of the dtype
         return y
 
     return pt.stage(f, *types)

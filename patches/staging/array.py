@@ -166,6 +166,28 @@ class Array(Operators):
         return Array.from_logical(self.logical(), layout, self.dtype)
 
 
+ELEMENT_LIMIT = 1 << 28  # elements one value of the numpy interpreter may allocate (2 GiB of f64)
+
+
+@lru_cache(maxsize=8192)
+def _span(layout: Layout) -> int | None:
+    """How many elements a value stored in ``layout`` spans (1 for a broadcast view); None when symbolic."""
+    plan = _plan(layout)
+    if plan is None:
+        return None
+    return 1 + sum((s - 1) * abs(d) for s, d in zip(plan.leaf_shape, plan.leaf_strides))
+
+
+def check_allocation(layout: Layout, what: str) -> None:
+    """Refuse a value that would span more than ``ELEMENT_LIMIT`` elements, before numpy tries to allocate it."""
+    n = _span(layout)
+    if n is not None and n > ELEMENT_LIMIT:
+        text = str(layout) if len(str(layout)) < 80 else str(layout)[:77] + "..."
+        count = f"{n:,}" if n < 10 ** 15 else f"{float(n):.3g}"
+        raise fail(what, f"the result {text} would span {count} elements, more than the numpy interpreter allocates "
+                         f"({ELEMENT_LIMIT:,}); evaluate a smaller problem (staging and lowering have no such limit)")
+
+
 def to_array(x: Any, dtype: str | None = None) -> Array:
     """An Array from an Array, a numpy array or scalar, or a Python scalar (f32/i32/bool unless ``dtype`` says)."""
     if isinstance(x, Array):
@@ -174,7 +196,11 @@ def to_array(x: Any, dtype: str | None = None) -> Array:
         return Array.from_numpy(x, dtype)
     if isinstance(x, (bool, int, float)):
         name = dtype or dtypes.of_python_scalar(x)
-        return Array(dtypes.cast(np.array([x]), name), 0, SCALAR_LAYOUT, name)
+        if isinstance(x, int) and not isinstance(x, bool):
+            dtypes.check_int_fits(x, name)
+        with np.errstate(over="ignore"):  # a float past the dtype's range rounds to inf
+            return Array(dtypes.cast(np.array([x], dtype=object if isinstance(x, int) else None).astype(
+                dtypes.to_numpy(name)), name), 0, SCALAR_LAYOUT, name)
     raise fail(None, f"expected a tensor (an Array, a numpy array or a Python number), got {type(x).__name__} {x!r}")
 
 

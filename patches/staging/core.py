@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..layouts import LayoutError
+from ..layouts import Layout, LayoutError
 from . import dtypes
-from .array import Array, to_array
+from .array import Array, check_allocation, to_array
 from .errors import StagingError, fail
 from .operators import Operators
 from .types import SCALAR_LAYOUT, TensorType
@@ -152,6 +152,9 @@ class EvalTrace(Trace):
         rule = impl_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "no numpy implementation")
+        for t in abstract_eval(prim, [t.type for t in tracers], params):  # eager ops are checked as staged ones are
+            if isinstance(t, TensorType) and isinstance(t.layout, Layout):
+                check_allocation(t.layout, prim.name)
         return apply_rule(prim, rule, tracers, params)
 
 
@@ -179,6 +182,9 @@ def find_top_trace(args: Any) -> Trace:
     for x in args:
         if isinstance(x, Tracer):
             m = x._trace.main
+            if m.level >= len(trace_stack) or trace_stack[m.level] is not m:
+                raise fail(None, f"a value traced by {m.trace_type.__name__} ({x.aval}) was used after its "
+                                 "transformation finished (a leaked tracer: return it instead of storing it)")
             if m.level > top.level:
                 top = m
     return top.trace_type(top)

@@ -72,6 +72,20 @@ def cast(values: Any, name: str) -> np.ndarray:
     return round_bf16(out) if name == "bf16" else out
 
 
+def check_int_fits(x: int, name: str, where: str | None = None) -> None:
+    """Refuse a Python int that ``name`` cannot hold (an int dtype wraps it, a float one cannot reach it)."""
+    if name in INTS:
+        info = np.iinfo(_NUMPY[name])
+        lo, hi = int(info.min), int(info.max)
+    elif name in FLOATS:
+        lo, hi = -(2 ** 1024), 2 ** 1024
+    else:
+        return
+    if not lo <= x <= hi:
+        shown = str(x) if abs(x) < 2 ** 128 else f"(an int of {x.bit_length()} bits)"
+        raise fail(where, f"the Python int {shown} does not fit in {name}")
+
+
 def is_float(name: str) -> bool:
     return name in FLOATS
 

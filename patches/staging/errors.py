@@ -47,3 +47,38 @@ def fail(primitive: str | None, message: str, *types: Any) -> StagingError:
     if site:
         head += f"\n  at {site}"
     return StagingError(head, primitive, tuple(types), site)
+
+
+def check_callable(where: str, f: Any, nargs: int | None, what: str) -> None:
+    """Refuse ``f`` up front when it is not callable, or cannot take ``nargs`` positional arguments (when its
+    signature says so), instead of a TypeError from deep inside the library."""
+    if not callable(f):
+        raise fail(where, f"{what} must be a function, got {type(f).__name__} {f!r}")
+    if nargs is None:
+        return
+    import inspect
+
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        sig.bind(*range(nargs))
+    except TypeError:
+        raise fail(where, f"{what} is called with {nargs} positional argument{'s' if nargs != 1 else ''}, but its "
+                          f"signature is {getattr(f, '__name__', 'f')}{sig}") from None
+
+
+def check_name(where: str, name: Any) -> str:
+    """A name given for a program or kernel: a one-line string (it is printed inside the program's text)."""
+    if not isinstance(name, str) or not name or not name.isprintable():
+        raise fail(where, f"name must be a non-empty printable one-line string, got {name!r}")
+    return name
+
+
+def name_of(f: Any, default: str) -> str:
+    """The name of a function for printed programs, escaped to one printable line."""
+    name = getattr(f, "__name__", None)
+    if not isinstance(name, str) or not name:
+        return default
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")

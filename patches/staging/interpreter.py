@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..layouts import check
+from ..layouts import Layout, check
 from . import dtypes
-from .array import Array, to_array
+from .array import Array, check_allocation, to_array
 from .core import Tracer, bind_multi, impl_rules
 from .errors import fail
 from .ir import Literal, Program, program_functions
@@ -29,6 +29,8 @@ def evaluate(prog: Program, *args: Any) -> Any:
     With traced arguments (inside jit, grad, vmap, ...) the program's equations are bound instead, so
     evaluating a program composes with every transformation.
     """
+    if not isinstance(prog, Program):
+        raise fail("evaluate", f"expected a Program (from pt.stage), got {type(prog).__name__}")
     leaves, tree = tree_flatten(args)
     if len(leaves) != len(prog.params):
         raise fail("evaluate", f"{prog.name} takes {len(prog.params)} arrays ({prog.in_tree}), got {len(leaves)} ({tree})")
@@ -52,11 +54,36 @@ def bind_argument(t: TensorType, x: Any, i: int, name: str = "evaluate") -> Arra
     if want != got:
         raise fail(name, f"argument {i} has shape {got}, the program expects {t}", a.type)
     if a.dtype != t.dtype:
-        dst = dtypes.to_numpy(t.dtype)
         if dtypes.kind(a.dtype) != dtypes.kind(t.dtype):
             raise fail(name, f"argument {i} has dtype {a.dtype}, the program expects {t}", a.type)
-        a = Array.from_logical(a.logical().astype(dst), t.layout, t.dtype)
-    return a.relayout(t.layout)
+        a = Array.from_logical(_narrowed(a.logical(), a.dtype, t.dtype, i, name), t.layout, t.dtype)
+    if a.layout == t.layout:
+        return a
+    check_allocation(t.layout, name)
+    out = a.relayout(t.layout)
+    if not injective(t.layout) and not np.array_equal(out.logical(), a.logical(), equal_nan=True):
+        raise fail(name, f"argument {i} differs between coordinates that the parameter's layout {t.layout} stores in "
+                         "one element, so binding it would lose values (pass an array constant along its stride-0 "
+                         "modes, or stage the program for a layout that holds every element)", a.type)
+    return out
+
+
+def _narrowed(src: np.ndarray, have: str, want: str, i: int, name: str) -> np.ndarray:
+    """``src`` converted to dtype ``want`` of the same kind, refusing values that do not survive it (an int that
+    wraps, a finite float that becomes inf); rounding a float to a shorter mantissa is what conversion means."""
+    with np.errstate(all="ignore"):
+        out = dtypes.cast(src, want)
+        if dtypes.is_int(want):
+            bad = (out.astype(src.dtype) != src) | ((out < 0) != (src < 0))
+        elif dtypes.is_float(want):
+            bad = np.isfinite(src) & ~np.isfinite(out)
+        else:
+            bad = np.zeros(src.shape, dtype=bool)
+    if bad.any():
+        k = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise fail(name, f"argument {i} holds {src[k].item()!r} at {k}, which {want} cannot represent (the program was "
+                         f"staged for {want}, the argument is {have}); convert it explicitly or stage for {have}")
+    return out
 
 
 _SYMBOLS: list = [None]
@@ -102,6 +129,10 @@ def _run(prog: Program, args: list, symbols: dict | None) -> list:
                     env[id(v)] = o
                 continue
             params = substitute(params, symbols)
+        else:
+            for v in e.outputs:
+                if isinstance(v.type.layout, Layout):
+                    check_allocation(v.type.layout, e.prim.name)
         outs = impl_rules[e.prim](*(read(a) for a in e.inputs), **params)
         for v, o in zip(e.outputs, outs):
             env[id(v)] = o
@@ -139,8 +170,8 @@ def eval_program(prog: Program, args: list) -> list:
         env[id(v)] = x if prog.symbolic else conform(x, v.type, i, prog.name)
 
     def read(a: Any) -> Any:
-        if type(a) is Literal:     # an emulated dtype (bf16) has no numpy scalar: carry it as an Array
-            return to_array(a.value, a.type.dtype) if a.type.dtype in dtypes.EMULATED else a.value
+        if type(a) is Literal:
+            return a.bound()
         return env[id(a)]
 
     for e in prog.eqns:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .array import Array
+from .array import Array, to_array
+from .dtypes import EMULATED
 from .pytree import LEAF, TreeDef
 from .symbols import is_symbolic
 from .types import TensorType
@@ -62,6 +63,15 @@ class Literal:
         self.value = value
         self.type = type
         self.array = None  # the interpreter's Array of the value, made on first use
+
+    def bound(self) -> Any:
+        """The value to bind again when a program is re-run under transformations: the numpy scalar, or for an
+        emulated dtype (bf16, which no numpy scalar carries) a rank-0 Array, so the literal keeps its dtype."""
+        if self.type.dtype in EMULATED:
+            if self.array is None:
+                self.array = to_array(self.value, self.type.dtype)
+            return self.array
+        return self.value
 
     def __repr__(self) -> str:
         return f"Literal({self.value})"

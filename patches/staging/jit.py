@@ -12,7 +12,7 @@ from typing import Any
 
 from .array import Array
 from .core import bind_multi, get_aval, is_tensor_like, to_user
-from .errors import fail
+from .errors import check_callable, check_name, fail, name_of
 from .interpreter import run
 from .ir import Program
 from .primitives.registry import primitive
@@ -39,8 +39,9 @@ class Jitted:
     """A function staged once per input types (and pytree structure) and run as a ``call`` of the cached program."""
 
     def __init__(self, f: Any, name: str | None = None) -> None:
+        check_callable("jit", f, None, "f")
         self.f = f
-        self.name = name or getattr(f, "__name__", "jitted")
+        self.name = check_name("jit", name) if name is not None else name_of(f, "jitted")
         self.cache: dict[Any, tuple[Program, Program]] = {}
         functools.update_wrapper(self, f)
 

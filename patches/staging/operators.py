@@ -92,6 +92,13 @@ class Operators:
     def __getitem__(self, index: Any) -> Any:
         return _OPS.getitem(self, index)
 
+    def __len__(self) -> int:
+        """The size of mode 0 (as numpy's and JAX's ``len``), when it is a static int."""
+        return _OPS.length(self)
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
     @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return _OPS.transpose(self)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import fail
+
 
 class TreeDef:
     """The structure of a pytree with its leaves taken out; equal structures compare and hash equal."""
@@ -38,20 +40,27 @@ class TreeDef:
 LEAF = TreeDef(None, None, ())
 
 
+MAX_DEPTH = 200  # deeper nesting is refused (a cycle, or a structure no program has), not a RecursionError
+
+
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
     leaves: list = []
-    return leaves, _flatten(tree, leaves)
+    return leaves, _flatten(tree, leaves, 0)
 
 
-def _flatten(x: Any, leaves: list) -> TreeDef:
+def _flatten(x: Any, leaves: list, depth: int) -> TreeDef:
     t = type(x)
+    if depth > MAX_DEPTH and (t is tuple or t is list or t is dict or isinstance(x, tuple)):
+        raise fail(None, f"a pytree (nested tuples, lists and dicts) deeper than {MAX_DEPTH} levels, or one that "
+                         "contains itself")
+    d = depth + 1
     if t is tuple or t is list:
-        return TreeDef(t, None, tuple(_flatten(c, leaves) for c in x))
+        return TreeDef(t, None, tuple(_flatten(c, leaves, d) for c in x))
     if t is dict:
         keys = tuple(sorted(x, key=repr))
-        return TreeDef(dict, keys, tuple(_flatten(x[k], leaves) for k in keys))
+        return TreeDef(dict, keys, tuple(_flatten(x[k], leaves, d) for k in keys))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
-        return TreeDef(t, None, tuple(_flatten(c, leaves) for c in x))
+        return TreeDef(t, None, tuple(_flatten(c, leaves, d) for c in x))
     leaves.append(x)
     return LEAF
 

@@ -16,6 +16,10 @@ def _is_py_scalar(x: Any) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, (Tracer, np.generic))
 
 
+def _short(x: Any) -> str:
+    return f"{x}" if isinstance(x, float) or abs(x) < 2 ** 128 else f"(an int of {x.bit_length()} bits)"
+
+
 def weak_scalar(name: str, x: Any, dtype: str | None) -> Any:
     """A Python scalar as a numpy scalar of ``dtype`` (the dtype of the tensor it meets)."""
     if dtype is None:
@@ -24,12 +28,34 @@ def weak_scalar(name: str, x: Any, dtype: str | None) -> Any:
         raise fail(name, f"cannot combine a {dtype} tensor with the Python float {x} (convert with astype)")
     elif dtype == "bool" and not isinstance(x, bool):
         raise fail(name, f"cannot combine a bool tensor with the Python number {x}")
-    if dtype in dtypes.EMULATED:  # no numpy scalar type carries the name: a rank-0 Array does
-        return to_array(x, dtype)
-    return dtypes.to_numpy(dtype).type(x)
+    if dtypes.is_int(dtype):  # an int that wraps would be silently wrong (JAX refuses it too)
+        info = np.iinfo(dtypes.to_numpy(dtype))
+        if not info.min <= int(x) <= info.max:
+            raise fail(name, f"the Python number {_short(x)} does not fit in {dtype} "
+                             f"([{info.min}, {info.max}]); convert the tensor with astype")
+    elif dtypes.is_float(dtype) and isinstance(x, int) and not isinstance(x, bool) and abs(x) >= 2 ** 1024:
+        raise fail(name, f"a Python int of {x.bit_length()} bits is too large for any floating-point dtype")
+    with np.errstate(over="ignore"):  # a float past the dtype's range rounds to inf, as IEEE (and JAX) do
+        if dtype in dtypes.EMULATED:  # no numpy scalar type carries the name: a rank-0 Array does
+            return to_array(x, dtype)
+        return dtypes.to_numpy(dtype).type(x)
+
+
+def _is_np_scalar(x: Any) -> bool:
+    return isinstance(x, np.generic) or isinstance(x, np.ndarray) and x.ndim == 0
 
 
 def coerce(name: str, *xs: Any) -> list:
-    """Give Python scalars the dtype of the first tensor operand."""
-    ctx = next((get_aval(x).dtype for x in xs if not _is_py_scalar(x)), None)
+    """Give Python scalars the dtype of the first tensor operand (JAX's weak types). Numpy scalars keep their
+    dtype (strong, as in JAX and numpy); one that differs from a tensor's is refused with a way out."""
+    tensors = [x for x in xs if not _is_py_scalar(x)]
+    ctx = next((get_aval(x).dtype for x in tensors if not _is_np_scalar(x)), None)
+    if ctx is not None:
+        for x in tensors:
+            if _is_np_scalar(x) and (d := get_aval(x).dtype) != ctx:
+                raise fail(name, f"the numpy scalar {x!r} is {d} and the tensor {ctx}: numpy scalars keep their dtype "
+                                 f"(as in JAX); pass a Python number ({type(x.item()).__name__}(...)) to take the "
+                                 "tensor's dtype, or convert with astype")
+    else:
+        ctx = next((get_aval(x).dtype for x in tensors), None)
     return [weak_scalar(name, x, ctx) if _is_py_scalar(x) else x for x in xs]

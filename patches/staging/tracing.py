@@ -13,7 +13,7 @@ import numpy as np
 
 from .array import Array, to_array
 from .core import Trace, Tracer, abstract_eval, full_raise, get_aval, is_tensor_like, new_main
-from .errors import fail
+from .errors import check_callable, check_name, fail, name_of
 from .ir import Eqn, Literal, Program, Var
 from .pytree import tree_flatten, tree_unflatten
 from .types import TensorType
@@ -90,11 +90,14 @@ def as_type(x: Any) -> TensorType:
 
 def stage(f: Any, *arg_types: Any, name: str | None = None) -> Program:
     """Trace ``f`` on arguments of the given types (pytrees of ``tensor(...)``) into a Program."""
-    if not callable(f):
-        raise fail("stage", f"expected a function, got {type(f).__name__}")
+    check_callable("stage", f, len(arg_types), "f")
     leaves, in_tree = tree_flatten(arg_types)
+    for t in leaves:
+        if isinstance(t, (bool, int, float)):
+            raise fail("stage", f"arguments are types (pt.tensor(dtype, shape)) or arrays, got the Python number {t!r} "
+                                "(for a shape, write pt.tensor('f32', shape))")
     types = [as_type(t) for t in leaves]
-    return stage_flat(f, types, in_tree, name or getattr(f, "__name__", "program"))
+    return stage_flat(f, types, in_tree, check_name("stage", name) if name is not None else name_of(f, "program"))
 
 
 def stage_flat(f: Any, types: list, in_tree: Any, name: str) -> Program:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ...layouts import ComposedLayout, Layout, arith, size, zipped_divide
 from ...layouts import inttuple as it
-from ..errors import fail
+from .. import dtypes
+from ..array import Array
+from ..core import Tracer
+from ..errors import check_callable, fail
 from ..ir import Literal, Program
 from ..types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, modes_of
 from .refs import GMEM, SPACES, MemorySpace, RefType
@@ -115,6 +120,7 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
     if index_map is None:
         def index_map(*_: Any) -> tuple:
             return (0,) * nblock
+    check_callable("kernel", index_map, len(grid), f"{label}: the index map (called with one index per grid axis)")
     for e in grid:
         if not (type(e) is int and e > 0 or hasattr(e, "free_symbols")):
             raise fail("kernel", f"grid extents must be positive ints or Sym expressions, got {grid}")
@@ -125,7 +131,7 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
         if len(out) != nblock:
             raise fail("kernel", f"{label}: the index map returns {len(out)} block coordinates; the carving "
                                  f"{carved} has {nblock} block modes")
-        return list(out)
+        return [_coordinate(x, label) for x in out]
     prog = stage_flat(f, [I32] * len(grid), _tree(len(grid)), "index_map")
     if prog.consts:
         raise fail("kernel", f"{label}: the index map captures arrays; it may only compute from the grid indices")
@@ -136,8 +142,11 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
         ref = RefType(t.dtype, tile, GMEM)
     else:
         layout = spec.layout if spec.layout is not None else compact(tile.shape)
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            raise fail("kernel", f"{label}: the staging layout must be a Layout or ComposedLayout, got {layout!r}")
         if size(layout) != size(tile) or not _same_shape(layout.shape, tile.shape):
             raise fail("kernel", f"{label}: the staging layout {layout} does not have the block's shape {it.to_str(tile.shape)}")
+        check_buffer_layout(layout, f"kernel: {label}: the staging layout")
         ref = RefType(t.dtype, layout, spec.memory_space)
     return BlockMapping(carved, tiler, prog, ref, label, squeezed)
 
@@ -162,6 +171,63 @@ def padding_extents(layout: Layout, tiler: Any, carved: Layout) -> tuple | None:
     if tdims != tuple(per_mode) or bdims != want:
         return None
     return tuple(ms)
+
+
+def _coordinate(x: Any, label: str) -> Any:
+    """A block coordinate an index map returns: an integer (a Python int that fits in i32, or a traced integer)."""
+    if isinstance(x, Tracer) or isinstance(x, Array):
+        d = x.dtype
+        if d in dtypes.INTS and getattr(x, "aval", x.type).rank == 0:
+            return x
+        what = f"a {d} value" + ("" if x.type.rank == 0 else f" of shape {it.to_str(x.type.layout.shape)}")
+    elif isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        if -2 ** 31 <= int(x) < 2 ** 31:
+            return np.int32(x)
+        what = f"{int(x)}, which does not fit in i32"
+    else:
+        what = f"{type(x).__name__} {x!r}"
+    raise fail("kernel", f"{label}: the index map returns {what}; block coordinates are integer scalars")
+
+
+def check_buffer_layout(layout: Any, what: str) -> None:
+    """A buffer of its own (a staged block, a scratch buffer) needs distinct, non-negative offsets: two
+    coordinates at one offset would overwrite each other's values, and a negative one lies outside the buffer."""
+    from ...layouts import check
+
+    concrete = all(type(v) is int for v in it.flatten(layout.shape)) and (
+        not isinstance(layout, Layout) or all(type(v) is int for v in it.flatten(layout.stride)))
+    if not concrete:
+        return
+    n = int(size(layout))
+    if n > 1 << 24:
+        return  # too large to enumerate here; the interpreter's budget refuses it when it runs
+    flat = layout if isinstance(layout, Layout) else None
+    if flat is not None and any(d < 0 for d in it.flatten(flat.stride)):
+        raise fail(None, f"{what} {layout} has a negative stride; buffer offsets start at 0")
+    offs = check.evaluate(layout, np.arange(n, dtype=np.int64)) if isinstance(layout, Layout) else \
+        np.array([int(layout(i)) for i in range(n)], dtype=np.int64)
+    if n and offs.min() < 0:
+        raise fail(None, f"{what} {layout} maps a coordinate to a negative offset; buffer offsets start at 0")
+    if len(np.unique(offs)) != n:
+        raise fail(None, f"{what} {layout} maps two coordinates to one offset, so values written there would "
+                         "overwrite each other (a buffer layout must be injective)")
+
+
+def exact_index(prog: Program, point: tuple) -> list | None:
+    """The index map's outputs at ``point`` computed on Python ints (no wrap-around), or None when it holds
+    anything but integer arithmetic (then only the i32 result is known)."""
+    ops = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "neg": lambda a: -a, "maximum": max, "minimum": min}
+    env: dict[int, int] = {id(v): int(p) for v, p in zip(prog.params, point)}
+
+    def read(a: Any) -> int:
+        return int(a.value) if isinstance(a, Literal) else env[id(a)]
+    for e in prog.eqns:
+        fn = ops.get(e.prim.name)
+        if fn is None or len(e.outputs) != 1 or e.outputs[0].type.dtype not in dtypes.INTS:
+            return None
+        env[id(e.outputs[0])] = fn(*(read(a) for a in e.inputs))
+    return [read(a) for a in prog.outputs]
 
 
 def _same_shape(a: Any, b: Any) -> bool:

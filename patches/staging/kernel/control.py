@@ -13,13 +13,13 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules
-from ..errors import fail
+from ..errors import check_callable, fail
 from ..interpreter import active_symbols, run
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, computed_layout
-from .state import I32, current_grid, current_grid_spec, current_point
+from .state import I32, current_grid, current_grid_spec, current_point, spend
 
 # -- the grid -----------------------------------------------------------------------------------------
 
@@ -110,6 +110,7 @@ def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_
 def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     syms = active_symbols()
     consts, carry = list(args[:n_consts]), list(args[n_consts:])
+    spend(max(0, int(upper) - int(lower)), f"fori_loop({lower}, {upper})")
     for i in range(int(lower), int(upper)):
         carry = run(body, [to_array(np.int32(i)), *consts, *carry], syms)
     return carry
@@ -153,6 +154,7 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any) -> Any:
     for b in (lower, upper):
         if not (isinstance(b, (int, np.integer)) and not isinstance(b, bool) or hasattr(b, "free_symbols")):
             raise fail("fori_loop", f"loop bounds must be static (ints or Sym expressions), got {b!r}")
+    check_callable("fori_loop", body, 2, "the body (called as body(i, carry))")
     leaves, tree = tree_flatten(init)
     types = [carry_type(x) for x in leaves]
     init_vals = [conform_to(x, t) for x, t in zip(leaves, types)]
@@ -224,6 +226,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable) -> Any:
     """``true_fn()`` if ``pred`` else ``false_fn()``, staged as one branch; both return values of the same types."""
     if isinstance(pred, bool):
         pred = np.bool_(pred)
+    check_callable("cond", true_fn, 0, "the true branch")
+    check_callable("cond", false_fn, 0, "the false branch")
     t_prog = stage_body(lambda: true_fn(), [], "true")
     outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
     t_prog = stage_body(lambda: true_fn(), [], "true", outs)
@@ -236,5 +240,6 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable) -> Any:
 def when(pred: Any) -> Callable:
     """Decorator: run the decorated function (for its effects on Refs) only where ``pred`` holds."""
     def deco(f: Callable) -> None:
+        check_callable("when", f, 0, "the decorated function")
         cond(pred, lambda: (f(), None)[1], lambda: None)
     return deco

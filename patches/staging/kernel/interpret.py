@@ -20,9 +20,9 @@ from ..array import Array, to_array
 from ..interpreter import active_symbols, run
 from ..ir import Program
 from ..types import logical_shape, mode_layouts, modes_of
-from .blockspec import BlockMapping, padding_extents
-from .refs import KernelError, RefValue, check_race, layout_offsets
-from .state import running_point
+from .blockspec import BlockMapping, exact_index, padding_extents
+from .refs import RefValue, check_race, layout_offsets
+from .state import KernelError, check_elements, running_point, spend, step_budget
 
 
 class Carving:
@@ -65,15 +65,39 @@ def _origin(a: Array) -> Any:
 
 def _fresh(t: Any) -> Array:
     shape = logical_shape(t.layout)
+    check_elements(int(np.prod(shape, dtype=object)), f"the output {t}")
     return Array.from_logical(np.zeros(shape, dtype=dtypes.to_numpy(t.dtype)), t.layout, t.dtype)
 
 
-def _local(ref_type: Any) -> RefValue:
+def _local(ref_type: Any, label: str) -> RefValue:
+    """A buffer of its own (scratch, or a staged block): zeros, none of them written yet."""
+    check_elements(int(size(ref_type.layout)), label)
     offs = layout_offsets(ref_type.layout)
     n = int(offs.max(initial=0)) + 1
-    fill = np.nan if dtypes.is_float(ref_type.dtype) else 0
-    return RefValue(np.full(n, fill, dtype=dtypes.to_numpy(ref_type.dtype)), offs, ref_type.dtype, None,
-                    f"scratch {ref_type}")
+    return RefValue(np.zeros(n, dtype=dtypes.to_numpy(ref_type.dtype)), offs, ref_type.dtype, None, label,
+                    written=np.zeros(n, dtype=bool))
+
+
+def _block_coords(m: BlockMapping, ids: list, syms: Any, point: tuple) -> tuple:
+    """The block coordinates the index map gives at ``point``, computed exactly (no i32 wrap-around)."""
+    values = run(m.index_map, ids, syms)
+    exact = exact_index(m.index_map, point)
+    coords = tuple(int(x.logical()) for x in values)
+    if exact is not None and tuple(exact) != coords:
+        bad = next(e for e, c in zip(exact, coords) if e != c)
+        raise KernelError(f"out of bounds: grid point {point} maps {m.label} to block coordinate {bad}, which does not "
+                          f"fit in i32 (the index map computes in i32)")
+    return coords
+
+
+def _check_written(o: Array, owner: np.ndarray, label: str) -> None:
+    """Every element of an output must be written by some grid point (else it would hold whatever was there)."""
+    offs = layout_offsets(o.layout) + o.offset
+    missing = owner[offs] < 0
+    if missing.any():
+        coord = tuple(int(x) for x in np.argwhere(missing)[0])
+        raise KernelError(f"unwritten output: no grid point writes element {coord} of {label} "
+                          f"({int(missing.sum())} of {missing.size} elements are never written)")
 
 
 def _pad_value(dtype: str) -> Any:
@@ -97,6 +121,13 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
     scratch buffers, and only grid points of different parallel points race."""
     syms = active_symbols()
     grid = tuple(int(g) for g in grid)
+    with step_budget():
+        spend(int(np.prod(grid, dtype=object)), f"the grid {grid} of {name}")
+        return _interpret(operands, grid, in_specs, out_specs, body, _out_types, syms, dimension_semantics)
+
+
+def _interpret(operands: tuple, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program, _out_types: tuple,
+               syms: Any, dimension_semantics: tuple | None) -> list:
     outs = [_fresh(t) for t in _out_types]
     carvings = [Carving(a, m) for a, m in zip(operands, in_specs)] + [Carving(o, m) for o, m in zip(outs, out_specs)]
     padded = [k for k, c in enumerate(carvings) if c.padded]
@@ -111,7 +142,7 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
     par = [a for a, s in enumerate(sem) if s == "parallel"]
     seq = [a for a, s in enumerate(sem) if s != "parallel"]
     for k, ppoint in enumerate(itertools.product(*(range(grid[a]) for a in par))):
-        scratch_refs = [_local(t) for t in scratch]
+        scratch_refs = [_local(t, f"scratch {t}") for t in scratch]
         for spoint in itertools.product(*(range(grid[a]) for a in seq)):
             point = [0] * len(grid)
             for a, x in zip(par, ppoint):
@@ -120,6 +151,8 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
                 point[a] = x
             _run_point(tuple(point), grid, k, tuple(par), arrays, specs, carvings, owners, n_in, body, scratch_refs,
                        syms, padded)
+    for o, owner, m in zip(outs, owners, out_specs):
+        _check_written(o, owner, m.label)
     return [Array(o.storage[:-1], o.offset, o.layout, o.dtype) if n_in + k in padded else o for k, o in enumerate(outs)]
 
 
@@ -130,27 +163,29 @@ def _run_point(point: tuple, grid: tuple, k: int, par: tuple, arrays: list, spec
         ids = [to_array(np.int32(p)) for p in point]
         refs, writeback = [], []
         for j, (a, m, c) in enumerate(zip(arrays, specs, carvings)):
-            coords = tuple(int(x.logical()) for x in run(m.index_map, ids, syms))
-            window = c.block(coords, point)
+            window = c.block(_block_coords(m, ids, syms, point), point)
             if m.squeezed:
                 window = window.reshape([n for k, n in enumerate(window.shape) if k not in m.squeezed])
             is_out = j >= n_in
             owner = owners[j - n_in] if is_out else None
             origin = _origin(a) if is_out else None
+            target = RefValue(a.storage, window, a.dtype, owner, m.label, origin, readonly=not is_out)
             if not m.staged:
-                refs.append(RefValue(a.storage, window, a.dtype, owner, m.label, origin))
+                refs.append(target)
                 continue
-            local = _local(m.ref_type)
-            local.label = m.label
+            local = _local(m.ref_type, m.label)
             local.storage[local.offsets] = a.storage[window]
+            unwritten = target.unwritten(window)
+            local.written[local.offsets] = True if unwritten is None else ~unwritten
             refs.append(local)
             if is_out:
-                writeback.append((local, RefValue(a.storage, window, a.dtype, owner, m.label, origin)))
+                writeback.append((local, target))
         refs += scratch_refs
         run(body, refs, syms)
         for local, target in writeback:
-            check_race(target, target.offsets)
-            target.storage[target.offsets] = local.storage[local.offsets]
+            done = local.written[local.offsets]
+            check_race(target, target.offsets[done])
+            target.storage[target.offsets[done]] = local.storage[local.offsets[done]]
         for j in padded:  # writes past the edge are dropped
             arrays[j].storage[-1] = _pad_value(arrays[j].dtype)
             if j >= n_in:

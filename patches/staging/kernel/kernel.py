@@ -11,16 +11,18 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import StagingError, fail
+from ..errors import StagingError, check_callable, check_name, fail, name_of
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, tensor
-from .blockspec import BlockMapping, BlockSpec, resolve
+from .blockspec import BlockMapping, BlockSpec, check_buffer_layout, resolve
 from .control import static_extent
 from .interpret import interpret_kernel
 from .refs import SMEM, SPACES, MemorySpace, Ref, RefType
@@ -36,6 +38,7 @@ class Scratch:
             raise fail("Scratch", f"space must be GMEM, SMEM or RMEM, got {space!r}")
         if not isinstance(layout, (Layout, ComposedLayout)):
             layout = make_layout(layout)
+        check_buffer_layout(layout, "Scratch: the layout")
         self.type = RefType(dtypes.canonical(dtype, "Scratch"), layout, space)
 
 
@@ -136,11 +139,24 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         out_type = out_shape
     if out_type is None:
         raise fail("kernel", "out_type (or out_shape) is required: the types of the outputs")
-    grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
-    kname = name or getattr(body, "__name__", "kernel")
+    import sympy
+
+    raw = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    for g in raw:
+        if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer, sympy.Expr)):
+            raise fail("kernel", f"grid extents must be positive ints or Sym expressions, got {grid!r}")
+    grid = tuple(static_extent(g) for g in raw)
+    check_callable("kernel", body, None, "the body")
+    kname = check_name("kernel", name) if name is not None else name_of(body, "kernel")
     out_leaves, out_tree = tree_flatten(out_type)
     out_leaves = [_out_leaf(t) for t in out_leaves]
-    scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in (scratch or ())]
+    if not isinstance(scratch, (tuple, list)):
+        scratch = [scratch]
+    for s in scratch:
+        if not isinstance(s, (Scratch, tuple, list)):
+            raise fail("kernel", f"scratch entries are pt.Scratch(layout, dtype, space) (or their arguments as a tuple), "
+                                 f"got {type(s).__name__} {s!r}")
+    scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in scratch]
     sem = check_semantics(dimension_semantics, grid) if dimension_semantics is not None else None
     extra = {"dimension_semantics": sem} if sem is not None and "arbitrary" in sem else {}
 
@@ -157,6 +173,8 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         in_maps = tuple(resolve(s, t, grid, labels[k]) for k, (s, t) in enumerate(zip(ins, types)))
         out_maps = tuple(resolve(s, t, grid, labels[len(ops) + k]) for k, (s, t) in enumerate(zip(outs, out_leaves)))
         ref_types = [m.ref_type for m in in_maps + out_maps] + [s.type for s in scratch]
+        check_callable("kernel", body, len(ref_types), f"the body of {kname} ({len(ops)} operand, {len(out_leaves)} "
+                                                       f"output and {len(scratch)} scratch Refs)")
         prog = stage_kernel_body(body, ref_types, grid, kname)
         res = bind_multi(kernel_p, *ops, name=kname, grid=grid, in_specs=in_maps, out_specs=out_maps, body=prog,
                          _out_types=tuple(out_leaves), **extra)

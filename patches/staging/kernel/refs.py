@@ -21,7 +21,7 @@ from ..ir import effectful
 from ..printer import eqn_printers
 from ..scalars import weak_scalar
 from ..types import TensorType, compact, mode_size, modes_of, shape_of_modes
-from .state import current_id, current_point, point_of
+from .state import KernelError, current_id, current_point, point_of
 
 
 class MemorySpace(str):
@@ -348,26 +348,42 @@ def _as_value(v: Any, dtype: str) -> Any:
 # -- concrete Refs for the interpreter -----------------------------------------------------------------
 
 
-class KernelError(ValueError):
-    """An error found while interpreting a kernel: an out-of-bounds access or a race between grid points."""
-
-
 class RefValue:
     """A concrete Ref: flat ``storage`` and the storage offset of every coordinate (``offsets``, one axis per mode).
 
-    ``owner`` (outputs only) records, per storage element, the grid point that wrote it, to detect races;
+    ``owner`` (outputs only) records, per storage element, the grid point that wrote it, to detect races
+    (-1: not written yet); ``written`` (scratch and staged blocks) marks the storage elements written so far,
+    so that reading one before it is written is an error (None, with no owner: everything is readable);
+    ``readonly`` refuses writes (an operand's window: writing it would change the caller's array).
     ``label`` names the buffer in error messages and ``origin`` maps storage offsets back to coordinates.
     """
 
-    __slots__ = ("storage", "offsets", "dtype", "owner", "label", "origin")
+    __slots__ = ("storage", "offsets", "dtype", "owner", "label", "origin", "written", "readonly")
 
     def __init__(self, storage: np.ndarray, offsets: np.ndarray, dtype: str, owner: Any = None, label: str = "",
-                 origin: Any = None) -> None:
+                 origin: Any = None, written: Any = None, readonly: bool = False) -> None:
         self.storage, self.offsets, self.dtype = storage, offsets, dtype
         self.owner, self.label, self.origin = owner, label, origin
+        self.written, self.readonly = written, readonly
 
     def view(self, offsets: np.ndarray) -> RefValue:
-        return RefValue(self.storage, offsets, self.dtype, self.owner, self.label, self.origin)
+        return RefValue(self.storage, offsets, self.dtype, self.owner, self.label, self.origin, self.written,
+                        self.readonly)
+
+    def coordinate(self, off: int) -> Any:
+        """The coordinate of storage offset ``off`` (for error messages)."""
+        if self.origin is not None:
+            return self.origin(off)
+        hit = np.argwhere(self.offsets == off)
+        return tuple(int(x) for x in hit[0]) if len(hit) else f"at storage offset {off}"
+
+    def unwritten(self, offs: np.ndarray) -> np.ndarray | None:
+        """Which of ``offs`` hold no value yet (None: all do)."""
+        if self.written is not None:
+            return ~self.written[offs]
+        if self.owner is not None:
+            return self.owner[offs] < 0
+        return None
 
 
 def layout_offsets(layout: Any, shape: Any = None) -> np.ndarray:
@@ -411,8 +427,17 @@ def _select(r: RefValue, dyn: tuple, index: tuple, what: str) -> np.ndarray:
     return r.offsets[tuple(sel)]
 
 
+def _check_initialized(r: RefValue, offs: np.ndarray) -> None:
+    missing = r.unwritten(offs)
+    if missing is not None and missing.any():
+        off = int(offs[tuple(np.argwhere(missing)[0])])
+        raise KernelError(f"uninitialized read: {_where(r)} reads element {r.coordinate(off)} of {r.label} "
+                          "before anything writes it")
+
+
 def _get_impl(r: RefValue, *dyn: Array, index: tuple) -> list:
     offs = _select(r, dyn, index, "reads")
+    _check_initialized(r, offs)
     vals = r.storage[offs]
     layout = compact(shape_of_modes(tuple(offs.shape))) if offs.ndim else Layout._make((), ())
     return [Array.from_logical(vals, layout, r.dtype)]
@@ -421,9 +446,18 @@ def _get_impl(r: RefValue, *dyn: Array, index: tuple) -> list:
 def _store_impl(accumulate: bool) -> Any:
     def impl(r: RefValue, v: Array, *dyn: Array, index: tuple) -> list:
         offs = _select(r, dyn, index, "writes")
+        if r.readonly:
+            raise KernelError(f"{_where(r)} writes {r.label}, an input: inputs are read-only (writing one would change "
+                              "the caller's array); write an output, or copy the block into a scratch buffer")
         vals = np.broadcast_to(v.logical(), offs.shape)
+        if accumulate:  # an accumulating write into an element not written yet starts from zero
+            missing = r.unwritten(offs)
+            if missing is not None and missing.any():
+                r.storage[offs[missing]] = 0
         if r.owner is not None:
             check_race(r, offs)
+        if r.written is not None:
+            r.written[offs] = True
         if accumulate:
             np.add.at(r.storage, offs, vals.astype(r.storage.dtype))
             if r.dtype in dtypes.EMULATED:
@@ -442,7 +476,7 @@ def check_race(r: RefValue, offs: np.ndarray) -> None:
     if clash.any():
         k = tuple(np.argwhere(clash)[0])
         off = int(offs[k])
-        coord = r.origin(off) if r.origin is not None else f"at storage offset {off}"
+        coord = r.coordinate(off)
         raise KernelError(f"race: grid points {point_of(int(prev[k]))} and {current_point()} both write "
                           f"element {coord} of {r.label}")
     r.owner[offs] = me

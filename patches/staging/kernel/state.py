@@ -16,6 +16,11 @@ from ..types import SCALAR_LAYOUT, TensorType
 
 I32 = TensorType("i32", SCALAR_LAYOUT)  # grid indices and loop counters
 
+
+class KernelError(ValueError):
+    """An error found while interpreting a kernel: an out-of-bounds access, a race between grid points, a read
+    of an element nothing wrote, a write to an input, or work past the interpreter's budget."""
+
 _GRIDS: list = []  # grids of the kernel bodies being staged (innermost last)
 _POINTS: list = []  # (point, grid, linear id) of the grid points being run (innermost last)
 
@@ -67,3 +72,36 @@ def point_of(k: int) -> tuple:
     for a, x in zip(par, coords):
         out[a] = x
     return tuple(out)
+
+
+# -- the interpreter's budget -----------------------------------------------------------------------------
+
+# Interpreting runs Python per grid point and per loop iteration, and numpy buffers per block: past these
+# bounds a kernel would run for hours or allocate more than the machine has, so it is refused up front.
+STEP_BUDGET = 1 << 22        # grid points plus loop iterations in one kernel call
+ELEMENT_BUDGET = 1 << 28     # elements of one buffer the interpreter allocates (2 GiB of f64)
+_STEPS: list = []  # steps left in the kernel calls being interpreted (innermost last)
+
+
+@contextmanager
+def step_budget() -> Iterator[None]:
+    _STEPS.append(STEP_BUDGET)
+    try:
+        yield
+    finally:
+        _STEPS.pop()
+
+
+def spend(n: int, what: str) -> None:
+    """Take ``n`` steps from the budget of the kernel call being interpreted (or a fresh one outside a kernel)."""
+    left = _STEPS[-1] if _STEPS else STEP_BUDGET
+    if n > left:
+        raise KernelError(f"{what} would take the interpreter past its budget of {STEP_BUDGET:,} grid points and loop "
+                          f"iterations per kernel call ({left:,} left); interpret a smaller problem")
+    if _STEPS:
+        _STEPS[-1] = left - n
+
+
+def check_elements(n: int, what: str) -> None:
+    if n > ELEMENT_BUDGET:
+        raise KernelError(f"{what} has {n:,} elements, more than the interpreter allocates ({ELEMENT_BUDGET:,})")

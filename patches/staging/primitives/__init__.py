@@ -1,6 +1,10 @@
 """The primitives of staging, by family; each family module holds the layout rules, numpy implementations and ops."""
 
+from typing import Any
+
 from .. import operators as _operators
+from ..errors import fail
+from ..types import mode_size, modes_of
 from .einsum import einsum
 from .elementwise import (
     BINARY,
@@ -128,7 +132,18 @@ __all__ = [
     "view_rules", "where_p",
 ]
 
+def _length(x: Any) -> int:
+    """``len(x)``: the size of mode 0 when it is a static int."""
+    t = x.type
+    if t.rank == 0:
+        raise fail(None, f"len() of a rank-0 value ({t})")
+    n = mode_size(modes_of(t.layout.shape)[0])
+    if type(n) is not int:
+        raise fail(None, f"len() of a value whose mode 0 is symbolic ({t})")
+    return n
+
+
 _operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
                    ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
-                   argmax=argmax, argmin=argmin, reshape=reshape)
+                   argmax=argmax, argmin=argmin, reshape=reshape, length=_length)

@@ -138,6 +138,8 @@ def _copy_layout(x: TensorType, layout: Any) -> Any:
         return compact(x.layout.shape)
     if not same_modes(layout.shape, x.layout.shape):
         raise fail("copy", f"the layout {layout} does not have the operand's shape", x)
+    if any(type(d) is int and d < 0 for d in it.flatten(layout.stride)):
+        raise fail("copy", f"the layout {layout} has a negative stride; a fresh value's offsets start at 0", x)
     if all(type(v) is int for v in it.flatten(layout.shape) + it.flatten(layout.stride)) and (
             it.product(layout.shape) <= 1 << 20 and not layout_check.image_is_injective(layout)):
         raise fail("copy", f"the layout {layout} maps two coordinates to one offset, so a copy into it would lose values", x)

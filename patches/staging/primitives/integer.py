@@ -112,7 +112,10 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> An
     start, stop, step = (_number("arange", v, w) for v, w in ((start, "start"), (stop, "stop"), (step, "step")))
     if step == 0:
         raise fail("arange", "step must not be zero")
-    n = math.ceil((stop - start) / step)
+    count = (stop - start) / step
+    if not math.isfinite(count):
+        raise fail("arange", f"the range {start}:{stop}:{step} has too many elements")
+    n = math.ceil(count)
     if n <= 0:
         raise fail("arange", f"the range {start}:{stop}:{step} is empty (tensors have at least one element)")
     if dtype is None:

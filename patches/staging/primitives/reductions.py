@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..array import Array
+from ..array import Array, to_array
 from ..core import bind, get_aval, is_tensor_like
 from ..errors import fail
 from ..scalars import _is_py_scalar, weak_scalar
@@ -117,6 +117,8 @@ def tensor_arg(name: str, x: Any) -> Any:
     if not is_tensor_like(x):
         raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                          f"{type(x).__name__} {x!r:.80}")
+    if isinstance(x, (np.ndarray, np.generic)):  # an Array, so the op's own arithmetic is the library's, not numpy's
+        return to_array(x)
     return x
 
 

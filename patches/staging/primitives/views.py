@@ -178,6 +178,11 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
             raise fail("slice", f"negative index {ix} into the symbolic mode {pos}", t)
         return ix
     if isinstance(ix, slice):
+        for part in (ix.start, ix.stop, ix.step):
+            if part is not None and (not isinstance(part, (int, np.integer)) or isinstance(part, (bool, np.bool_))):
+                raise fail("slice", f"slice bounds must be Python integers or None, got {part!r} in mode {pos}", t)
+        if ix.step == 0:
+            raise fail("slice", f"the slice step of mode {pos} is zero", t)
         if ix == slice(None):
             return None
         if type(n) is not int:
