@@ -227,20 +227,27 @@ def _has_none(c: Any) -> bool:
 
 
 def offset(c: Any, shape: Any, stride: Any) -> Any:
-    """The checked offset of coordinate c; an int index into int leaves takes a flat fast path."""
-    if type(c) is int and type(shape) is tuple:
+    """The checked offset of coordinate c.
+
+    An integer index is valid past the size: as in CuTe, a layout is a function on all non-negative
+    integers, the last mode extending without bound. A hierarchical coordinate must lie inside its modes.
+    """
+    if type(c) is int:
+        if c < 0:
+            raise LayoutError(f"a layout is defined on non-negative indices, got {c}")
+        if type(shape) is not tuple:
+            return c * stride
         shapes, strides = it.flatten(shape), it.flatten(stride)
         if all(type(x) is int for x in shapes):
-            n = 1
-            for x in shapes:
-                n *= x
-            if not 0 <= c < n:
-                raise LayoutError(f"coordinate {c} is outside the mode of shape {it.to_str(shape)} (size {n})")
             total = 0
-            for x, d in zip(shapes, strides):
+            last = len(shapes) - 1
+            for k, (x, d) in enumerate(zip(shapes, strides)):
+                if k == last:
+                    return total + c * d
                 total = total + c % x * d
                 c //= x
-            return total
+            return total                          # the empty shape: a single point
+        return it.crd2idx(c, shape, stride)
     _check_coord(c, shape)
     return it.crd2idx(c, shape, stride)
 

@@ -153,12 +153,16 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
 
 
 def idx2crd(idx: Any, shape: Any) -> Any:
-    """The colexicographic coordinate of index idx in shape (or in a layout's shape)."""
+    """The colexicographic coordinate of index idx in shape (or in a layout's shape); the last mode is unbounded."""
     if isinstance(shape, Layout):
         shape = shape._shape
     else:
         shape = Layout(shape)._shape
-    _check_coord(idx, shape)
+    if type(idx) is int:                          # an index past the size extends the last mode, as in CuTe
+        if idx < 0:
+            raise LayoutError(f"idx2crd: indices are non-negative, got {idx}")
+    else:
+        _check_coord(idx, shape)
     return it.idx2crd(idx, shape)
 
 

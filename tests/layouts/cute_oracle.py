@@ -106,6 +106,13 @@ OPS = {
     "make_ordered_layout": lambda s, o: cute.make_ordered_layout(s, order=o),
     "tile_to_shape": cute.tile_to_shape,
     "recast_layout": cute.recast_layout,
+    # CuTe's int-tuple algebra
+    "shape_div": cute.shape_div,
+    "ceil_div": cute.ceil_div,
+    "product_each": cute.product_each,
+    "unflatten": lambda f, p: cute.unflatten(list(f), p),
+    "congruent": cute.is_congruent,
+    "weakly_congruent": cute.is_weakly_congruent,
     # Hopper-grade layouts: swizzles, composed and coordinate layouts, TV layouts, partitions, smem atoms
     "values": _values,
     "make_identity_layout": cute.make_identity_layout,

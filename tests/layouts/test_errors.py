@@ -50,7 +50,8 @@ def test_unparsable_or_hostile_text(text):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: make_layout((4, 8))(32),
+    lambda: make_layout((4, 8))((0, 8)),
+    lambda: make_layout(((2, 2), 8))(((0, 2), 0)),
     lambda: make_layout((4, 8))(-1),
     lambda: make_layout((4, 8))((4, 0)),
     lambda: make_layout((4, 8))((1, 2, 3)),
