@@ -21,15 +21,26 @@ def _dtype(layout: Layout, n: int) -> type:
 
 
 def evaluate(layout: Layout, idx: np.ndarray, extend: bool = False) -> np.ndarray:
-    """layout(i) for every i in idx (colexicographic); with ``extend`` the last mode is unbounded."""
+    """layout(i) for every i in idx (colexicographic); with ``extend`` the last mode is unbounded.
+
+    A negative index (where a composition's B reaches below 0) is split as C++ CuTe splits it, with
+    truncating division: A(-i) is then -A(i) on the modes the index passes through.
+    """
     shapes = it.flatten(layout.shape)
     strides = it.flatten(layout.stride)
-    x = idx.astype(_dtype(layout, int(idx.max(initial=0)) + 1), copy=True)
+    top = max(int(idx.max(initial=0)), -int(idx.min(initial=0))) + 1
+    x = idx.astype(_dtype(layout, top), copy=True)
     out = np.zeros_like(x)
     last = len(shapes) - 1
+    negative = bool((x < 0).any())
     for k, (s, d) in enumerate(zip(shapes, strides)):
         if k == last and extend:
             out += x * d
+        elif negative:
+            r = x % s
+            r = np.where((x < 0) & (r != 0), r - s, r)   # C++'s remainder takes the dividend's sign
+            out += r * d
+            x = (x - r) // s
         else:
             out += (x % s) * d
             x //= s

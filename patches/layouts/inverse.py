@@ -149,29 +149,50 @@ def right_inverse(layout: Layout) -> Layout:
 
 
 def left_inverse(layout: Layout) -> Layout:
-    """R with R(A(i)) = i for every i < size(A); A must be injective with strides that divide in order."""
+    """R with A(R(A(i))) = A(i) for every i < size(A) (C++ CuTe's generalized left inverse), which for an
+    injective A is R(A(i)) = i. Stride-0 modes are skipped; the others must divide in order."""
     _need_layout(layout, "left_inverse")
     shapes, strides = coalesce_flat(*_flat(layout))
-    if not shapes:
-        return Layout._make(1, 0)
     pre = _prefix(shapes)
     rs: list = []
     rd: list = [0]
-    prev, span = 1, 1
+    prev, span, last = 1, 1, None
+    overlap = False
     for k in arith.argsort(strides):
         s, d = shapes[k], strides[k]
-        if not arith.lt(0, d):
-            why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"
-            raise LayoutError(f"left_inverse: {layout} has {why}; a left inverse needs an injective layout")
-        if arith.lt(d, span):
-            raise LayoutError(f"left_inverse: {layout} is not injective (mode {s}:{d} overlaps offsets below {span})")
+        if arith.eq(d, 0):                            # a stride-0 mode: every offset is reached at its coordinate 0
+            continue
+        if arith.lt(d, 0):
+            raise LayoutError(f"left_inverse: {layout} has a negative stride ({d}); C++ CuTe has no left inverse for it")
         if not arith.divides(prev, d):
             raise LayoutError(f"left_inverse: in {layout}, stride {d} is not a multiple of the next smaller stride {prev}")
+        if arith.lt(d, span):
+            overlap = True                            # not injective: CuTe's answer stands only if it holds
         rs.append(arith.exact_div(d, prev))
         rd.append(pre[k])
-        prev, span = d, d * s
-    rs.append(s)
-    return _from_lists(*coalesce_flat(rs, rd))
+        prev, span, last = d, d * s, s
+    if last is None:
+        return Layout._make(1, 0)
+    rs.append(last)
+    r = _from_lists(*coalesce_flat(rs, rd))
+    if overlap:
+        _verify_left_inverse(layout, r)
+    return r
+
+
+def _verify_left_inverse(layout: Layout, r: Layout) -> None:
+    """A(R(A(i))) == A(i) for every i < size(A), A extended past its size as CuTe's layouts are."""
+    n = it.product(layout._shape)
+    if type(n) is not int or n > check.MAX_POINTS:
+        raise LayoutError(f"left_inverse: {layout} is not injective and too large to check CuTe's generalized "
+                          "left inverse point by point")
+    x = check.evaluate(layout, check.points(n))
+    back = check.evaluate(layout, check.evaluate(r, x, extend=True), extend=True)
+    bad = np.nonzero(back != x)[0]
+    if len(bad):
+        i = int(bad[0])
+        raise LayoutError(f"left_inverse: {layout} is not injective, and CuTe's rule gives {r} with "
+                          f"A(R(A({i}))) = {back[i]} != A({i}) = {x[i]}")
 
 
 def nullspace(layout: Layout) -> Layout:
