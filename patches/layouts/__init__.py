@@ -9,7 +9,7 @@ from . import hopper  # noqa: F401 (patches.layouts.hopper.wgmma_smem_layout)
 from .basis import E, ScaledBasis, make_identity_layout
 from .composed import ComposedLayout, make_composed_layout
 from .errors import LayoutError, UndecidableError
-from .inverse import left_inverse, max_common_layout, max_common_vector, nullspace, right_inverse
+from .inverse import max_common_layout, max_common_vector, nullspace
 from .layout import Layout, make_layout
 from .ops import (
     append,
@@ -28,12 +28,14 @@ from .ops import (
     flatten,
     group_modes,
     idx2crd,
+    left_inverse,
     logical_divide,
     logical_product,
     prepend,
     raked_product,
     rank,
     recast_layout,
+    right_inverse,
     select,
     size,
     slice_,

@@ -44,6 +44,17 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         fast = _complement_ints(shapes, strides, cotarget)
         if fast is not None:
             return fast
+    c, tractable = complement_rule(layout, cotarget)
+    if not tractable:
+        if cotarget is None:
+            cotarget = cosize(layout)
+        _verify_complement(layout, filter(layout), cotarget, c)
+    return c
+
+
+def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]:
+    """CuTe's complement rule, and whether A is tractable (then the answer is proved; otherwise unchecked)."""
+    shapes, strides = _flat(layout)
     # filter(A), without building it: the modes that move, sorted by stride (merging adjacent ones changes nothing)
     modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.is_one(s))]
     if cotarget is None:
@@ -51,7 +62,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     _check_cotarget(cotarget)
     if not modes:                                    # nothing but size-1 / stride-0 modes
         n = it.product(cotarget)
-        return Layout._make(n, 0 if arith.eq(n, 1) else 1)
+        return Layout._make(n, 0 if arith.eq(n, 1) else 1), True
     for d, _ in modes:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
@@ -74,10 +85,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         raise LayoutError(f"complement: the span {rd[-1]} of {layout} does not divide the cotarget shape "
                           f"{it.to_str(cotarget)} mode by mode, so CuTe's shape division covers only "
                           f"{rd[-1] * rs[-1]} of its {it.product(cotarget)} offsets")
-    c = _from_lists(*coalesce_flat(rs, rd))
-    if not tractable:
-        _verify_complement(layout, filter(layout), cotarget, c)
-    return c
+    return _from_lists(*coalesce_flat(rs, rd)), tractable
 
 
 def _complement_ints(shapes: tuple, strides: tuple, cotarget: Any) -> Layout | None:
@@ -120,9 +128,13 @@ def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> N
     if type(cotarget) is tuple or type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"complement: {layout} is not tractable ({why.split(',')[0]})")
     both = Layout._make((f._shape, c._shape), (f._stride, c._stride))
-    v = check.evaluate(both, check.points(n))
-    if len(set(v.tolist())) != n or not set(range(cotarget)) <= set(v.tolist()):
-        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why}")
+    v = set(check.evaluate(both, check.points(n)).tolist())
+    if len(v) != n:
+        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why} (CuTe's C = {c} overlaps A)")
+    missing = [x for x in range(min(cotarget, check.MAX_POINTS)) if x not in v][:2]
+    if missing or cotarget > check.MAX_POINTS:
+        where = f"offset {missing[0]} of the cotarget is in neither A nor C" if missing else "the cotarget is too large"
+        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why} (CuTe's C = {c}: {where})")
 
 
 def _prefix(shapes: tuple) -> list:

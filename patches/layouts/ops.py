@@ -13,7 +13,8 @@ from . import divide as _divide
 from . import modes as _modes
 from . import product as _product
 from . import tuples as _tuples
-from .composed import ComposedLayout, complement, composition, lift, recast_layout, slice_and_offset
+from .composed import ComposedLayout, complement, lift, recast_layout, slice_and_offset
+from .swizzled import composition, left_inverse, right_inverse
 from .errors import LayoutError
 from .layout import Layout
 
@@ -95,7 +96,7 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
 
 __all__ = [
     "append", "blocked_product", "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter",
-    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "logical_divide", "logical_product",
-    "prepend", "raked_product", "rank", "recast_layout", "select", "size", "slice_", "slice_and_offset",
+    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "left_inverse", "logical_divide", "logical_product",
+    "prepend", "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
     "tile_to_shape", "tiled_divide", "tiled_product", "zipped_divide", "zipped_product",
 ]

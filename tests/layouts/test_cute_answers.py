@@ -18,7 +18,7 @@ from patches.layouts import LayoutError, make_layout
 from patches.layouts import inttuple as it
 from patches.layouts import strategies as S
 
-from .oracle import ev, run_cute, size
+from .oracle import ev, run_cute, size, values
 from .test_differential import composes, divides, ours, regroups, right_inverts, vouched
 
 
@@ -129,3 +129,122 @@ def test_generalized_left_inverse(text, want):
     assert str(r) == want
     for i in range(size(a)):                       # C++'s own check: L(R(L(i))) == L(i)
         assert a(r(a(i))) == a(i)
+
+
+# -- products of blocks with no admissible complement ---------------------------------------------------
+
+
+def places_copies(a: pl.Layout, b, r: pl.Layout) -> bool:
+    """logical_product's property without a complement: mode 0 is A, mode 1 has size(B) and places copies of A
+    at offsets that are an order-preserving function of B's offsets, and distinct copies do not overlap."""
+    b = make_layout(b) if isinstance(b, int) else b
+    if r.rank != 2 or r[0] != a or size(r[1]) != size(b):
+        return False
+    bo, ro = values(b), values(r[1])
+    pairs = sorted(set(zip(bo.tolist(), ro.tolist())))
+    if len({x for x, _ in pairs}) != len(pairs) or any(y2 <= y1 for (_, y1), (_, y2) in zip(pairs, pairs[1:])):
+        return False                               # not a function of B's offset, or not ordered
+    if min(ro) < 0:
+        return False
+    image = set(values(a).tolist())
+    shifted = [{x + o for x in image} for o in sorted(set(ro.tolist()))]
+    return sum(len(s) for s in shifted) == len(set().union(*shifted))
+
+
+def test_product_of_a_non_complementable_block():
+    a, b = L("((4,6)):((1,6))"), L("3:1")
+    r = pl.logical_product(a, b)
+    assert str(r) == "(((4,6)),3):(((1,6)),36)"   # C++ prints (((4,6)),(3)):(((1,6)),(36))
+    assert places_copies(a, b, r)
+    with pytest.raises(LayoutError, match="offset 4 of the cotarget is in neither A nor C"):
+        pl.complement(L("(4,6):(1,6)"), 34)        # CuTe's 1:0 leaves offsets 4 and 5 unreachable
+
+
+def _gapped_block(draw) -> pl.Layout:
+    """An injective block whose sorted strides do not divide each other's spans (no admissible complement)."""
+    a = draw(2, 5)
+    c = a + draw(1, 4)
+    if c % a == 0:
+        c += 1
+    shape, stride = [a, draw(2, 4)], [1, c]
+    if draw(0, 2) == 0:
+        shape.append(draw(2, 3))
+        stride.append(c * shape[1] + draw(0, 3))
+    return pl.Layout(tuple(shape), tuple(stride))
+
+
+def test_non_complementable_products_against_cute_dsl():
+    pytest.importorskip("cutlass")
+    draw = S.rng_draw(4242)
+    cases = []
+    for _ in range(150):
+        a = _gapped_block(draw)
+        b = S.gen_layout(draw, "any", 2, 1) if draw(0, 2) else draw(1, 6)
+        cases.append(("logical_product", (a, b)))
+    answers = run_cute(cases)
+    agreed = 0
+    for (op, args), (kind, text) in zip(cases, answers):
+        mine, value = ours(op, args)
+        where = f"{op}{tuple(str(x) for x in args)}: CuTe {kind} {text}, ours {mine} {value}"
+        if kind == "ok" and vouched(lambda ar, r: places_copies(ar[0], ar[1], r), args, text):
+            assert mine == "ok" and str(value) == text, where
+            agreed += 1
+        elif mine == "ok":
+            assert places_copies(args[0], args[1], value), where
+    assert agreed > 100
+
+
+# -- swizzled composed layouts as arguments (C++ CuTe only; CuTe DSL cannot express these) ----------------
+
+
+def C(text: str) -> pl.ComposedLayout:
+    return pl.ComposedLayout.parse(text)
+
+
+def _fn(x, n: int) -> list:
+    return [x(i) for i in range(n)]
+
+
+def test_cpp_swizzle_composition_and_inverses():
+    a, b = L("(8,8):(8,1)"), C("S<2,0,-3> o 0 o (8,8):(8,1)")
+    r = pl.composition(a, b)
+    assert str(r) == "S<2,0,3> o 0 o (8,8):(1,8)"
+    assert _fn(r, 64) == [a(b(c)) for c in range(64)]
+    c = C("S<1,0,2> o 0 o (4,4):(4,1)")
+    ri = pl.right_inverse(c)
+    assert str(ri) == "S<1,0,-2> o 0 o (4,4):(4,1)"
+    assert [c(ri(i)) for i in range(16)] == list(range(16))
+    li = pl.left_inverse(c)
+    assert [li(c(i)) for i in range(16)] == list(range(16))
+
+
+def test_swizzled_arguments_by_their_properties():
+    """Random swizzled B (and swizzled A): every answer satisfies R(c) = A(B(c)); the inverses invert."""
+    draw = S.rng_draw(99)
+    answered = 0
+    for _ in range(300):
+        b = S.gen_composed(draw)
+        if not isinstance(b.inner, pl.Swizzle):
+            continue
+        n = size(b)
+        span = max(b.inner.span, pl.cosize(b.outer))
+        a = S.gen_layout(draw, "compact" if draw(0, 1) else "injective", 3, 1)
+        if size(a) < span:
+            a = make_layout(span) if draw(0, 1) else pl.Layout((2, span // 2 + 1), (span // 2 + 1, 1))
+        for left in (a, pl.ComposedLayout(b.inner, 0, a) if draw(0, 3) == 0 else a):
+            try:
+                r = pl.composition(left, b)
+            except LayoutError:
+                continue
+            assert [r(i) for i in range(n)] == [left(b(i)) for i in range(n)], (left, b, r)
+            answered += 1
+        for inv, prop in ((pl.right_inverse, lambda x, r: all(x(r(i)) == i for i in range(size(r)))),
+                          (pl.left_inverse, lambda x, r: all(r(x(i)) == i for i in range(size(x))))):
+            try:
+                r = inv(b) if b.offset == 0 else None
+            except LayoutError:
+                continue
+            if r is not None:
+                assert prop(b, r), (inv.__name__, b, r)
+                answered += 1
+    assert answered > 150
