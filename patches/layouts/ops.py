@@ -14,9 +14,9 @@ from . import modes as _modes
 from . import product as _product
 from . import tuples as _tuples
 from .composed import ComposedLayout, complement, lift, recast_layout, slice_and_offset
-from .swizzled import composition, left_inverse, right_inverse
 from .errors import LayoutError
 from .layout import Layout
+from .swizzled import composition, left_inverse, right_inverse
 
 coalesce = lift(_coalesce.coalesce)
 filter = lift(_coalesce.filter)  # noqa: A001 (CuTe's name)
@@ -96,7 +96,8 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
 
 __all__ = [
     "append", "blocked_product", "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter",
-    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "left_inverse", "logical_divide", "logical_product",
+    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "left_inverse", "logical_divide",
+    "logical_product",
     "prepend", "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
     "tile_to_shape", "tiled_divide", "tiled_product", "zipped_divide", "zipped_product",
 ]
