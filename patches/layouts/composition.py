@@ -11,7 +11,7 @@ from . import inttuple as it
 from .basis import component, has_basis, paths
 from .coalesce import _show, coalesce_flat, join
 from .errors import LayoutError, UndecidableError
-from .layout import Layout
+from .layout import Layout, fits
 from .scaled_basis import ScaledBasis, as_coord, plain
 
 
@@ -58,6 +58,7 @@ def compose_flat(a: Layout) -> tuple[tuple, tuple]:
 
 def _compose(a: Layout, b: Layout, verify: bool = True) -> Layout:
     r, exact = compose_exactly(a, b)
+    fits(r, "composition")
     if verify and not exact:
         _verify(a, b, r)
     return r

@@ -11,7 +11,7 @@ from . import inttuple as it
 from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat, filter
 from .composition import compose_exactly, composition
 from .errors import LayoutError
-from .layout import Layout
+from .layout import Layout, fits
 from .modes import cosize
 
 
@@ -28,8 +28,9 @@ def _shape_ceil_div(cot: Any, d: Any) -> Any:
 
 def _check_cotarget(cot: Any) -> None:
     for x in it.flatten(cot) if type(cot) is tuple else (cot,):
-        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and x <= 0):
-            raise LayoutError(f"complement: the cotarget must be a positive int or a shape of them, got {cot!r}")
+        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and not 0 < x < 2**63):
+            raise LayoutError(f"complement: the cotarget must be a positive int (below 2**63) or a shape of them, "
+                              f"got {cot!r}")
 
 
 def complement(layout: Layout, cotarget: Any = None) -> Layout:
@@ -43,13 +44,13 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     if type(cotarget) is int and cotarget > 0 or type(cotarget) is tuple:
         fast = _complement_ints(shapes, strides, cotarget)
         if fast is not None:
-            return fast
+            return fits(fast, "complement")
     c, tractable = complement_rule(layout, cotarget)
     if not tractable:
         if cotarget is None:
             cotarget = cosize(layout)
         _verify_complement(layout, filter(layout), cotarget, c)
-    return c
+    return fits(c, "complement")
 
 
 def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]:

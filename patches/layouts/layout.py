@@ -121,6 +121,8 @@ class Layout:
 
     def subs(self, mapping: dict) -> Layout:
         """The layout with Syms replaced by values (ints the facts allow, or other expressions)."""
+        if not isinstance(mapping, dict):
+            raise LayoutError(f"subs: expected a dict from Syms to values, got {type(mapping).__name__} {mapping!r}")
         if self.is_concrete:
             return self
         return Layout(arith.substitute(self._shape, mapping), arith.substitute(self._stride, mapping))
@@ -143,10 +145,33 @@ def make_layout(shape: Any, stride: Any = None, *more: Layout) -> Layout:
         modes += [x for x in (stride, *more) if x is not None]
         if not all(isinstance(m, Layout) for m in modes):
             raise LayoutError("make_layout: give either a shape (and stride) or only Layouts to use as modes")
-        return Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes))
+        return fits(Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes)), "make_layout")
     if more:
         raise LayoutError("make_layout takes a shape and a stride, or Layouts to use as modes")
     return Layout(shape, stride)
+
+
+def fits(layout: Layout, op: str) -> Layout:
+    """A derived layout stays in the domain make_layout enforces: size and strides fit a signed 64-bit integer."""
+    s, d = layout._shape, layout._stride
+    if type(s) is not tuple:
+        if type(s) is int and s >= MAX_VALUE or type(d) is int and not -MAX_VALUE < d < MAX_VALUE:
+            raise LayoutError(f"{op}: the answer {layout} leaves the 64-bit domain of layouts")
+        return layout
+    n = 1
+    for x in it.flatten(s):
+        if type(x) is int:
+            n *= x
+    ok = n < MAX_VALUE
+    if ok:
+        for x in it.flatten(d):
+            if type(x) is int and not -MAX_VALUE < x < MAX_VALUE:
+                ok = False
+                break
+    if not ok:
+        raise LayoutError(f"{op}: the answer {layout} leaves the 64-bit domain of layouts (its size or a stride "
+                          "does not fit a signed 64-bit integer)")
+    return layout
 
 
 # -- validation -----------------------------------------------------------------------
@@ -304,7 +329,10 @@ def parse_layout(text: str) -> Layout:
 def _number(text: str) -> Any:
     if "@" in text:
         return parse_basis(text)
-    return int(text.replace("_", ""))
+    digits = text.replace("_", "")
+    if len(digits) > 24:                          # far past 64 bits (and Python's digit limit for int())
+        raise LayoutError(f"the number {digits[:24]}... in layout text does not fit in 64 bits")
+    return int(digits)
 
 
 class _Parser:

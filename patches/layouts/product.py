@@ -13,7 +13,7 @@ from .composition import _compose, composition
 from .divide import _unpack, as_tiler_layout, tile_unzip
 from .errors import LayoutError
 from .inverse import complement, complement_rule, cosize
-from .layout import Layout, make_layout
+from .layout import Layout, fits, make_layout
 
 
 def logical_product(block: Layout, tiler: Any) -> Layout:
@@ -33,8 +33,8 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
         c, _ = complement_rule(block, cot)
         rest = _compose(c, t, verify=False)
         _verify_disjoint(block, t, rest)
-        return join([block, rest])
-    return join([block, composition(c, t)])
+        return fits(join([block, rest]), "logical_product")
+    return fits(join([block, composition(c, t)]), "logical_product")
 
 
 def _verify_disjoint(block: Layout, t: Layout, rest: Layout) -> None:

@@ -81,6 +81,8 @@ def bounds(s: Sym, state: tuple | None = None) -> Bounds:
 
 def divisible(x: Any, d: int) -> sympy.Basic:
     """The statement ``x % d == 0``, for ``facts(...)``."""
+    if type(d) is not int or d <= 0:
+        raise LayoutError(f"divisible: the divisor must be a positive int, got {d!r}")
     return sympy.Eq(sympy.Mod(x, d), 0, evaluate=False)
 
 

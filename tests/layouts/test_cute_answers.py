@@ -18,8 +18,8 @@ from patches.layouts import LayoutError, make_layout
 from patches.layouts import inttuple as it
 from patches.layouts import strategies as S
 
-from .oracle import ev, run_cute, size, values
-from .test_differential import composes, divides, ours, regroups, right_inverts, vouched
+from .oracle import ev, run_cute, size
+from .test_differential import composes, divides, ours, places_copies, regroups, right_inverts, vouched
 
 
 def L(text: str) -> pl.Layout:
@@ -132,23 +132,6 @@ def test_generalized_left_inverse(text, want):
 
 
 # -- products of blocks with no admissible complement ---------------------------------------------------
-
-
-def places_copies(a: pl.Layout, b, r: pl.Layout) -> bool:
-    """logical_product's property without a complement: mode 0 is A, mode 1 has size(B) and places copies of A
-    at offsets that are an order-preserving function of B's offsets, and distinct copies do not overlap."""
-    b = make_layout(b) if isinstance(b, int) else b
-    if r.rank != 2 or r[0] != a or size(r[1]) != size(b):
-        return False
-    bo, ro = values(b), values(r[1])
-    pairs = sorted(set(zip(bo.tolist(), ro.tolist())))
-    if len({x for x, _ in pairs}) != len(pairs) or any(y2 <= y1 for (_, y1), (_, y2) in zip(pairs, pairs[1:])):
-        return False                               # not a function of B's offset, or not ordered
-    if min(ro) < 0:
-        return False
-    image = set(values(a).tolist())
-    shifted = [{x + o for x in image} for o in sorted(set(ro.tolist()))]
-    return sum(len(s) for s in shifted) == len(set().union(*shifted))
 
 
 def test_product_of_a_non_complementable_block():

@@ -102,8 +102,30 @@ def multiplies(a: Layout, t, r: Layout) -> bool:
     t = pl.make_layout(t) if isinstance(t, int) else t
     if r.rank != 2 or r[0] != a or size(r[1]) != size(t):
         return False
-    c = pl.complement(a, size(a) * pl.cosize(t))
+    try:
+        c = pl.complement(a, size(a) * pl.cosize(t))
+    except LayoutError:                       # no admissible complement: the product of a block whose moving part
+        f = pl.filter(a)                      # is injective needs only disjoint copies
+        return len(np.unique(values(f))) == size(f) and places_copies(a, t, r)
     return complements(a, size(a) * pl.cosize(t), c) and np.array_equal(values(r[1]), ev(c, values(t), extend=True))
+
+
+def places_copies(a: pl.Layout, b, r: pl.Layout) -> bool:
+    """logical_product's property without a complement: mode 0 is A, mode 1 has size(B) and places copies of A
+    at offsets that are an order-preserving function of B's offsets, and distinct copies do not overlap."""
+    b = pl.make_layout(b) if isinstance(b, int) else b
+    if r.rank != 2 or r[0] != a or size(r[1]) != size(b):
+        return False
+    bo, ro = values(b), values(r[1])
+    pairs = sorted(set(zip(bo.tolist(), ro.tolist())))
+    if len({x for x, _ in pairs}) != len(pairs) or any(y2 <= y1 for (_, y1), (_, y2) in zip(pairs, pairs[1:])):
+        return False                               # not a function of B's offset, or not ordered
+    if min(ro) < 0:
+        return False
+    image = set(values(a).tolist())
+    shifted = [{x + o for x in image} for o in sorted(set(ro.tolist()))]
+    return sum(len(s) for s in shifted) == len(set().union(*shifted))
+
 
 
 def zips(product, tiler_first: bool):
