@@ -29,6 +29,7 @@ class ComposedLayout:
     """``inner o offset o outer``: c -> inner(offset + outer(c)); immutable, hashable, printed as CuTe prints it."""
 
     __slots__ = ("inner", "offset", "outer")
+    __array_ufunc__ = None  # numpy defers to us (never reads a layout as a nested sequence of its modes)
 
     def __init__(self, inner: Swizzle | Layout, offset: Any, outer: Layout) -> None:
         if not isinstance(inner, (Swizzle, Layout)):

@@ -20,6 +20,7 @@ class Layout:
     """A CuTe layout ``shape:stride``; immutable, hashable, equal when structurally equal."""
 
     __slots__ = ("_shape", "_stride", "_hash")
+    __array_ufunc__ = None  # numpy defers to us (never reads a layout as a nested sequence of its modes)
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         shape, stride = _checked(shape, stride)

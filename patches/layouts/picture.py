@@ -16,6 +16,14 @@ from .layout import Layout
 
 MAX_ROWS = 64
 MAX_COLS = 32
+MAX_WINDOW = 1024
+
+
+def window(max_rows: Any, max_cols: Any) -> None:
+    """The drawn window must be positive ints (and bounded, so a picture stays small)."""
+    for name, v in (("max_rows", max_rows), ("max_cols", max_cols)):
+        if type(v) is not int or not 1 <= v <= MAX_WINDOW:
+            raise LayoutError(f"a picture's {name} must be an int in [1, {MAX_WINDOW}], got {v!r}")
 
 
 def grid_shape(layout: Layout | ComposedLayout) -> tuple[int, int]:
@@ -47,6 +55,7 @@ def show_value(v: Any) -> str:
 
 def layout_text(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> str:
     """The layout and its grid of values, as CuTe's print_layout draws it."""
+    window(max_rows, max_cols)
     rows, cols = grid = grid_shape(layout)
     shown_r, shown_c = min(rows, max_rows), min(cols, max_cols)
     cells = [[show_value(value_at(layout, r, c, grid)) for c in range(shown_c)] for r in range(shown_r)]
@@ -85,8 +94,9 @@ def tv_cells(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = M
     """
     if not isinstance(tv, Layout) or tv.rank != 2:
         raise LayoutError(f"a TV layout maps (thread, value) and has two modes, got {tv!r}")
+    window(max_rows, max_cols)
     shape = tiler if type(tiler) is tuple else (tiler,)
-    if not all(type(x) is int and x > 0 for x in shape) or len(shape) > 2:
+    if not all(type(x) is int and x > 0 for x in shape) or not 1 <= len(shape) <= 2:
         raise LayoutError(f"a TV picture needs a tiler of one or two extents, got {tiler!r}")
     rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (shape[0], 1)
     n_thr, n_val = it.product(tv.shape[0]), it.product(tv.shape[1])

@@ -74,7 +74,7 @@ class ScaledBasis:
 
 def E(mode: int | tuple[int, ...]) -> Any:
     """The unit basis element of ``mode`` (CuTe's ``E<i>``; ``E(())`` is 1)."""
-    if mode == ():
+    if type(mode) is tuple and not mode:
         return 1
     return ScaledBasis(1, mode)
 

@@ -19,7 +19,7 @@ from .errors import LayoutError
 from .hopper import banks
 from .layout import Layout, make_layout
 from .ops import left_inverse, zipped_divide
-from .picture import grid_shape, show_value, tv_cells, value_at
+from .picture import grid_shape, show_value, tv_cells, value_at, window
 from .swizzle import Swizzle
 
 MAX_ROWS = 64
@@ -72,6 +72,7 @@ def _grid_svg(title: str, rows: int, cols: int, label: Callable[[int, int], str]
 
 
 def _values(layout: Layout | ComposedLayout, max_rows: int, max_cols: int) -> tuple:
+    window(max_rows, max_cols)
     rows, cols = grid = grid_shape(layout)
     vals = {(r, c): value_at(layout, r, c, grid) for r in range(min(rows, max_rows)) for c in range(min(cols, max_cols))}
     return rows, cols, vals
@@ -113,6 +114,7 @@ def svg_banks(layout: ComposedLayout | Layout, bits: int, max_rows: int = MAX_RO
     The swizzle acts on byte addresses, as on Hopper; a row whose cells show 32 different colors in each
     128-byte step is read without bank conflicts.
     """
+    window(max_rows, max_cols)
     composed = layout if isinstance(layout, ComposedLayout) else ComposedLayout(_identity_swizzle(), 0, layout)
     rows, cols = grid_shape(composed)
     bank = banks(composed, bits)            # colexicographic, as the grid reads it: index r + rows * c
