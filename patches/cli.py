@@ -115,7 +115,7 @@ def show(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="patches")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="stage a layer, differentiate it, emit and compile its three kernels for sm_90a")
+    sub.add_parser("demo", help="stage a layer, differentiate it, lower and compile its whole training step for sm_90a")
     sub.add_parser("tour", help="a walkthrough of the layout algebra")
     g = sub.add_parser("gemm", help="emit (and compile) one Hopper GEMM kernel with a fused epilogue")
     g.add_argument("--m", default="4096", help="an int, or a name for a symbolic extent (M or M/128: divisibility)")

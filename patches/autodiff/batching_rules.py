@@ -66,6 +66,8 @@ for _name in list(P.UNARY) + list(P.BINARY) + list(P.COMPARE):
     elementwise(P.prims[_name])
 elementwise(P.where_p)
 elementwise(P.astype_p)
+for _p in (P.erf_p, P.floordiv_p, P.mod_p, P.stop_gradient_p):
+    elementwise(_p)
 
 
 def _copy(n: int, vals: list, bdims: list, *, layout: Any) -> tuple:
@@ -101,6 +103,19 @@ def _reduce(prim: Any) -> Any:
         new = tuple(a if a < d else a + 1 for a in axes)
         return bind(prim, x, axes=new), d - sum(1 for a in axes if a < d)
     return rule
+
+
+def _arg_reduce(prim: Any) -> Any:
+    def rule(n: int, vals: list, bdims: list, *, axes: tuple, index_dtype: str) -> tuple:
+        (x,), (d,) = vals, bdims
+        new = tuple(a if a < d else a + 1 for a in axes)
+        return bind(prim, x, axes=new, index_dtype=index_dtype), d - sum(1 for a in axes if a < d)
+    return rule
+
+
+def _concatenate(n: int, vals: list, bdims: list, *, axis: int) -> tuple:
+    """Every operand gets the batch as mode 0 (a transpose or stride-0 broadcast view); join along axis + 1."""
+    return P.concatenate_p.bind(*(move_bdim(v, d, 0, n) for v, d in zip(vals, bdims)), axis=axis + 1), 0
 
 
 def _with_batch_mode(b: Layout, n: int, stride: Any) -> Layout:
@@ -141,5 +156,7 @@ def _matmul(n: int, vals: list, bdims: list) -> tuple:
 batch_rules.update({
     P.copy_p: _copy, P.transpose_p: _transpose, P.slice_p: _slice, P.broadcast_p: _broadcast_rule,
     P.reduce_sum_p: _reduce(P.reduce_sum_p), P.reduce_max_p: _reduce(P.reduce_max_p),
+    P.reduce_min_p: _reduce(P.reduce_min_p), P.argmax_p: _arg_reduce(P.argmax_p), P.argmin_p: _arg_reduce(P.argmin_p),
+    P.concatenate_p: _concatenate,
     P.tile_p: _mapped_view(P.tile_p), P.view_p: _mapped_view(P.view_p), P.embed_p: _embed, P.matmul_p: _matmul,
 })

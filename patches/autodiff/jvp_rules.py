@@ -17,7 +17,7 @@ from ..staging.core import bind, get_aval
 from ..staging.errors import StagingError
 from ..staging.types import TensorType
 from .jvp import jvp_rules
-from .tangents import Zero, add_tangents, is_injective, like, scale, tangent_type
+from .tangents import Zero, add_tangents, full_shape, instantiate, is_injective, like, scale, tangent_type
 
 
 def _out_type(p: Any) -> TensorType:
@@ -79,6 +79,7 @@ unary(P.tanh_p, lambda x, y: P.sub(like(1, y), P.mul(y, y)))
 unary(P.sqrt_p, lambda x, y: P.div(like(0.5, y), y))
 unary(P.logistic_p, lambda x, y: P.mul(y, P.sub(like(1, y), y)))
 unary(P.abs_p, lambda x, y: P.where(P.ge(x, like(0, x)), like(1, x), like(-1, x)))
+unary(P.erf_p, lambda x, y: P.mul(like(2 / np.sqrt(np.pi), x), P.exp(P.neg(P.mul(x, x)))))
 unary(P.relu_p, lambda x, y: P.astype(P.gt(x, like(0, x)), get_aval(x).dtype))
 
 
@@ -131,6 +132,27 @@ def _extremum(prim: Any, pick: Any) -> Any:
     return rule
 
 
+def _mod(primals: list, tangents: list) -> tuple:
+    """x mod y = x - y * floor(x / y): dx = tx, dy = -floor(x / y) ty (zero for integers)."""
+    (x, y), (tx, ty) = primals, tangents
+    out = P.mod_p.bind(x, y)
+    o = _out_type(out)
+    if not dtypes.is_float(o.dtype):
+        return out, Zero(o)
+    dy = Zero(o) if isinstance(ty, Zero) else scale(ty, P.neg(P.floordiv(x, y)), o)
+    return out, add_tangents(Zero(o) if isinstance(tx, Zero) else full_shape(tx, o), dy, o)
+
+
+def _concatenate(primals: list, tangents: list, *, axis: int) -> tuple:
+    out = P.concatenate_p.bind(*primals, axis=axis)
+    o = _out_type(out)
+    if all(isinstance(t, Zero) for t in tangents):
+        return out, Zero(o)
+    return out, P.concatenate_p.bind(*(instantiate(t) for t in tangents), axis=axis)
+
+
+jvp_rules[P.mod_p] = _mod
+jvp_rules[P.concatenate_p] = _concatenate
 jvp_rules[P.add_p] = _add
 jvp_rules[P.sub_p] = _sub
 jvp_rules[P.mul_p] = _mul
@@ -148,8 +170,9 @@ def _nondifferentiable(prim: Any) -> None:
     jvp_rules[prim] = rule
 
 
-for _p in (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p):
-    _nondifferentiable(_p)
+for _p in (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p, P.argmax_p, P.argmin_p, P.floordiv_p, P.iota_p,
+           P.stop_gradient_p):
+    _nondifferentiable(_p)  # floordiv is piecewise constant; stop_gradient is defined to have none
 
 
 def _where(primals: list, tangents: list) -> tuple:
@@ -170,19 +193,21 @@ def _astype(primals: list, tangents: list, *, dtype: str) -> tuple:
     return out, P.astype_p.bind(t, dtype=dtype)
 
 
-def _reduce_max(primals: list, tangents: list, *, axes: tuple) -> tuple:
-    (x,), (t,) = primals, tangents
-    out = P.reduce_max_p.bind(x, axes=axes)
-    if isinstance(t, Zero):
-        return out, Zero(_out_type(out))
-    xt = get_aval(x)
-    kept = tuple(i for i in range(xt.rank) if i not in axes)
-    back = P.broadcast(out, xt.layout.shape, kept)
-    # the derivative is shared equally among the positions that attain the maximum
-    at_max = P.astype(P.eq(x, back), xt.dtype)
-    count = P.reduce_sum(at_max, axes)
-    weight = P.div(at_max, P.broadcast(count, xt.layout.shape, kept))
-    return out, P.reduce_sum(P.mul(t, weight), axes)
+def _reduce_extremum(prim: Any) -> Any:
+    def rule(primals: list, tangents: list, *, axes: tuple) -> tuple:
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if isinstance(t, Zero):
+            return out, Zero(_out_type(out))
+        xt = get_aval(x)
+        kept = tuple(i for i in range(xt.rank) if i not in axes)
+        back = P.broadcast(out, xt.layout.shape, kept)
+        # the derivative is shared equally among the positions that attain the extremum
+        at_max = P.astype(P.eq(x, back), xt.dtype)
+        count = P.reduce_sum(at_max, axes)
+        weight = P.div(at_max, P.broadcast(count, xt.layout.shape, kept))
+        return out, P.reduce_sum(P.mul(t, weight), axes)
+    return rule
 
 
 def _matmul(primals: list, tangents: list) -> tuple:
@@ -196,5 +221,6 @@ def _matmul(primals: list, tangents: list) -> tuple:
 
 jvp_rules[P.where_p] = _where
 jvp_rules[P.astype_p] = _astype
-jvp_rules[P.reduce_max_p] = _reduce_max
+jvp_rules[P.reduce_max_p] = _reduce_extremum(P.reduce_max_p)
+jvp_rules[P.reduce_min_p] = _reduce_extremum(P.reduce_min_p)
 jvp_rules[P.matmul_p] = _matmul

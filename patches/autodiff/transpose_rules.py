@@ -126,7 +126,25 @@ def _matmul(ct: Any, a: Any, b: Any) -> list:
     return [None, P.matmul_p.bind(P.transpose(a, swap), ct)]
 
 
+def _concatenate(ct: Any, *xs: Any, axis: int) -> list:
+    """The cotangent of each operand is its slice of the output cotangent along ``axis`` (a view)."""
+    out, start = [], 0
+    r = type_of(ct).rank
+    for x in xs:
+        n = mode_size(modes_of(x.type.layout.shape)[axis])
+        if is_linear(x):
+            index = tuple(slice(start, start + n) if i == axis else slice(None) for i in range(r))
+            piece = P.getitem(ct, index)
+            want = x.type.layout.shape
+            out.append(piece if same_modes(type_of(piece).layout.shape, want) else P.view(piece, compact(want)))
+        else:
+            out.append(None)
+        start += n
+    return out
+
+
 transpose_rules.update({
+    P.concatenate_p: _concatenate,
     P.add_p: _add, P.sub_p: _sub, P.neg_p: _neg, P.mul_p: _mul, P.div_p: _div, P.where_p: _where,
     P.astype_p: _astype, P.copy_p: _copy, P.reduce_sum_p: _reduce_sum, P.broadcast_p: _broadcast,
     P.transpose_p: _transpose, P.slice_p: view_transpose(P.slice_p), P.tile_p: view_transpose(P.tile_p),

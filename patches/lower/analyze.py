@@ -8,7 +8,8 @@ epilogue may read a bias through a broadcast and the output may be a transposed 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import sympy
@@ -21,11 +22,12 @@ from ..staging.types import modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
 from .errors import LoweringError
 from .names import sanitize
-from .spec import EpiStep, GemmSpec, Operand, SideInput
+from .spec import EpiStep, ExtraOutput, GemmSpec, Operand, SideInput
 
-UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic"}
+UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
-MMA_DTYPES = ("bf16", "f16")
+SELECT = {"eq", "ne", "lt", "le", "gt", "ge", "where"}     # comparisons (0.0/1.0 in f32) and the select
+MMA_DTYPES = ("bf16", "f16", "f32")          # f32 operands run as tf32 wgmma (K-major only)
 OUT_DTYPES = ("bf16", "f16", "f32")
 
 
@@ -103,11 +105,24 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     mi = find_matmul(prog)
     sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
 
+    lits: dict[int, float] = {}           # broadcasts of literals: read as the literal
+    side_eqn: dict[int, Any] = {}         # elementwise equations on side inputs only: computed in the epilogue
+    side_memo: dict[tuple, tuple] = {}
     for e in prog.eqns[:mi]:
+        if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
+            lits[id(e.outputs[0])] = float(e.inputs[0].value)
+            continue
+        if _side_only(e, sides, lits, side_eqn):
+            side_eqn[id(e.outputs[0])] = e
+            continue
         if e.prim.name not in ("transpose", "broadcast"):
             raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
                                 "from parameters through views (transpose) only")
         _view_side(e, sides)
+    for x in prog.eqns[mi].inputs:
+        if id(x) in side_eqn:
+            raise LoweringError(f"equation {side_eqn[id(x)].prim.name} before the matmul is not fusable: the kernel "
+                                "reads its operands from parameters through views (transpose) only")
 
     mm = prog.eqns[mi]
     a_var, b_var = mm.inputs
@@ -121,7 +136,15 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     a, b = ops
     ab_dtype = a.dtype
     if ab_dtype not in MMA_DTYPES or b.dtype != ab_dtype:
-        raise LoweringError(f"matmul operands are {a.dtype} and {b.dtype}; the wgmma kernel takes bf16 or f16 (both the same)")
+        raise LoweringError(f"matmul operands are {a.dtype} and {b.dtype}; the wgmma kernel takes bf16, f16 or f32 "
+                            "(tf32 wgmma), both the same")
+    if ab_dtype == "f32":
+        for op in (a, b):
+            if op.major != "k":
+                raise LoweringError(f"f32 operand {op.role.upper()} ({op.layout}) is MN-major; tf32 wgmma reads "
+                                    "K-major operands only (pt.lower's schedule copies it to a K-major buffer first)")
+        ab_dtype = "tf32"
+        a, b = replace(a, dtype="tf32"), replace(b, dtype="tf32")
     mshape = modes_of(mm.outputs[0].type.shape)
     m, n = mshape[0], mshape[1]
     k = modes_of(a_var.type.shape)[1]
@@ -137,32 +160,47 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         ins = [a for a in e.inputs if isinstance(a, Var)]
         on_chain = [a for a in ins if id(a) in kmap]
         if not on_chain:
+            if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
+                lits[id(e.outputs[0])] = float(e.inputs[0].value)
+                continue
             if e.prim.name in ("transpose", "broadcast") and id(e.inputs[0]) in sides:
                 _view_side(e, sides)
+                continue
+            if _side_only(e, sides, lits, side_eqn):
+                side_eqn[id(e.outputs[0])] = e
                 continue
             raise LoweringError(f"equation {e.prim.name} does not read the matmul result and is not a view of a "
                                 "parameter; only the matmul's epilogue can be fused")
         out = e.outputs[0]
+        if e.prim.name == "copy":                  # the same values in another layout: a further store
+            kmap[id(out)] = kmap[id(e.inputs[0])]
+            value[id(out)] = value[id(e.inputs[0])]
+            continue
         if e.prim.name == "transpose":
             kmap[id(out)] = tuple(kmap[id(e.inputs[0])][p] for p in e.params["perm"])
             value[id(out)] = value[id(e.inputs[0])]
             continue
-        if e.prim.name not in UNARY | BINARY and e.prim.name != "astype":
+        if e.prim.name not in UNARY | BINARY | SELECT and e.prim.name != "astype":
             raise LoweringError(f"equation {e.prim.name} on the matmul result cannot be fused into the epilogue "
-                                f"(supported: {', '.join(sorted(UNARY | BINARY))}, astype, transpose)")
-        if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES:
-            raise LoweringError(f"astype to {e.params['dtype']} in the epilogue: supported are {', '.join(OUT_DTYPES)}")
+                                f"(supported: {', '.join(sorted(UNARY | BINARY | SELECT))}, astype, transpose)")
+        if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES + ("bool",):
+            raise LoweringError(f"astype to {e.params['dtype']} in the epilogue: supported are {', '.join(OUT_DTYPES)}, "
+                                "bool")
         ref = kmap[id(on_chain[0])]
         args = []
         for x in e.inputs:
             if isinstance(x, Literal):
                 args.append(("lit", float(x.value)))
+            elif id(x) in lits:
+                args.append(("lit", lits[id(x)]))
             elif id(x) in value:
                 if kmap[id(x)] != ref:
                     raise LoweringError(f"{e.prim.name}: operands walk the output in different orders")
                 args.append(value[id(x)])
             elif id(x) in sides:
                 args.append(("in", _side_input(x, sides[id(x)], ref, prog, inputs, input_of)))
+            elif id(x) in side_eqn:
+                args.append(_side_value(x, ref, side_eqn, sides, lits, steps, prog, inputs, input_of, side_memo))
             else:
                 raise LoweringError(f"{e.prim.name}: operand {x.type} is computed outside the epilogue; "
                                     "only parameters (through views) and literals can be fused")
@@ -170,31 +208,88 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         kmap[id(out)] = ref
         value[id(out)] = ("v", len(steps) - 1)
 
-    if len(prog.outputs) != 1 or id(prog.outputs[0]) not in kmap:
-        raise LoweringError("the GEMM kernel has one output, the matmul result after its epilogue; "
-                            f"this program returns {len(prog.outputs)} value(s) not all on that chain")
-    out = prog.outputs[0]
-    if value[id(out)] != (("v", len(steps) - 1) if steps else ("acc",)):
-        raise LoweringError("the program's output is not the last epilogue value; drop the unused equations")
+    if not prog.outputs or any(not isinstance(o, Var) or id(o) not in kmap for o in prog.outputs):
+        raise LoweringError("the GEMM kernel stores values of the matmul result's chain (the result after its "
+                            f"epilogue); this program returns {len(prog.outputs)} value(s) not all on that chain")
+    out, extra = _pick_output(prog.outputs, kmap, batched)
     c_dtype = out.type.dtype
-    if c_dtype not in OUT_DTYPES:
-        raise LoweringError(f"output dtype {c_dtype}: the kernel stores {', '.join(OUT_DTYPES)}")
     c = _output(out, kmap[id(out)], batched)
-
+    final = ("v", len(steps) - 1) if steps else ("acc",)
+    extras = tuple(ExtraOutput(f"mO{j + 1}", o.type.dtype, o.type.layout, tuple(kmap[id(o)]), value[id(o)])
+                   for j, o in enumerate(extra))
+    if value[id(out)] != final:
+        steps.append(EpiStep("copy", (value[id(out)],), "", "the stored output"))
     if config is None:
         config = default_config(m, n, k, batch)
+        if ab_dtype == "tf32":
+            config = replace(config, tile_k=32)
     check_config(config, ab_dtype)
     config = resolve_stages(config, ab_dtype, c_dtype)
-    smem_a = wgmma_smem_layout(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)
-    smem_b = wgmma_smem_layout(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
+    smem_a = _smem(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)
+    smem_b = _smem(ab_dtype, b.major, (config.tile_n, config.tile_k), config.stages)
     from .config import EPI_STAGES
 
     smem_c = epilogue_smem_layout(c_dtype, "mn" if c.major == "m" else "k", config.epi_tile, EPI_STAGES)
     return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
-                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params))
+                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params),
+                    extra_outputs=extras, out_index=prog.outputs.index(out))
 
 
+def _side_only(e: Any, sides: dict, lits: dict, side_eqn: dict) -> bool:
+    """An elementwise equation whose operands are all side inputs, literals or such equations' results."""
+    if e.prim.name not in UNARY | BINARY | SELECT | {"astype"}:
+        return False
+    if e.prim.name == "astype" and e.params["dtype"] not in OUT_DTYPES + ("bool",):
+        return False
+    return all(isinstance(x, Literal) or id(x) in sides or id(x) in lits or id(x) in side_eqn for x in e.inputs)
+
+
+def _side_value(x: Var, ref: tuple, side_eqn: dict, sides: dict, lits: dict, steps: list, prog: Program,
+                inputs: list, input_of: dict, memo: dict | None = None) -> tuple:
+    """Epilogue steps computing side equation ``x`` per output element (its modes walk the output like ``ref``)."""
+    memo = {} if memo is None else memo
+    key = (id(x), ref)
+    if key in memo:
+        return memo[key]
+    e = side_eqn[id(x)]
+    args = []
+    for a in e.inputs:
+        if isinstance(a, Literal):
+            args.append(("lit", float(a.value)))
+        elif id(a) in lits:
+            args.append(("lit", lits[id(a)]))
+        elif id(a) in sides:
+            args.append(("in", _side_input(a, sides[id(a)], ref, prog, inputs, input_of)))
+        else:
+            args.append(_side_value(a, ref, side_eqn, sides, lits, steps, prog, inputs, input_of, memo))
+    steps.append(EpiStep(e.prim.name, tuple(args), e.params.get("dtype", ""), _note(e)))
+    memo[key] = ("v", len(steps) - 1)
+    return memo[key]
+
+
+def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
+    """The output stored through TMA (the last one with a TMA dtype and a unit-stride M or N mode) and the others,
+    stored from registers."""
+    if len(outs) == 1:
+        if outs[0].type.dtype not in OUT_DTYPES:
+            raise LoweringError(f"output dtype {outs[0].type.dtype}: the kernel stores {', '.join(OUT_DTYPES)}")
+        return outs[0], []
+    for o in reversed(outs):
+        if o.type.dtype in OUT_DTYPES:
+            try:
+                _output(o, kmap[id(o)], batched)
+            except LoweringError:
+                continue
+            return o, [q for q in outs if q is not o]
+    raise LoweringError(f"none of the outputs ({', '.join(str(o.type) for o in outs)}) can be stored with TMA: one "
+                        f"needs dtype {', '.join(OUT_DTYPES)} and a unit-stride M or N mode")
+
+
+_smem = lru_cache(maxsize=512)(wgmma_smem_layout)        # layouts are values: one per (dtype, major, tile, stages)
+
+
+@lru_cache(maxsize=512)
 def epilogue_smem_layout(dtype: str, major: str, tile: tuple, stages: int) -> ComposedLayout:
     """The staged smem buffer of the store: a wgmma-style swizzled tile; f32 (never a wgmma operand) may be MN-major."""
     if dtype != "f32":

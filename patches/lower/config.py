@@ -16,7 +16,7 @@ BARRIER_BYTES = 1024            # mbarriers and alignment slack
 NUM_SMS = 132                   # H100 SXM; HardwareInfo() needs a GPU, so this is a constant
 TILES_MN = ((64, 64), (64, 128), (128, 64), (128, 128), (64, 256), (128, 256), (256, 128))
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
-DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "tf32": 4}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ UNARY_CODE = {
     "cos": "cute.math.cos({0})",
     "tanh": "cute.math.tanh({0})",
     "sqrt": "cute.math.sqrt({0})",
+    "erf": "cute.math.erf({0})",
     "logistic": "cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-{0}))",
 }
 BINARY_CODE = {
@@ -34,6 +35,19 @@ BINARY_CODE = {
     "maximum": "cute.arch.fmax({0}, {1}, nan=True)", "minimum": "cute.arch.fmin({0}, {1}, nan=True)",
     "pow": "cute.math.pow({0}, {1})",
 }
+MMA_DTYPES = {**CUTLASS_DTYPES, "tf32": "cutlass.TFloat32"}
+DTYPES = {**CUTLASS_DTYPES, "bool": "cutlass.Boolean", "i8": "cutlass.Int8", "u8": "cutlass.Uint8",
+          "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32"}
+COMPARE_CODE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+F0, F1 = "cutlass.Float32(0.0)", "cutlass.Float32(1.0)"
+TF32_OP = [
+    "class MmaTF32Op(warpgroup.MmaF16BF16Op):",
+    '    """wgmma with tf32 operands (k = 8, both K-major): the 16-bit op with the tf32 type (CuTe DSL 4.8 has none)."""',
+    "",
+    "    def _verify(self):",
+    "        object.__setattr__(self, 'shape_mnk', (*self.shape_mnk[:2], 8))",
+    "", "",
+]
 PRODUCER_REGS, CONSUMER_REGS = 40, 232       # 128 x 40 + 256 x 232 <= 64K registers per SM
 RASTER_GROUP = 8
 
@@ -66,9 +80,17 @@ def side_index_code(si) -> str:
 
 
 def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None) -> str:
-    """The f32 expression of one elementwise step."""
+    """The f32 expression of one elementwise step (booleans are 0.0/1.0, selects through cutlass.select_)."""
     if op == "astype":
-        return f"{args[0]}.to({CUTLASS_DTYPES[dtype]}).to(cutlass.Float32)"
+        if dtype == "bool":
+            return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {F1}, {F0}))"
+        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Float32)"
+    if op == "copy":
+        return args[0]
+    if op in COMPARE_CODE:
+        return f"cutlass.Float32(cutlass.select_({args[0]} {COMPARE_CODE[op]} {args[1]}, {F1}, {F0}))"
+    if op == "where":
+        return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
     if op in UNARY_CODE:
         return UNARY_CODE[op].format(*args)
     if op == "pow" and arg0_lit in (2.0, 3.0):
@@ -76,14 +98,24 @@ def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None) -> s
     return BINARY_CODE[op].format(*args)
 
 
+def store_code(x: str, dtype: str) -> str:
+    """The f32 value ``x`` converted for a store into a ``dtype`` tensor."""
+    if dtype == "bool":
+        return f"cutlass.Boolean({x} != {F0})"
+    return f"({x}).to({DTYPES[dtype]})"
+
+
 def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
-    """The per-register epilogue: each step one assignment on f32 values, side inputs read at clamped coordinates."""
-    if not spec.epilogue:
+    """The per-register epilogue: each step one assignment on f32 values, side inputs read at clamped coordinates;
+    further outputs are stored from registers at their (unclamped, in-bounds) coordinates."""
+    if not spec.epilogue and not spec.extra_outputs:
         return []
     used = sorted({c for si in spec.inputs for c in si.coords if c is not None})
     out = [f"{indent}# The epilogue on the accumulator registers, in the program's order (f32, rounded once at the store).",
            f"{indent}for i in cutlass.range(cute.size(acc), unroll_full=True):",
            f"{indent}    m, n, l = tCcC[i]"]
+    if spec.extra_outputs:
+        out.append(f"{indent}    m0, n0 = m, n   # the element's own coordinates, for the further outputs")
     for c in used:
         out.append(f"{indent}    {COORDS[c]} = cutlass.min({COORDS[c]}, ext_{COORDS[c]} - 1)   "
                    "# clamped: rows/columns past the edge are computed, never stored")
@@ -101,7 +133,14 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
     for j, st in enumerate(spec.epilogue):
         second = st.args[1][1] if st.op == "pow" and st.args[1][0] == "lit" else None
         out.append(f"{indent}    v{j} = {op_code(st.op, [arg(a) for a in st.args], st.dtype, second)}   # {st.note}")
-    out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
+    if spec.extra_outputs:
+        out.append(f"{indent}    if m0 < ext_m and n0 < ext_n:   # further outputs: stored from registers, in bounds only")
+        for eo in spec.extra_outputs:
+            idx = [("m0", "n0", "l")[c] if c is not None else "0" for c in eo.coords]
+            index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+            out.append(f"{indent}        {eo.name}[{index}] = {store_code(arg(eo.value), eo.dtype)}")
+    if spec.epilogue:
+        out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
     return out
 
 
@@ -109,7 +148,7 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     """Docstring, imports, configuration constants, smem layouts, the SharedStorage struct and the builders."""
     cfg = spec.config
     wg = cfg.mma_warpgroups
-    tx_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
+    tx_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * (4 if spec.ab_dtype == "tf32" else 2)
     c_enum = "COL_MAJOR" if spec.c.major == "m" else "ROW_MAJOR"
     L: list[str] = []
     w = L.append
@@ -148,7 +187,7 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     else:
         w("THREADS = 128 * MMA_WARPGROUPS")
         w("MMA_THREAD0 = 0   # every warpgroup computes")
-    w(f"AB_DTYPE = {CUTLASS_DTYPES[spec.ab_dtype]}")
+    w(f"AB_DTYPE = {MMA_DTYPES[spec.ab_dtype]}")
     w(f"C_DTYPE = {CUTLASS_DTYPES[spec.c_dtype]}")
     w("ACC_DTYPE = cutlass.Float32")
     w("# Majorness, read off the operands' layouts (kernel modes A (M,K,L), B (N,K,L), C (M,N,L)):")
@@ -156,9 +195,14 @@ def header_lines(spec: GemmSpec, summary: str) -> list[str]:
     w(f"B_MAJOR = OperandMajorMode.{spec.b.major.upper()}   # B {spec.b.layout}")
     w(f"C_LAYOUT = LayoutEnum.{c_enum}   # C {spec.c.layout}: {spec.c.major.upper()} has unit stride")
     w(f"TMA_BYTES_PER_STAGE = {tx_bytes}")
-    w(f"MMA_K_BLOCKS = {cfg.tile_k // 16}   # wgmma k = 16 for 16-bit operands")
+    if spec.ab_dtype == "tf32":
+        w(f"MMA_K_BLOCKS = {cfg.tile_k // 8}   # wgmma k = 8 for tf32 operands")
+    else:
+        w(f"MMA_K_BLOCKS = {cfg.tile_k // 16}   # wgmma k = 16 for 16-bit operands")
     w("")
     w("")
+    if spec.ab_dtype == "tf32":
+        L.extend(TF32_OP)
     for nm, lay, what in (("a", spec.smem_a, f"'{spec.ab_dtype}', '{spec.a.major}', ({cfg.tile_m}, {cfg.tile_k}), {cfg.stages}"),
                           ("b", spec.smem_b, f"'{spec.ab_dtype}', '{spec.b.major}', ({cfg.tile_n}, {cfg.tile_k}), {cfg.stages}"),
                           ("c", spec.smem_c, f"C_DTYPE, {'mn' if spec.c.major == 'm' else 'k'}-major, {cfg.epi_tile!r}, "
@@ -191,8 +235,11 @@ def builder_lines(spec: GemmSpec) -> list[str]:
     L = [
         "def make_tiled_mma():",
         '    """The warpgroup MMA: MMA_WARPGROUPS warpgroups stacked along M, each 64 x TILE_N per instruction."""',
-        "    return sm90_utils.make_trivial_tiled_mma(",
-        "        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))",
+        *(["    return cute.make_tiled_mma(cute.make_mma_atom(MmaTF32Op(",
+           "        AB_DTYPE, ACC_DTYPE, (64, TILE_MNK[1]), warpgroup.OperandSource.SMEM, A_MAJOR, B_MAJOR)),",
+           "        (MMA_WARPGROUPS, 1, 1))"] if spec.ab_dtype == "tf32" else
+          ["    return sm90_utils.make_trivial_tiled_mma(",
+           "        AB_DTYPE, AB_DTYPE, A_MAJOR, B_MAJOR, ACC_DTYPE, (MMA_WARPGROUPS, 1, 1), tiler_mn=(64, TILE_MNK[1]))"]),
         "", "",
         "def make_tma_atoms(mA, mB, mC):",
         '    """TMA atoms and coordinate tensors: A and B loads (multicast within a cluster), the C store per EPI_TILE."""',
@@ -266,9 +313,14 @@ def builder_lines(spec: GemmSpec) -> list[str]:
     return L
 
 
+def side_names(spec: GemmSpec) -> list[str]:
+    """The kernel's tensors after A, B, C: the side inputs, then the further outputs."""
+    return [si.name for si in spec.inputs] + [eo.name for eo in spec.extra_outputs]
+
+
 def kernel_signature(spec: GemmSpec) -> list[str]:
     """The kernel's parameters: TMA atoms with their coordinate tensors, side inputs, the tiled MMA."""
-    side_params = "".join(f", {si.name}: cute.Tensor" for si in spec.inputs)
+    side_params = "".join(f", {nm}: cute.Tensor" for nm in side_names(spec))
     return ["@cute.kernel",
             "def kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, tma_c: cute.CopyAtom,",
             f"           mC: cute.Tensor{side_params}, tiled_mma: cute.TiledMma):"]

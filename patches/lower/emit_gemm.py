@@ -15,6 +15,7 @@ from .emit_common import (
     kernel_signature,
     load_lines,
     mma_lines,
+    side_names,
     store_lines,
     zero_k_lines,
 )
@@ -28,7 +29,7 @@ def emit_gemm(spec: GemmSpec) -> str:
         return emit_persistent(spec)
     cfg = spec.config
     clustered = cfg.cluster_m * cfg.cluster_n > 1
-    side = [si.name for si in spec.inputs]
+    side = side_names(spec)
     side_params = "".join(f", {s}: cute.Tensor" for s in side)
     side_args = "".join(f", {s}" for s in side)
     L = header_lines(spec, "One CTA per output tile; every warpgroup both computes and (warp 0) issues the TMA loads.")
@@ -88,7 +89,7 @@ def emit_gemm(spec: GemmSpec) -> str:
     w("    warpgroup.wait_group(0)")
     L.extend(zero_k_lines("    "))
     w("")
-    if spec.epilogue:
+    if spec.epilogue or spec.extra_outputs:
         w("    # Kernel coordinates (m, n, l) of every accumulator register, from an identity tensor.")
         w("    ext_m, ext_n, ext_l = mC.shape")
         w("    gcC = cute.local_tile(cute.make_identity_tensor(mC.shape), TILE_MNK, (bidx, bidy, None, bidz), proj=(1, 1, None))")

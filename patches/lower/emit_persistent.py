@@ -17,6 +17,7 @@ from .emit_common import (
     kernel_signature,
     load_lines,
     mma_lines,
+    side_names,
     store_lines,
     zero_k_lines,
 )
@@ -67,7 +68,7 @@ def emit_persistent(spec: GemmSpec) -> str:
     """The module text of the persistent warp-specialized kernel (same header, builders and epilogue as emit_gemm)."""
     cfg = spec.config
     clustered = cfg.cluster_m * cfg.cluster_n > 1
-    side = [si.name for si in spec.inputs]
+    side = side_names(spec)
     side_params = "".join(f", {s}: cute.Tensor" for s in side)
     side_args = "".join(f", {s}" for s in side)
     L = header_lines(spec, "Persistent and warp-specialized: a producer warpgroup issues the TMA loads, the math "
@@ -146,7 +147,7 @@ def emit_persistent(spec: GemmSpec) -> str:
     w("                ab_pipe.consumer_release(release)")
     w("                release.advance()")
     L.extend(zero_k_lines("            "))
-    if spec.epilogue:
+    if spec.epilogue or spec.extra_outputs:
         w("")
         w("            # Kernel coordinates (m, n, l) of every accumulator register, from an identity tensor.")
         w("            ext_m, ext_n, ext_l = mC.shape")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_common import BINARY_CODE, CUTLASS_DTYPES, UNARY_CODE, lit
+from .emit_common import CUTLASS_DTYPES, DTYPES, lit, op_code, store_code
 from .names import comment_block
 from .simt_spec import SimtSpec
 
 WARPS = 4
-INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))"}
-COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
+INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))", "min": "cutlass.Float32(float('inf'))"}
+COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)",
+           "min": "cute.arch.fmin({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
 
 
 def threads(spec: SimtSpec) -> int:
@@ -46,7 +47,7 @@ def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
     stride a multiple of 16 bytes (each row's chunks start 16-byte aligned)."""
     from .analyze import _divisor
 
-    if len(spec.col_modes) != 1:
+    if len(spec.col_modes) != 1 or dtype not in DTYPE_BYTES:
         return False
     c = spec.col_modes[0]
     stride = _strides(layout)
@@ -62,8 +63,9 @@ def vector_reads(spec: SimtSpec) -> set:
 
 
 def out_vector(spec: SimtSpec) -> bool:
-    """Whether full chunks store the output with vector accesses (a row-contiguous, aligned output)."""
-    return not spec.out_is_row and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec)
+    """Whether full chunks store the output with vector accesses (the only output, row-contiguous and aligned)."""
+    return (not spec.extra_outputs and not spec.out_is_row and spec.out_dtype in CUTLASS_DTYPES
+            and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec))
 
 
 def _reads_of(spec: SimtSpec, r: tuple) -> set:
@@ -92,21 +94,18 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
     return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
 
 
-def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset()) -> list[str]:
-    """Assignments computing value ``r`` (the steps it depends on, in program order)."""
+def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:
+    """Assignments computing value ``r`` (the steps it depends on, in program order; those in ``done`` are skipped
+    and the new ones added to it)."""
     need: set = set()
     _needed(spec, r, need)
     out = []
-    for j in sorted(need):
+    for j in sorted(need - (done or set())):
         st = spec.steps[j]
         args = [_arg(spec, a, vec) for a in st.args]
-        if st.op == "astype":
-            code = f"{args[0]}.to({CUTLASS_DTYPES[st.dtype]}).to(cutlass.Float32)"
-        elif st.op in UNARY_CODE:
-            code = UNARY_CODE[st.op].format(*args)
-        else:
-            code = BINARY_CODE[st.op].format(*args)
-        out.append(f"{indent}v{j} = {code}   # {st.note}")
+        out.append(f"{indent}v{j} = {op_code(st.op, args, st.dtype)}   # {st.note}")
+    if done is not None:
+        done |= need
     return out
 
 
@@ -130,11 +129,11 @@ def _slice(spec: SimtSpec, i: int) -> str:
     return f"{rd.name}[{_index(rd.coords, spec.col_modes[0])}]"
 
 
-def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
-    """A walk over the row computing value ``r``: full chunks with vector loads of the row-contiguous reads (and a
-    vector store of the output when ``store`` and it is row-contiguous), then the tail chunk element by element.
-    ``body`` holds the lines using the value (``{x}`` is its expression, ``{ind}`` the indent)."""
-    vec = vector_reads(spec) & _reads_of(spec, r)
+def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
+    """A walk over the row computing the values of ``work`` ([(ref, body lines)]): full chunks with vector loads of
+    the row-contiguous reads (and a vector store of the output when ``store`` and it is the only, row-contiguous
+    one), then the tail chunk element by element. A body's lines use ``{x}`` (the value) and ``{ind}`` (indent)."""
+    vec = vector_reads(spec) & set().union(*(_reads_of(spec, r) for r, _ in work))
     vstore = store and out_vector(spec)
     i = "        "
     out = [f"{i}for chunk in cutlass.range(full, unroll=1):   # full chunks: 16-byte vector accesses where contiguous",
@@ -145,21 +144,25 @@ def _passes(spec: SimtSpec, r: tuple, body: list, store: bool) -> list[str]:
         out.append(f"{i}    rOut = cute.make_rmem_tensor((VEC,), OUT_DTYPE)")
     out += [f"{i}    for v in cutlass.range_constexpr(VEC):", f"{i}        col = column(TV, chunk, lane, v)"]
     out += _split("col", spec.col_modes, f"{i}        ")
-    out += _compute(spec, r, f"{i}        ", vec)
-    x = _arg(spec, r, vec)
-    if vstore:
-        out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
-        oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
-        out.append(f"{i}    cute.local_tile({oslice}, (VEC,), (seg,)).store(rOut.load())")
-    else:
-        out += [ln.format(x=x, ind=f"{i}        ") for ln in body]
+    done: set = set()
+    for r, body in work:
+        out += _compute(spec, r, f"{i}        ", vec, done)
+        x = _arg(spec, r, vec)
+        if vstore:
+            out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
+            oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
+            out.append(f"{i}    cute.local_tile({oslice}, (VEC,), (seg,)).store(rOut.load())")
+        else:
+            out += [ln.format(x=x, ind=f"{i}        ") for ln in body]
     out += [f"{i}for chunk in cutlass.range(full, chunks, unroll=1):   # the tail: element by element",
             f"{i}    for v in cutlass.range_constexpr(VEC):",
             f"{i}        col = column(TV, chunk, lane, v)",
             f"{i}        if col < ext_c:"]
     out += _split("col", spec.col_modes, f"{i}            ")
-    out += _compute(spec, r, f"{i}            ")
-    out += [ln.format(x=_arg(spec, r), ind=f"{i}            ") for ln in body]
+    done = set()
+    for r, body in work:
+        out += _compute(spec, r, f"{i}            ", frozenset(), done)
+        out += [ln.format(x=_arg(spec, r), ind=f"{i}            ") for ln in body]
     return out
 
 
@@ -174,7 +177,7 @@ def emit_simt(spec: SimtSpec) -> str:
     """The module text: constants, the TV layout, host launcher (one warp per row, or one CTA for one row), kernel."""
     n = threads(spec)
     chunk, tv = tv_layout(spec.vec, n)
-    names = ["mOut"] + [r.name for r in spec.reads]
+    names = [o.name for o in spec.outputs] + [r.name for r in spec.reads]
     params = ", ".join(f"{nm}: cute.Tensor" for nm in names)
     args = ", ".join(names)
     walk = "one CTA on the single row" if spec.block_row else "one warp per row"
@@ -194,7 +197,7 @@ def emit_simt(spec: SimtSpec) -> str:
     w(f"ROWS = {32 * WARPS // n}   # rows per CTA")
     w(f"VEC = {spec.vec}   # consecutive columns per thread and chunk (16 bytes of output)")
     w(f"CHUNK = {chunk}   # columns per row and chunk")
-    w(f"OUT_DTYPE = {CUTLASS_DTYPES[spec.out_dtype]}")
+    w(f"OUT_DTYPE = {DTYPES[spec.out_dtype]}")
     w("")
     w("")
     w("def tv_layout():")
@@ -261,7 +264,7 @@ def emit_simt(spec: SimtSpec) -> str:
     for j, (op, r) in enumerate(spec.reductions):
         w(f"        # Pass {j}: the row's {op}.")
         w(f"        part = {INIT[op]}")
-        L.extend(_passes(spec, r, ["{ind}part = " + COMBINE[op].format("part", "{x}")], store=False))
+        L.extend(_passes(spec, [(r, ["{ind}part = " + COMBINE[op].format("part", "{x}")])], store=False))
         w(f"        part = warp_reduce(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
         if spec.block_row:
             w("        if tidx % 32 == 0:")
@@ -272,14 +275,18 @@ def emit_simt(spec: SimtSpec) -> str:
             w(f"            red{j} = {COMBINE[op].format(f'red{j}', f'sRed[(wp, {j})]')}")
         else:
             w(f"        red{j} = part")
-    if spec.out_is_row:
-        w("        # The output is one value per row: its first thread stores it.")
-        L.extend(_compute(spec, spec.result, "        "))
+    rows = [o for o in spec.outputs if o.is_row]
+    full = [o for o in spec.outputs if not o.is_row]
+    if rows:
+        w("        # Outputs with one value per row: the row's first thread stores them.")
+        done: set = set()
+        for o in rows:
+            L.extend(_compute(spec, o.result, "        ", frozenset(), done))
         w("        if lane == 0:")
-        w(f"            mOut[{_index(spec.out_coords) if spec.out_coords else '0'}] = "
-          f"({_arg(spec, spec.result)}).to(OUT_DTYPE)")
-    else:
+        for o in rows:
+            w(f"            {o.name}[{_index(o.coords) if o.coords else '0'}] = {store_code(_arg(spec, o.result), o.dtype)}")
+    if full:
         w("        # Output pass: compute every element of the row and store it, rounded once.")
-        L.extend(_passes(spec, spec.result, ["{ind}mOut[" + _index(spec.out_coords) + "] = ({x}).to(OUT_DTYPE)"],
-                         store=True))
+        L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords) + "] = "
+                                            + store_code("{x}", o.dtype)]) for o in full], store=True))
     return "\n".join(L) + "\n"

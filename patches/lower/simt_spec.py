@@ -21,8 +21,10 @@ from ..staging.types import modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
 
-REDUCE = {"reduce_sum": "sum", "reduce_max": "max"}
-DTYPES = ("bf16", "f16", "f32")
+REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
+DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,20 @@ class Step:
     args: tuple
     dtype: str
     note: str
+
+
+@dataclass(frozen=True)
+class Out:
+    """One output of the kernel: value ``result`` stored to argument ``name`` (dtype, layout); ``coords`` the domain
+    mode per output mode (None: size 1); ``is_row`` when it has no column mode (one store per row)."""
+
+    name: str
+    result: tuple
+    dtype: str
+    layout: Layout
+    is_row: bool
+    coords: tuple
+    shape: tuple
 
 
 @dataclass(frozen=True)
@@ -72,10 +88,18 @@ class SimtSpec:
     extents: tuple = ()        # per domain mode: (kernel argument, mode) giving its extent at run time, or None
     out_coords: tuple = ()     # domain mode per output mode (None: size 1)
     out_shape: tuple = ()      # the program's output shape (() for a scalar)
+    extra_outputs: tuple = ()  # Out records of the program's further outputs (mOut1, mOut2, ...)
+
+    @property
+    def outputs(self) -> tuple:
+        """Every output as an Out record, the first one (``mOut``) from the fields above."""
+        first = Out("mOut", self.result, self.out_dtype, self.out_layout, self.out_is_row, self.out_coords,
+                    self.out_shape)
+        return (first,) + tuple(self.extra_outputs)
 
     def kernel_operands(self) -> tuple:
-        """The kernel's tensor arguments: the output, then the parameter reads (records with layout and dtype)."""
-        return (_Arg(self.out_dtype, self.out_layout),) + tuple(_Arg(r.dtype, r.layout) for r in self.reads)
+        """The kernel's tensor arguments: the outputs, then the parameter reads (records with layout and dtype)."""
+        return tuple(_Arg(o.dtype, o.layout) for o in self.outputs) + tuple(_Arg(r.dtype, r.layout) for r in self.reads)
 
     @property
     def block_row(self) -> bool:
@@ -119,13 +143,42 @@ def _is_one(s: Any) -> bool:
     return isinstance(s, int) and s == 1
 
 
+def _walk_back(cl: _Classes, reduced: list, var: dict, outputs: list) -> None:
+    """Reduce-then-broadcast-back: an output mode of the reduced mode's extent that no value shares with the reduced
+    mode is walked by the same column loop (identified with it), so the row kernel makes one pass per reduction
+    instead of a row per (row, column) pair. Only for a single reduced mode."""
+    first = next((vs for _, vs in reduced if vs), None)
+    if first is None or len({cl.find(v) for v in first}) != 1:
+        return
+    r = cl.find(first[0])
+    together = set()
+    for vs in var.values():
+        cs = {cl.find(v) for v in vs if v is not None}
+        if r in cs:
+            together |= cs
+    for o in outputs:
+        if isinstance(o, Literal) or id(o) not in var:
+            continue
+        cs = [cl.find(v) for v in var[id(o)] if v is not None]
+        if r in cs:
+            continue
+        cand = [c for c in cs if c not in together and cl.size[c] == cl.size[r]]
+        if cand:
+            cl.union(r, cand[-1], "broadcast")
+            r = cl.find(r)
+            for vs in var.values():
+                cs2 = {cl.find(v) for v in vs if v is not None}
+                if r in cs2:
+                    together |= cs2
+
+
 def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
     prog = prog.dce()
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
-    if len(prog.outputs) != 1:
-        raise LoweringError(f"the SIMT kernel has one output; this program returns {len(prog.outputs)}")
+    if not prog.outputs or any(isinstance(o, Literal) for o in prog.outputs):
+        raise LoweringError("the SIMT kernel stores computed values; this program returns none or a literal")
     cl = _Classes()
     var: dict[int, list] = {}          # id(value) -> mode variable per mode (None for size-1 modes)
 
@@ -149,7 +202,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             xv = vars_of(e.inputs[0])
             var[id(out)] = [xv[q] for q in e.params["perm"]]
         elif nm == "broadcast":
-            xv = vars_of(e.inputs[0])
+            xv = vars_of(e.inputs[0]) or [None] * len(e.params["dims"])      # a literal: no modes
             ov = new_vars(out)
             for i, d in enumerate(e.params["dims"]):
                 if xv[i] is not None and ov[d] is not None:
@@ -160,7 +213,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             axes = tuple(e.params["axes"])
             var[id(out)] = [v for i, v in enumerate(xv) if i not in axes]
             reduced.append((nm, [xv[a] for a in axes if xv[a] is not None]))
-        elif nm in UNARY | BINARY or nm == "astype":
+        elif nm in ELEMENTWISE:
             ranked = [vars_of(a) for a in e.inputs if not isinstance(a, Literal) and modes_of(a.type.shape)]
             ov = new_vars(out)
             for xv in ranked:
@@ -171,12 +224,13 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                         cl.union(a, b, nm)
             var[id(out)] = ov
         else:
-            raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(UNARY | BINARY))}, "
-                                "astype, transpose/broadcast views, reduce_sum/reduce_max)")
+            raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
+                                "transpose/broadcast views, reduce_sum/reduce_max/reduce_min)")
 
     def classes(vs: list) -> list:
         return [None if v is None else cl.find(v) for v in vs]
 
+    _walk_back(cl, reduced, var, prog.outputs)
     red_sets = [frozenset(classes(vs)) for _, vs in reduced]
     red_sets_nonempty = [s for s in red_sets if s]
     cols_set = red_sets_nonempty[0] if red_sets_nonempty else frozenset()
@@ -185,26 +239,28 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             raise LoweringError(f"{nm}: this program reduces over different sets of modes ({len(cols_set)} and "
                                 f"{len(s)} domain modes, or a reduction of a reduction); one SIMT kernel reduces one "
                                 "set of modes per row, so split the program")
-    outv = prog.outputs[0]
-    out_cls = classes(vars_of(outv))
+    outvs = list(prog.outputs)
+    outs_cls = [classes(vars_of(o)) for o in outvs]
     for e in prog.eqns:
         if e.prim.name in REDUCE and cols_set & {c for c in classes(var[id(e.outputs[0])]) if c is not None}:
             raise LoweringError(f"{e.prim.name}: a reduced mode is also kept (the same domain mode twice in one value)")
-    out_set = {c for c in out_cls if c is not None}
+    outs_set = [{c for c in oc if c is not None} for oc in outs_cls]
+    widest = max(range(len(outvs)), key=lambda i: len(outs_set[i]))
     if cols_set:
-        out_is_row = not (out_set & cols_set)
-        if not out_is_row and not cols_set <= out_set:
-            raise LoweringError("the output keeps some reduced modes but not all of them")
+        for os_ in outs_set:
+            if os_ & cols_set and not cols_set <= os_:
+                raise LoweringError("an output keeps some reduced modes but not all of them")
         first = next(i for i, s in enumerate(red_sets) if s)
         red_in = [e.inputs[0] for e in prog.eqns if e.prim.name in REDUCE][first]
         red_axes = [e.params["axes"] for e in prog.eqns if e.prim.name in REDUCE][first]
         order = [c for i, c in enumerate(classes(vars_of(red_in))) if i in red_axes and c is not None]
         col_modes = tuple(dict.fromkeys(order))
-        row_modes = tuple(dict.fromkeys(c for c in out_cls if c is not None and c not in cols_set))
+        row_modes = tuple(dict.fromkeys(c for oc in outs_cls for c in oc if c is not None and c not in cols_set))
     else:
-        out_is_row = False
-        uniq = tuple(dict.fromkeys(c for c in out_cls if c is not None))
-        col_modes, row_modes = uniq[-1:], uniq[:-1]
+        uniq = tuple(dict.fromkeys(c for c in outs_cls[widest] if c is not None))
+        col_modes = uniq[-1:]
+        row_modes = tuple(dict.fromkeys(c for oc in [outs_cls[widest]] + outs_cls for c in oc
+                                        if c is not None and c not in col_modes))
     domain = set(row_modes) | set(col_modes)
     live = {c for vs in var.values() for c in classes(vs) if c is not None}
     if live - domain:
@@ -274,24 +330,27 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e)))
         ref[id(out)] = ("v", len(steps) - 1)
 
-    result = value(outv, "output")
-    if outv.type.dtype not in DTYPES:
-        raise LoweringError(f"output dtype {outv.type.dtype}: the SIMT kernel stores {', '.join(DTYPES)}")
-    out_shape = modes_of(outv.type.shape)
-    out_layout = outv.type.layout if out_shape else Layout(1, 1)
-    _flat_modes(out_layout, "output")
+    outs = []
+    for k, (outv, oc) in enumerate(zip(outvs, outs_cls)):
+        result = value(outv, "output")
+        if outv.type.dtype not in DTYPES:
+            raise LoweringError(f"output dtype {outv.type.dtype}: the SIMT kernel stores {', '.join(DTYPES)}")
+        out_shape = modes_of(outv.type.shape)
+        out_layout = outv.type.layout if out_shape else Layout(1, 1)
+        _flat_modes(out_layout, "output")
+        is_row = bool(reductions) and not ({c for c in oc if c is not None} & set(col_modes))
+        outs.append(Out("mOut" if k == 0 else f"mOut{k}", result, outv.type.dtype, out_layout, is_row, tuple(oc),
+                        tuple(out_shape)))
     sizes = {c: cl.size[c] for c in domain}
     extents = {}
-    cands = [(0, m, c) for m, c in enumerate(out_cls)] + [(1 + i, m, c) for i, r in enumerate(reads)
-                                                          for m, c in enumerate(r.coords)]
+    cands = [(k, m, c) for k, oc in enumerate(outs_cls) for m, c in enumerate(oc)]
+    cands += [(len(outs) + i, m, c) for i, r in enumerate(reads) for m, c in enumerate(r.coords)]
     for c in sorted(domain):
         hit = next(((a, m) for a, m, k in cands if k == c), None)
         if hit is None and not isinstance(sizes[c], int):
             raise LoweringError(f"no argument carries the symbolic extent {sizes[c]} (a broadcast mode that is "
                                 "reduced); give it a static size")
         extents[c] = hit
-    if out_is_row and not reductions:
-        out_is_row = False
 
     def prod(cs: tuple) -> Any:
         n: Any = 1
@@ -299,12 +358,13 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             n = n * sizes[c]
         return n
 
-    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}[outv.type.dtype]
+    o0 = outs[0]
+    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}.get(o0.dtype, 4)
     dom = sorted(domain)
     return SimtSpec(name=name, rows=prod(row_modes), cols=prod(col_modes), reads=tuple(reads), steps=tuple(steps),
-                    reductions=tuple(reductions), result=result, out_dtype=outv.type.dtype,
-                    out_layout=out_layout, out_is_row=out_is_row, extent_from=(),
+                    reductions=tuple(reductions), result=o0.result, out_dtype=o0.dtype,
+                    out_layout=o0.layout, out_is_row=o0.is_row, extent_from=(),
                     program_text=str(prog), n_params=len(prog.params), vec=vec,
                     row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
-                    extents=tuple((c, extents[c]) for c in dom), out_coords=tuple(out_cls),
-                    out_shape=tuple(out_shape))
+                    extents=tuple((c, extents[c]) for c in dom), out_coords=o0.coords,
+                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]))

@@ -6,6 +6,7 @@ It checks the kernel's tiling and epilogue without a GPU: ``simulate(spec, *arra
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -18,14 +19,39 @@ UNARY = {
     "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, np.float32(0)), "exp": np.exp, "log": np.log,
     "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
+    "erf": lambda x: np.vectorize(math.erf, otypes=[np.float32])(x) if np.size(x) else np.zeros_like(x),
 }
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
           "maximum": np.maximum, "minimum": np.minimum}
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal}
+
+
+def step(op: str, xs: list, dtype: str) -> np.ndarray:
+    """One elementwise step on f32 values as the kernels compute it (booleans are 0.0/1.0)."""
+    with np.errstate(all="ignore"):
+        if op == "astype":
+            return (xs[0] != 0).astype(np.float32) if dtype == "bool" else round_to(xs[0], dtype)
+        if op == "copy":
+            return np.asarray(xs[0], np.float32)
+        if op == "where":
+            return np.where(np.asarray(xs[0]) != 0, xs[1], xs[2]).astype(np.float32)
+        if op in COMPARE:
+            return COMPARE[op](xs[0], xs[1]).astype(np.float32)
+        if op in UNARY:
+            return np.asarray(UNARY[op](xs[0]), np.float32)
+        return np.asarray(BINARY[op](xs[0], xs[1]), np.float32)
 
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round f32 values to bf16/f16 (round to nearest even) and back to f32, as the kernel's conversions do."""
     x = np.asarray(x, np.float32)
+    if dtype == "tf32":                       # wgmma reads the top 19 bits of an f32 operand
+        return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    if dtype == "bool":
+        return (x != 0).astype(np.float32)
+    if dtype and dtype[0] in "iu":
+        return np.trunc(x)
     if dtype == "f16":
         return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":
@@ -43,8 +69,8 @@ def _kernel_view(x: np.ndarray, perm: tuple, batched: bool) -> np.ndarray:
 def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.ndarray:
     """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output."""
     cfg = spec.config
-    a = _kernel_view(np.asarray(args[spec.a.param], np.float32), spec.a.perm, spec.batched)     # (M, K, L)
-    b = _kernel_view(np.asarray(args[spec.b.param], np.float32), spec.b.perm, spec.batched)     # (N, K, L)
+    a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched)     # (M, K, L)
+    b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched)     # (N, K, L)
     M, K, L = a.shape
     N = b.shape[0]
     tm, tn, tk = cfg.tile
@@ -126,13 +152,6 @@ def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.
         idx = tuple(coords[c] if c is not None else 0 for c in si.coords)
         return x[idx] if idx else np.full_like(acc, x.reshape(()))
 
-    with np.errstate(all="ignore"):
-        for st in spec.epilogue:
-            xs = [get(a) for a in st.args]
-            if st.op == "astype":
-                vals.append(round_to(xs[0], st.dtype))
-            elif st.op in UNARY:
-                vals.append(UNARY[st.op](xs[0]).astype(np.float32))
-            else:
-                vals.append(BINARY[st.op](xs[0], xs[1]).astype(np.float32))
+    for st in spec.epilogue:
+        vals.append(step(st.op, [get(a) for a in st.args], st.dtype))
     return vals[-1] if vals else acc

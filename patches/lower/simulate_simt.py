@@ -12,7 +12,7 @@ import numpy as np
 from ..layouts.check import evaluate, points
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .simt_spec import SimtSpec
-from .simulate import BINARY, UNARY, round_to
+from .simulate import round_to, step
 
 
 def element_map(spec: SimtSpec, rows: int, cols: int) -> np.ndarray:
@@ -41,8 +41,9 @@ def _coords(index: np.ndarray, modes: tuple, ext: dict) -> dict:
     return out
 
 
-def simulate_simt(spec: SimtSpec, *args: Any) -> np.ndarray:
-    """Run the kernel's passes on numpy arrays (the program's parameters); returns the output."""
+def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
+    """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
+    the kernel has several)."""
     ext = {c: int(s) if isinstance(s, int) else None for c, s in spec.sizes}
     for rd in spec.reads:                 # symbolic extents: read off the arguments
         for m, c in enumerate(rd.coords):
@@ -69,27 +70,23 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> np.ndarray:
         need: set = set()
         _needed(spec, ref, need)
         vals: list = [None] * len(spec.steps)
-        with np.errstate(all="ignore"):
-            for j in sorted(need):
-                st = spec.steps[j]
-                xs = [get(a, vals) for a in st.args]
-                if st.op == "astype":
-                    vals[j] = round_to(xs[0], st.dtype)
-                elif st.op in UNARY:
-                    vals[j] = np.asarray(UNARY[st.op](xs[0]), np.float32)
-                else:
-                    vals[j] = np.asarray(BINARY[st.op](xs[0], xs[1]), np.float32)
-            return np.broadcast_to(get(ref, vals), (rows, cols)).astype(np.float32)
+        for j in sorted(need):
+            st = spec.steps[j]
+            vals[j] = step(st.op, [get(a, vals) for a in st.args], st.dtype)
+        return np.broadcast_to(get(ref, vals), (rows, cols)).astype(np.float32)
 
     for op, ref in spec.reductions:
         v = evaluate_ref(ref)
-        reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1))
-    val = evaluate_ref(spec.result)
-    shape = tuple(1 if k is None else ext[k] for k in spec.out_coords)
-    out = np.zeros(shape, np.float32)
-    if spec.out_is_row:
-        idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in spec.out_coords)
-        out[idx] = val[:, 0] if idx else val[0, 0]
-    else:
-        out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in spec.out_coords)] = val
-    return round_to(out, spec.out_dtype)
+        reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
+    results = []
+    for o in spec.outputs:
+        val = evaluate_ref(o.result)
+        shape = tuple(1 if k is None else ext[k] for k in o.coords)
+        out = np.zeros(shape, np.float32)
+        if o.is_row:
+            idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in o.coords)
+            out[idx] = val[:, 0] if idx else val[0, 0]
+        else:
+            out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)] = val
+        results.append(round_to(out, o.dtype))
+    return results[0] if len(results) == 1 else results

@@ -55,6 +55,19 @@ class EpiStep:
 
 
 @dataclass(frozen=True)
+class ExtraOutput:
+    """A further epilogue value the kernel stores from registers (element by element, guarded at the edges):
+    argument ``name`` of ``dtype`` in the program's ``layout``, whose modes walk kernel coordinates ``coords``
+    (0=m, 1=n, 2=l); ``value`` is the epilogue reference ("acc",) or ("v", i)."""
+
+    name: str
+    dtype: str
+    layout: Layout
+    coords: tuple
+    value: tuple
+
+
+@dataclass(frozen=True)
 class GemmSpec:
     """Everything needed to emit, compile and simulate one Hopper GEMM kernel."""
 
@@ -78,6 +91,8 @@ class GemmSpec:
     program_text: str = ""
     n_params: int = 0
     facts: dict = field(default_factory=dict)
+    extra_outputs: tuple = ()
+    out_index: int = 0          # which program output C is (the others are extra_outputs, in order)
 
     @property
     def mnkl(self) -> tuple:
@@ -85,8 +100,9 @@ class GemmSpec:
 
 
 def kernel_operands(self: GemmSpec) -> tuple:
-    """The kernel's tensor arguments in order: A, B, C, then the side inputs (as records with layout and dtype)."""
-    return (self.a, self.b, self.c) + tuple(self.inputs)
+    """The kernel's tensor arguments in order: A, B, C, the side inputs, then the further outputs (as records with
+    layout and dtype)."""
+    return (self.a, self.b, self.c) + tuple(self.inputs) + tuple(self.extra_outputs)
 
 
 GemmSpec.kernel_operands = kernel_operands

@@ -79,52 +79,64 @@ def gemm_command(args: Any) -> int:
     return 0
 
 
-def demo(out_dir: str = "build/demo_kernels") -> None:
-    """Stage matmul + bias + relu, differentiate it, emit and compile forward and backward kernels, tabulate."""
+def demo(out_dir: str = "build/demo_kernels", m: int = 1024, k: int = 512, h: int = 1024, n: int = 256) -> None:
+    """Stage a 2-layer MLP, differentiate it, lower the whole SGD training step in one call, compile every kernel
+    for sm_90a, print the schedule, and simulate it on the CPU against the interpreter (and time it on a GPU)."""
+    import numpy as np
+
     import patches as pt
 
-    m, k, n = 1024, 512, 2048
-    x_t = pt.tensor("bf16", make_layout((m, k), (k, 1)))
-    w_t = pt.tensor("bf16", make_layout((k, n), (n, 1)))
-    b_t = pt.tensor("bf16", n)
+    from .plan import format_schedule, random_args
+    from .programs import mlp_forward, mlp_step
 
-    def layer(x: Any, w: Any, b: Any) -> Any:
-        return pt.relu(x @ w + b)
-
-    fwd = pt.stage(layer, x_t, w_t, b_t)
-    print("1. The forward program (row-major X and W, a broadcast bias):\n")
+    fwd = mlp_forward(m, k, h, n)
+    print(f"1. The layer, staged: relu(gelu(X @ W1 + b1) @ W2 + b2), f32, X {m}x{k}, hidden {h}, out {n}:\n")
     print(fwd)
-    bwd = pt.stage(pt.grad(lambda x, w, b: pt.reduce_sum(layer(x, w, b)), argnums=(0, 1, 2)), x_t, w_t, b_t).dce()
-    print("\n2. Its backward program (autodiff): the matmuls read X^T and W^T as transpose views, nothing is copied:\n")
-    print(bwd)
-    _, db, da = pt.split_matmuls(bwd)
-    kernels = [("forward  relu(X@W+b)", fwd), ("dW = X^T @ dC", db), ("dX = dC @ W^T", da)]
+    step = mlp_step(m, k, h, n)
+    print(f"\n2. Differentiated: one SGD step (forward, mean-squared loss, grad, update) is one program of "
+          f"{len(step.eqns)} equations, {sum(e.prim.name == 'matmul' for e in step.eqns)} of them matmuls.")
+    t0 = time.perf_counter()
+    mod = pt.lower(step)
+    sched = time.perf_counter() - t0
+    print(f"\n3. pt.lower(step): {len(mod.kernels)} kernels in {sched * 1e3:.0f} ms (fusion decided by layouts), "
+          "compiling each for sm_90a without a GPU ...\n")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"\n3. Lowering each to a CuTe DSL kernel for sm_90a (sources in {out}/), compiling without a GPU:\n")
-    rows = []
-    for label, prog in kernels:
-        mod = pt.lower(prog)
-        path = out / f"{label.split()[0].replace('=', '').lower() or 'k'}_{mod.spec.name}.py"
-        path.write_text(mod.source)
-        t0 = time.perf_counter()
-        exe = mod.compile()
-        wall = time.perf_counter() - t0
-        s = mod.spec
-        res, cnt = exe.resources, exe.counts("HGMMA", "UTMALDG", "UTMASTG")
-        majors = f"A {s.a.major}, B {s.b.major}, C {s.c.major}"
-        rows.append((label, s.config.describe(), majors, res["registers"], res["spills"], cnt["HGMMA"], cnt["UTMALDG"],
-                     cnt["UTMASTG"], f"{mod.emit_seconds * 1e3:.1f}", f"{wall:.2f}"))
-    head = ("kernel", "configuration", "majorness", "regs", "spills", "HGMMA", "UTMALDG", "UTMASTG", "emit ms", "compile s")
-    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    for r in [head] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-    print("\nMajorness comes from the layouts: row-major X is K-major, row-major W is N-major (MN), and the transpose")
-    print("views in the backward kernels are MN-major operands (the wgmma transpose bit), not copies.")
+    for kern in mod.kernels:
+        (out / f"{kern.name}.py").write_text(kern.source)
+    t0 = time.perf_counter()
+    exe = mod.compile()
+    print(format_schedule(mod, exe.executables))
+    print(f"\n   compiled {len(mod.kernels)} kernels in {time.perf_counter() - t0:.1f} s; sources in {out}/; "
+          f"spills: {sum(e.resources['spills'] or 0 for e in exe.executables)} bytes in all")
+    args = random_args(step, seed=0)
+    t0 = time.perf_counter()
+    got = mod.simulate(*args)
+    sim = time.perf_counter() - t0
+    want = pt.evaluate(step, *args)
+    err = max(float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)))) for g, w in zip(got, want))
+    worst = max(kern.verify(movement=False) for kern in mod.kernels)
+    print(f"\n4. On the CPU: the schedule, kernel by kernel through the interpreter, equals pt.evaluate(step) "
+          f"(max |diff| {err:.2e}, {sim:.2f} s); each kernel's tile-level model agrees with its program "
+          f"(worst relative error {worst:.1e}, tf32 operands); mod.verify() also checks every kernel's data movement.")
     try:
         import torch
 
         if torch.cuda.is_available():
-            print("\nA GPU is present: run benchmarks/gpu_gemm.py for TFLOP/s against torch.matmul.")
+            _gpu_time(exe, args, torch)
+            return
     except ImportError:
         pass
+    print("\n5. No GPU here: on one, exe(*torch_tensors) runs the schedule on one stream (benchmarks/schedule.py "
+          "times it against torch).")
+
+
+def _gpu_time(exe: Any, args: list, torch: Any) -> None:
+    xs = [torch.from_numpy(a).cuda() for a in args]
+    exe(*xs)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        exe(*xs)
+    torch.cuda.synchronize()
+    print(f"\n5. On the GPU: {(time.perf_counter() - t0) / 10 * 1e3:.3f} ms per training step.")

@@ -24,10 +24,20 @@ DEFAULT_FLOAT = "f32"
 DEFAULT_INT = "i32"
 
 
+# names numpy does not know (bfloat16 without ml_dtypes) or spells differently; everything else goes through np.dtype
+_ALIASES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "bool_": "bool"}
+
+
 def canonical(dtype: Any, where: str = "tensor") -> str:
-    """The short name of a dtype given as a name (``"f32"``, ``"float32"``) or a numpy dtype."""
+    """The short name of a dtype given as numpy and JAX spell it: ``"f32"``, ``"float32"``, ``"bfloat16"``,
+    ``np.float16``, ``np.dtype("int8")``, ``jnp.bfloat16`` (a dtype is never implied: ``None`` is refused)."""
     if isinstance(dtype, str) and dtype in _NUMPY:
         return dtype
+    if dtype is None:
+        raise fail(where, f"dtype must be given (one of {', '.join(_NUMPY)}), got None")
+    alias = _ALIASES.get(dtype if isinstance(dtype, str) else getattr(dtype, "__name__", getattr(dtype, "name", None)))
+    if alias is not None:
+        return alias
     try:
         with warnings.catch_warnings():  # numpy deprecates some one-letter aliases; they are refused anyway
             warnings.simplefilter("ignore")

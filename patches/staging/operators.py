@@ -99,8 +99,39 @@ class Operators:
     def astype(self, dtype: Any) -> Any:
         return _OPS.astype(self, dtype)
 
-    def sum(self, axes: Any = None) -> Any:
-        return _OPS.reduce_sum(self, axes)
+    def __floordiv__(self, other: Any) -> Any:
+        return _OPS.floordiv(self, other)
 
-    def max(self, axes: Any = None) -> Any:
-        return _OPS.reduce_max(self, axes)
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _OPS.floordiv(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return _OPS.mod(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _OPS.mod(other, self)
+
+    # numpy's methods: x.sum(axis=1), x.max(0, keepdims=True), x.reshape(3, 4), ...
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.sum(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.min(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.mean(self, axis, keepdims)
+
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return _OPS.var(self, axis, ddof, keepdims)
+
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.argmax(self, axis, keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.argmin(self, axis, keepdims)
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        return _OPS.reshape(self, shape[0] if len(shape) == 1 else shape, order)

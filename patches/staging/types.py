@@ -72,6 +72,7 @@ def tensor(dtype: Any, layout: Any = ()) -> TensorType:
     """The type of a tensor argument: ``tensor("f32", make_layout((3, 4)))``; a shape gives the compact column-major layout."""
     name = dtypes.canonical(dtype, "tensor")
     if not isinstance(layout, Layout):
+        layout = normal_shape(layout)
         try:
             layout = make_layout(layout)
         except LayoutError as e:
@@ -80,6 +81,16 @@ def tensor(dtype: Any, layout: Any = ()) -> TensorType:
         if type(d) is int and d < 0 or type(d) is not int and arith.lt(d, 0):
             raise fail("tensor", "negative strides are not supported in argument layouts", layout)
     return TensorType(name, layout)
+
+
+def normal_shape(shape: Any) -> Any:
+    """A shape as the user may spell it, as staging spells it: lists become tuples, and a one-mode ``(8,)`` is ``8``
+    (numpy's and JAX's 1-D shape, CuTe's ``8:1``), so ``tensor("f32", 8) == tensor("f32", (8,))``."""
+    if isinstance(shape, list):
+        shape = tuple(normal_shape(s) if isinstance(s, list) else s for s in shape)
+    if type(shape) is tuple and len(shape) == 1 and type(shape[0]) is not tuple:
+        return shape[0]
+    return shape
 
 
 def modes_of(shape: Any) -> tuple:

@@ -18,9 +18,10 @@ def forward(m=256, k=128, n=512, dtype="f16"):
 
 
 def backward_matmuls(m=256, k=128, n=512):
-    """dA = dC @ W^T and dB = X^T @ dC, cut out of the autodiff program of the layer (the first matmul is the forward)."""
+    """dA = dC @ W^T and dB = X^T @ dC: the GEMM kernels of the layer's scheduled backward (the first GEMM is the
+    forward with its epilogue, which also writes dC)."""
     g = pt.stage(pt.grad(lambda x, w, b: pt.reduce_sum(layer(x, w, b)), argnums=(0, 1, 2)), *layer_types(m, k, n)).dce()
-    progs = pt.split_matmuls(g)
+    progs = [k.program for k in pt.lower(g).kernels if k.kind == "gemm"]
     assert len(progs) == 3
     return progs[1], progs[2]            # (X^T @ dC: dB, dC @ W^T: dA)
 

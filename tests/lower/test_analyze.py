@@ -63,8 +63,8 @@ def test_unaligned_symbolic_stride_is_refused():
 
 
 def test_f32_operands_and_bad_configs_are_refused():
-    ts = (pt.tensor("f32", (128, 64)), pt.tensor("f32", (64, 128)))
-    with pytest.raises(LoweringError, match="bf16 or f16"):
+    ts = (pt.tensor("f32", (128, 64)), pt.tensor("f32", (64, 128)))       # column-major: A is M-major
+    with pytest.raises(LoweringError, match="tf32 wgmma reads K-major operands only"):
         analyze(pt.stage(lambda x, w: x @ w, *ts))
     with pytest.raises(LoweringError, match="CTA tile 96x64"):
         analyze(forward(), TileConfig(96, 64))

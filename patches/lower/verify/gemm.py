@@ -126,7 +126,8 @@ def _mainloop(cute: Any, K: Any, report: Report, tiled_mma: Any, atoms: tuple, s
                     for j, (o, c) in enumerate(zip(off.tolist(), crd.tolist())):
                         want = (rows0 + c[0], kt * tk + c[1], tile[2])
                         got = maps[op].get(o)
-                        bad_k = not (kb * 16 <= c[1] < kb * 16 + 16) or c[2] != stage
+                        kw = tk // K.MMA_K_BLOCKS   # k per wgmma: 16 (16-bit), 8 (tf32)
+                        bad_k = not (kb * kw <= c[1] < kb * kw + kw) or c[2] != stage
                         if got != want or bad_k:
                             chk.fail(f"{name} warpgroup {w} k-block {kb} stage {stage} element {j}: the wgmma reads smem "
                                      f"offset {o} holding {got}, wants (row, k, l) {want}"

@@ -15,7 +15,7 @@ from ...layouts import ComposedLayout, Layout, arith, size, zipped_divide
 from ...layouts import inttuple as it
 from ..errors import fail
 from ..ir import Literal, Program
-from ..types import SCALAR_LAYOUT, TensorType, compact, mode_layouts, modes_of
+from ..types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, modes_of
 from .refs import GMEM, SPACES, MemorySpace, RefType
 from .state import I32
 
@@ -24,11 +24,23 @@ class BlockSpec:
     """``BlockSpec(block, index_map)``: ``block`` a shape or tiler (Layout, or a tuple of per-mode Layouts/ints).
 
     ``memory_space`` GMEM (default) gives the body a window on the operand; SMEM/RMEM a staged copy in
-    ``layout`` (default compact column-major; a swizzled ComposedLayout is allowed).
+    ``layout`` (default compact column-major; a swizzled ComposedLayout is allowed). As in Pallas, ``block_shape``
+    may stand for ``block``, a ``None`` entry is a mode of extent 1 the body does not see (squeezed), and a
+    block shape need not divide the operand: the edge blocks are padded (reads there are NaN for floats,
+    writes there are dropped).
     """
 
     def __init__(self, block: Any = None, index_map: Callable | None = None, memory_space: MemorySpace = GMEM,
-                 layout: Layout | ComposedLayout | None = None) -> None:
+                 layout: Layout | ComposedLayout | None = None, *, block_shape: Any = None) -> None:
+        if block_shape is not None:  # Pallas's spelling
+            if block is not None:
+                raise fail("BlockSpec", "give block or block_shape (Pallas's name for it), not both")
+            block = block_shape
+        if not (block is None or isinstance(block, (int, tuple, list, Layout)) and not isinstance(block, bool)):
+            raise fail("BlockSpec", f"block_shape must be a shape (ints, None for squeezed modes) or a tiler Layout, "
+                                    f"got {type(block).__name__} {block!r:.60}")
+        if index_map is not None and not callable(index_map):
+            raise fail("BlockSpec", f"index_map must be a function of the grid indices, got {type(index_map).__name__}")
         if memory_space not in SPACES:
             raise fail("BlockSpec", f"memory_space must be one of GMEM, SMEM, RMEM, got {memory_space!r}")
         if layout is not None and memory_space == GMEM:
@@ -82,14 +94,21 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
     if tiler is None:
         tiler = tuple(modes_of(t.layout.shape)) if t.rank else ()
         tiler = tuple(it.product(m) for m in tiler)
+    squeezed: tuple = ()
+    if isinstance(tiler, tuple) and any(b is None for b in tiler):  # Pallas's squeezed modes
+        if len(tiler) != t.rank:
+            raise fail("kernel", f"{label}: a block with None entries needs one entry per mode ({t.rank}), got {tiler}", t)
+        squeezed = tuple(k for k, b in enumerate(tiler) if b is None)
+        tiler = tuple(1 if b is None else b for b in tiler)
     if isinstance(tiler, tuple) and len(tiler) == 1 and t.rank == 1:
         tiler = tiler[0]
     try:
         carved = zipped_divide(t.layout, tiler)
     except Exception as e:  # a LayoutError or a tiler the algebra refuses
         raise fail("kernel", f"{label}: cannot carve {t} by the block {tiler}: {e}") from None
-    if not arith.eq(size(carved), size(t.layout)):
-        raise fail("kernel", f"{label}: the block {tiler} does not divide {t} (blocks must tile the operand exactly)")
+    if not arith.eq(size(carved), size(t.layout)) and padding_extents(t.layout, tiler, carved) is None:
+        raise fail("kernel", f"{label}: the block {tiler} does not divide {t}, and only a block of one int per mode "
+                             "over modes of concrete, flat extents can pad the edge blocks")
     tile = mode_layouts(carved)[0] if carved.rank else carved
     nblock = len(modes_of(mode_layouts(carved)[1].shape)) if carved.rank == 2 else 0
     index_map = spec.index_map
@@ -110,6 +129,9 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
     prog = stage_flat(f, [I32] * len(grid), _tree(len(grid)), "index_map")
     if prog.consts:
         raise fail("kernel", f"{label}: the index map captures arrays; it may only compute from the grid indices")
+    if squeezed:
+        kept = [m for k, m in enumerate(mode_layouts(tile)) if k not in squeezed]
+        tile = layout_of_modes(kept) if kept else Layout._make((), ())
     if spec.memory_space == GMEM:
         ref = RefType(t.dtype, tile, GMEM)
     else:
@@ -117,7 +139,29 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
         if size(layout) != size(tile) or not _same_shape(layout.shape, tile.shape):
             raise fail("kernel", f"{label}: the staging layout {layout} does not have the block's shape {it.to_str(tile.shape)}")
         ref = RefType(t.dtype, layout, spec.memory_space)
-    return BlockMapping(carved, tiler, prog, ref, label)
+    return BlockMapping(carved, tiler, prog, ref, label, squeezed)
+
+
+def padding_extents(layout: Layout, tiler: Any, carved: Layout) -> tuple | None:
+    """For a carving with padded edge blocks, the operand's extent per mode (None if the carving is not one).
+
+    Padding is defined for a tiler of one int per mode over modes of concrete flat extents: mode k of
+    extent n_k in blocks of b_k carves into (b_k) x (ceil(n_k / b_k)), and tile coordinate t of block r
+    is element r * b_k + t, which exists when it is below n_k.
+    """
+    ms = modes_of(layout.shape) if layout.rank else ()
+    per_mode = tiler if isinstance(tiler, tuple) else (tiler,)
+    if len(per_mode) != len(ms) or not all(type(b) is int and b > 0 for b in per_mode):
+        return None
+    if not all(type(m) is int for m in ms) or carved.rank != 2:
+        return None
+    tile, rest = mode_layouts(carved)
+    tdims = tuple(it.product(x) for x in modes_of(tile.shape))
+    bdims = tuple(it.product(x) for x in modes_of(rest.shape))
+    want = tuple(-(-n // b) for n, b in zip(ms, per_mode))
+    if tdims != tuple(per_mode) or bdims != want:
+        return None
+    return tuple(ms)
 
 
 def _same_shape(a: Any, b: Any) -> bool:
@@ -140,7 +184,7 @@ def format_index_map(prog: Program) -> str:
     names: dict[int, str] = {}
     for k, v in enumerate(prog.params):
         names[id(v)] = _NAMES[k] if k < len(_NAMES) else f"g{k}"
-    ops = {"add": "+", "sub": "-", "mul": "*"}
+    ops = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
 
     def use(a: Any) -> str:
         if isinstance(a, Literal):

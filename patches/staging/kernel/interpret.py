@@ -20,7 +20,7 @@ from ..array import Array, to_array
 from ..interpreter import active_symbols, run
 from ..ir import Program
 from ..types import logical_shape, mode_layouts, modes_of
-from .blockspec import BlockMapping
+from .blockspec import BlockMapping, padding_extents
 from .refs import KernelError, RefValue, check_race, layout_offsets
 from .state import running_point
 
@@ -36,6 +36,16 @@ class Carving:
         flat = check.evaluate(carved, np.arange(size(carved), dtype=np.int64)) + a.offset
         self.table = flat.astype(np.int64).reshape(self.tile_dims + self.block_dims, order="F")
         self.label = m.label
+        self.padded = size(carved) != size(a.layout)
+        if self.padded:  # edge blocks: coordinates past the operand's extents read and write one spare slot
+            extents = padding_extents(a.layout, m.tiler, carved)
+            inside = np.ones(self.table.shape, dtype=bool)
+            r = len(self.tile_dims)
+            for k, (n, b) in enumerate(zip(extents, self.tile_dims)):
+                shape = [1] * (2 * r)
+                shape[k], shape[r + k] = b, self.block_dims[k]
+                inside &= (np.arange(self.block_dims[k]).reshape(1, -1) * b + np.arange(b).reshape(-1, 1) < n).reshape(shape)
+            self.table[~inside] = a.storage.size
 
     def block(self, coords: tuple, point: tuple) -> np.ndarray:
         if len(coords) != len(self.block_dims) or any(not 0 <= c < n for c, n in zip(coords, self.block_dims)):
@@ -66,17 +76,33 @@ def _local(ref_type: Any) -> RefValue:
                     f"scratch {ref_type}")
 
 
+def _pad_value(dtype: str) -> Any:
+    """What a read past the operand's edge gives: NaN for floats, the most negative integer, False."""
+    if dtypes.is_float(dtype):
+        return np.nan
+    return np.iinfo(dtypes.to_numpy(dtype)).min if dtypes.is_int(dtype) else False
+
+
+def _with_spare_slot(a: Array) -> Array:
+    """``a`` over a copy of its storage with one more element, the slot of a padded block's missing elements."""
+    spare = np.array([_pad_value(a.dtype)], dtype=a.storage.dtype)
+    return Array(np.concatenate([a.storage, spare]), a.offset, a.layout, a.dtype)
+
+
 def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
                      _out_types: tuple) -> list:
     """Run the kernel's body at every grid point (last axis fastest) and return its outputs."""
     syms = active_symbols()
     grid = tuple(int(g) for g in grid)
     outs = [_fresh(t) for t in _out_types]
-    owners = [np.full(o.storage.size, -1, dtype=np.int64) for o in outs]
     carvings = [Carving(a, m) for a, m in zip(operands, in_specs)] + [Carving(o, m) for o, m in zip(outs, out_specs)]
+    padded = [k for k, c in enumerate(carvings) if c.padded]
+    n_in = len(operands)
+    operands = tuple(_with_spare_slot(a) if k in padded else a for k, a in enumerate(operands))
+    outs = [_with_spare_slot(o) if n_in + k in padded else o for k, o in enumerate(outs)]
+    owners = [np.full(o.storage.size, -1, dtype=np.int64) for o in outs]
     arrays = list(operands) + outs
     specs = list(in_specs) + list(out_specs)
-    n_in = len(operands)
     scratch = body.in_types[len(specs):]
     for k, point in enumerate(itertools.product(*(range(g) for g in grid))):
         with running_point(point, grid, k):
@@ -104,4 +130,8 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
             for local, target in writeback:
                 check_race(target, target.offsets)
                 target.storage[target.offsets] = local.storage[local.offsets]
-    return outs
+            for k in padded:  # writes past the edge are dropped
+                arrays[k].storage[-1] = _pad_value(arrays[k].dtype)
+                if k >= n_in:
+                    owners[k - n_in][-1] = -1
+    return [Array(o.storage[:-1], o.offset, o.layout, o.dtype) if n_in + k in padded else o for k, o in enumerate(outs)]

@@ -15,11 +15,11 @@ from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import fail
+from ..errors import StagingError, fail
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
-from ..types import TensorType
+from ..types import TensorType, tensor
 from .blockspec import BlockMapping, BlockSpec, resolve
 from .control import static_extent
 from .interpret import interpret_kernel
@@ -93,20 +93,37 @@ def _per_output(specs: Any, n: int, what: str) -> list:
     return list(specs)
 
 
-def kernel(body: Callable, out_type: Any, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
-           scratch: Any = (), name: str | None = None, interpret: bool = True) -> Callable:
+def _out_leaf(t: Any) -> TensorType:
+    """An output type: a tensor type, or anything with ``shape`` and ``dtype`` (JAX's ShapeDtypeStruct, an array)."""
+    if isinstance(t, TensorType) and not isinstance(t, RefType):
+        return t
+    if not isinstance(t, TensorType) and hasattr(t, "shape") and hasattr(t, "dtype"):
+        try:
+            return tensor(t.dtype, tuple(t.shape))
+        except (StagingError, TypeError) as e:
+            raise fail("kernel", f"out_shape {t!r}: {str(e).splitlines()[0]}") from None
+    raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)) or have a shape and a dtype, got {t!r}")
+
+
+def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
+           scratch: Any = (), name: str | None = None, interpret: bool = True, out_shape: Any = None) -> Callable:
     """A kernel over a grid: ``kernel(body, out_type, grid=..., in_specs=[...], out_specs=...)(*operands)``.
 
     ``body(*in_refs, *out_refs, *scratch_refs)`` runs once per grid point and writes its outputs through Refs.
+    ``out_shape`` is Pallas's name for ``out_type``.
     """
     if not interpret:
         raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
+    if out_shape is not None:
+        if out_type is not None:
+            raise fail("kernel", "give out_type or out_shape (Pallas's name for it), not both")
+        out_type = out_shape
+    if out_type is None:
+        raise fail("kernel", "out_type (or out_shape) is required: the types of the outputs")
     grid = tuple(static_extent(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     kname = name or getattr(body, "__name__", "kernel")
     out_leaves, out_tree = tree_flatten(out_type)
-    for t in out_leaves:
-        if not isinstance(t, TensorType) or isinstance(t, RefType):
-            raise fail("kernel", f"out_type must be tensor types (pt.tensor(...)), got {t!r}")
+    out_leaves = [_out_leaf(t) for t in out_leaves]
     scratch = [s if isinstance(s, Scratch) else Scratch(*s) for s in (scratch or ())]
 
     def call(*operands: Any) -> Any:

@@ -33,6 +33,9 @@ def _tile_layout(layout: Any, tiler: Any, squeezed: tuple) -> Any:
 def _abstract(r: TensorType, *coords: TensorType, tiler: Any, squeezed: tuple) -> list:
     if not is_ref(r) or not isinstance(r.layout, Layout):
         raise fail("ref_tile", "expects a Ref with a plain layout", r)
+    if size(zipped_divide(r.layout, tiler)) != size(r.layout):
+        raise fail("ref_tile", f"the tiler {tiler} does not divide the Ref (padded edge blocks cannot be carved "
+                               "inside a body, as the backward kernel of a reduction over the grid needs)", r)
     return [r.with_layout(_tile_layout(r.layout, tiler, squeezed))]
 
 

@@ -1,6 +1,7 @@
 """The primitives of staging, by family; each family module holds the layout rules, numpy implementations and ops."""
 
 from .. import operators as _operators
+from .einsum import einsum
 from .elementwise import (
     BINARY,
     COMPARE,
@@ -36,8 +37,36 @@ from .elementwise import (
     where,
     where_p,
 )
+from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
 from .matmul import matmul, matmul_p
-from .reductions import reduce_max, reduce_max_p, reduce_sum, reduce_sum_p
+from .numpy_ops import (
+    argmax,
+    argmin,
+    clip,
+    gelu,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    reshape,
+    rsqrt,
+    sigmoid,
+    softmax,
+    sum,
+    var,
+)
+from .reductions import (
+    argmax_p,
+    argmin_p,
+    reduce_max,
+    reduce_max_p,
+    reduce_min,
+    reduce_min_p,
+    reduce_sum,
+    reduce_sum_p,
+)
+from .special import concatenate, concatenate_p, erf, erf_p, stop_gradient, stop_gradient_p
 from .views import (
     Span,
     broadcast,
@@ -70,23 +99,36 @@ UNARY_NAMES = sorted(UNARY)
 BINARY_NAMES = sorted(BINARY)
 COMPARE_NAMES = sorted(COMPARE)
 
+# The numpy/JAX-style functions (listed in docs/staging.md).
+NUMPY_OPS = [
+    "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "logsumexp", "max", "mean", "min", "mod", "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax",
+    "stop_gradient", "sum", "var",
+]
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
+    # the numpy/JAX spellings
+    *NUMPY_OPS,
 ]
 __all__ = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
-    "BINARY", "BINARY_NAMES", "COMPARE", "COMPARE_NAMES", "OPS", "Span", "UNARY", "UNARY_NAMES",
-    "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p", "cos_p", "div_p", "embed", "embed_p",
-    "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p", "matmul_p", "maximum_p", "minimum_p",
-    "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p", "reduce_sum_p", "relu_p", "sin_p", "slice_p",
-    "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p", "view_rules", "where_p",
+    "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "logsumexp", "max", "mean", "min", "mod", "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax",
+    "stop_gradient", "sum", "var", "BINARY", "BINARY_NAMES", "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
+    "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
+    "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
+    "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
+    "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",
+    "reduce_sum_p", "relu_p", "sin_p", "slice_p", "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p",
+    "view_rules", "where_p",
 ]
 
 _operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
                    ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
-                   reduce_max=reduce_max)
+                   reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
+                   argmax=argmax, argmin=argmin, reshape=reshape)

@@ -37,6 +37,7 @@ from ..types import (
     mode_layouts,
     mode_size,
     modes_of,
+    normal_shape,
     permute,
     same_mode,
     same_modes,
@@ -104,7 +105,7 @@ def int_tuple(name: str, v: Any, what: str) -> tuple:
 
 def checked_shape(name: str, shape: Any) -> Any:
     """A shape (an extent or nested tuple of extents), validated by building its layout."""
-    shape = tuple(shape) if isinstance(shape, list) else shape
+    shape = normal_shape(shape)
     try:
         make_layout(shape)
     except (LayoutError, TypeError) as e:

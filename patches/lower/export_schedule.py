@@ -1,0 +1,93 @@
+"""Ahead-of-time export of a whole schedule: every kernel's export (header, object, loader shim, ctypes binding) in
+a subdirectory, ``schedule.json`` (run order, buffers, and for each kernel which value and permutation every
+argument takes), and ``runner.py``, which runs the schedule with torch tensors and no CuTe DSL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..staging import Var
+from ..staging.types import modes_of
+
+RUNNER = '''"""Run an exported patches schedule with torch CUDA tensors (no CuTe DSL): build each kernel's loader first
+(sh <kernel>/build.sh), then run(*tensors) returns the program's outputs. Static shapes only."""
+
+import importlib.util
+import json
+import os
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLAN = json.load(open(os.path.join(HERE, "schedule.json")))
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "bool": torch.bool,
+          "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8}
+
+
+def _binding(name):
+    path = os.path.join(HERE, name, name + "_binding.py")
+    spec = importlib.util.spec_from_file_location(name + "_binding", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _view(t, perm, batched):
+    if perm is None:
+        return t
+    v = t.permute(*perm)
+    return v if batched else torch.as_strided(v, (*v.shape, 1), (*v.stride(), max(1, v.numel())))
+
+
+def run(*tensors):
+    vals = {f"in{i}": t for i, t in enumerate(tensors)}
+    device = tensors[0].device
+    for v in PLAN["values"]:
+        if v["name"] not in vals:
+            shape, stride = [int(x) for x in v["shape"]], [int(x) for x in v["stride"]]
+            vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
+    for k in PLAN["kernels"]:
+        views = [_view(vals[a["value"]], a["perm"], a["batched"]) for a in k["args"]]
+        _binding(k["name"]).run(*views)
+    return [vals[name] for name in PLAN["outputs"]]
+'''
+
+
+def _args(k: Any, names: dict) -> list[dict]:
+    """Per kernel argument, in order: the value it is, its permutation into kernel modes (None: as is)."""
+    ins = [names[id(p)] for p in k.program.params]
+    outs = [names[id(o)] for o in k.program.outputs]
+    if k.kind == "simt":
+        return ([{"value": o, "perm": None, "batched": True} for o in outs]
+                + [{"value": ins[r.param], "perm": None, "batched": True} for r in k.spec.reads])
+    s = k.spec
+    out = [{"value": ins[s.a.param], "perm": list(s.a.perm), "batched": s.batched},
+           {"value": ins[s.b.param], "perm": list(s.b.perm), "batched": s.batched},
+           {"value": outs[s.out_index], "perm": list(s.c.perm), "batched": s.batched}]
+    out += [{"value": ins[si.param], "perm": None, "batched": True} for si in s.inputs]
+    out += [{"value": o, "perm": None, "batched": True} for j, o in enumerate(outs) if j != s.out_index]
+    return out
+
+
+def export_schedule(exe: Any, directory: Path) -> Path:
+    """Write every kernel's export, schedule.json and runner.py into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    s = exe.schedule
+    names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
+    names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
+    names.update({id(b.var): b.name for b in s.buffers})
+    values = []
+    for v in [b.var for b in s.buffers] + [o for o in s.program.outputs if isinstance(o, Var)]:
+        values.append({"name": names[id(v)], "dtype": v.type.dtype, "shape": [str(x) for x in modes_of(v.type.shape)],
+                       "stride": [str(x) for x in modes_of(v.type.layout.stride)]})
+    kernels = []
+    for k, kexe in zip(s.kernels, exe.executables):
+        kexe.export(directory / k.name)
+        kernels.append({"name": k.name, "kind": k.kind, "fuses": list(k.fuses), "args": _args(k, names)})
+    plan = {"kernels": kernels, "values": values, "outputs": [names[id(o)] for o in s.program.outputs],
+            "buffers": [{"name": b.name, "bytes": str(b.nbytes), "slot": b.slot} for b in s.buffers]}
+    (directory / "schedule.json").write_text(json.dumps(plan, indent=1) + "\n")
+    (directory / "runner.py").write_text(RUNNER)
+    return directory

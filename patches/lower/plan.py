@@ -1,0 +1,291 @@
+"""A lowered program: the schedule of kernels ``pt.lower`` returns, its CPU simulation, and its compiled form.
+
+``Schedule.kernels`` are ``Kernel``s in run order, each with its staged sub-program (``.program``), emitted
+source (``.source``), ``.compile()`` and ``.verify()``; ``Schedule.simulate`` runs them one by one through the
+interpreter; ``Schedule.compile()`` compiles every kernel for sm_90a (no GPU needed) into a ``ScheduleExecutable``
+that runs on a GPU on one stream and exports every kernel plus a runner. A one-kernel schedule also answers the
+single kernel's Module attributes (``.source``, ``.spec``, ...), as ``pt.lower`` did before schedules.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..staging import Program, Var, evaluate
+from ..staging.pytree import tree_flatten, tree_unflatten
+from .analyze import analyze
+from .config import TileConfig
+from .emit_gemm import emit_gemm
+from .emit_simt import emit_simt
+from .errors import LoweringError
+from .module import Module
+from .names import sanitize
+from .schedule import build
+from .simt_spec import analyze_simt
+
+
+class Kernel:
+    """One kernel of a schedule: ``program`` (a complete staged sub-program), ``kind`` ("gemm"/"simt"), the
+    equations it ``fuses``; ``module`` (emitted on first use) gives ``source``, ``spec``, ``compile()``."""
+
+    def __init__(self, plan: Any, config: TileConfig | None) -> None:
+        self.name, self.kind, self.program, self.fuses = plan.name, plan.kind, plan.program, plan.fuses
+        self.config = config
+        self._module: Module | None = None
+
+    @property
+    def module(self) -> Module:
+        if self._module is None:
+            t0 = time.perf_counter()
+            if self.kind == "gemm":
+                spec = analyze(self.program, self.config, self.name)
+                src = emit_gemm(spec)
+            else:
+                spec = analyze_simt(self.program, self.name)
+                src = emit_simt(spec)
+            self._module = Module(spec, src, time.perf_counter() - t0, kind=self.kind)
+        return self._module
+
+    @property
+    def source(self) -> str:
+        return self.module.source
+
+    @property
+    def spec(self) -> Any:
+        return self.module.spec
+
+    def copy(self) -> Kernel:
+        """A copy with its own Module (a mutated source stays in the copy)."""
+        import copy
+
+        new = Kernel.__new__(Kernel)
+        new.__dict__.update(self.__dict__)
+        new._module = copy.copy(self.module)
+        return new
+
+    def describe(self) -> str:
+        """The kernel's configuration in a few words."""
+        s = self.spec
+        if self.kind == "gemm":
+            return f"{s.ab_dtype} {s.config.describe()}, A {s.a.major} B {s.b.major} C {s.c.major}"
+        return f"{s.rows}x{s.cols} rows x cols, {len(s.reductions)} reduction(s)"
+
+    def compile(self, arch: str = "sm_90a") -> Any:
+        """cute.compile this kernel for ``arch`` (no GPU needed)."""
+        return self.module.compile(arch)
+
+    def verify(self, seed: int = 0, movement: bool = True) -> float:
+        """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
+        emitted data movement, element by element); then the kernel's tile-level numpy model against the
+        interpreter on random data. Returns the numeric error; raises LoweringError on a mismatch."""
+        mv = getattr(self.module, "verify", None)
+        if movement and callable(mv):
+            mv()
+        from .simulate import simulate
+        from .simulate_simt import simulate_simt
+
+        args = random_args(self.program, seed)
+        want = evaluate(self.program, *args)
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        if self.kind == "gemm":
+            got = [simulate(self.spec, *args)]
+            want = [want[self.spec.out_index]]
+        else:
+            got = simulate_simt(self.spec, *args)
+            got = got if isinstance(got, list) else [got]
+        worst = 0.0
+        for g, w in zip(got, want):
+            err = _error(np.asarray(g, np.float64), np.asarray(w, np.float64))
+            worst = max(worst, err)
+        if worst > 2e-2:
+            raise LoweringError(f"kernel {self.name} differs from its program by {worst:.3g} (relative)")
+        return worst
+
+    def __repr__(self) -> str:
+        return f"<patches.lower.Kernel {self.name} ({self.kind}: {', '.join(self.fuses)})>"
+
+
+def _error(got: np.ndarray, want: np.ndarray) -> float:
+    """The relative error (to max(1, |want|)) that all but 0.1% of the elements stay within: a fused kernel
+    rounds once where the program rounds per step, so a comparison next to a rounding step may flip."""
+    fin = np.isfinite(want)
+    if not np.array_equal(fin, np.isfinite(got)):
+        return float("inf")
+    if not fin.any():
+        return 0.0
+    scale = max(1.0, float(np.abs(want[fin]).max()))
+    err = np.sort(np.abs(got[fin] - want[fin]).ravel()) / scale
+    return float(err[min(len(err) - 1, int(len(err) * 0.999))])
+
+
+def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list:
+    """Random arrays for a program's parameters (bool: masks, floats: normal, symbols bound from ``sizes``)."""
+    from ..staging.symbols import substitute
+
+    rng = np.random.default_rng(seed)
+    if sizes:
+        from ..staging.types import modes_of
+
+        syms = {str(x): x for p in prog.params for x in modes_of(p.type.shape) if not isinstance(x, int)}
+        sizes = {syms.get(k, k) if isinstance(k, str) else k: v for k, v in sizes.items()}
+    out = []
+    for p in prog.params:
+        t = substitute(p.type, sizes) if sizes else p.type
+        shape = tuple(int(s) for s in _logical(t))
+        if t.dtype == "bool":
+            out.append(rng.random(shape) < 0.5)
+        elif t.dtype[0] in "iu":
+            out.append(rng.integers(0, 4, shape).astype(t.dtype.replace("u", "uint").replace("i", "int")))
+        else:
+            out.append((rng.standard_normal(shape) * 0.5).astype(np.float32))
+    return out
+
+
+def _logical(t: Any) -> tuple:
+    from ..staging.types import logical_shape
+
+    return logical_shape(t.layout)
+
+
+class Schedule:
+    """The lowered program: ``kernels`` in run order, ``buffers`` (intermediates, slots reused when dead), the
+    prepared ``program``; ``simulate``, ``compile``; printing shows the schedule."""
+
+    def __init__(self, prog: Program, config: TileConfig | None = None) -> None:
+        t0 = time.perf_counter()
+        self.source_program = prog
+        self.program, plans, self.buffers, _ = build(prog, config)
+        self.kernels = [Kernel(p, config) for p in plans]
+        self.schedule_seconds = time.perf_counter() - t0
+
+    # -- the one-kernel view: the Module API of a single kernel --------------------------------------------
+    _OWN = ("source_program", "program", "buffers", "kernels", "schedule_seconds")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN or name.startswith("_") or "kernels" not in self.__dict__ or len(self.kernels) != 1:
+            object.__setattr__(self, name, value)
+        else:                                      # a one-kernel schedule: its module's attribute (.source, ...)
+            setattr(self.kernels[0].module, name, value)
+
+    def __copy__(self) -> Schedule:
+        new = object.__new__(Schedule)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["kernels"] = [k.copy() for k in self.kernels]
+        return new
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("kernels", "program", "buffers"):
+            raise AttributeError(name)
+        if len(self.kernels) == 1 and hasattr(self.kernels[0].module, name):
+            return getattr(self.kernels[0].module, name)
+        raise AttributeError(f"{name!r}: a schedule of {len(self.kernels)} kernels has no single {name}; "
+                             "use .kernels[i]." + name)
+
+    @property
+    def emit_seconds(self) -> float:
+        """Scheduling plus emitting every kernel's source."""
+        return self.schedule_seconds + sum(k.module.emit_seconds for k in self.kernels)
+
+    def __repr__(self) -> str:
+        return f"<patches.lower.Schedule {len(self.kernels)} kernel(s), {len(self.buffers)} buffer(s)>"
+
+    def __str__(self) -> str:
+        return format_schedule(self)
+
+    # -- running --------------------------------------------------------------------------------------------
+    def simulate(self, *args: Any) -> Any:
+        """Run the schedule on the CPU kernel by kernel (each kernel's program through the interpreter), passing
+        buffers between them; returns the outputs in the program's output pytree."""
+        leaves, _ = tree_flatten(args)
+        prog = self.program
+        if len(leaves) != len(prog.params):
+            raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
+        env: dict[int, Any] = {id(p): x for p, x in zip(prog.params, leaves)}
+        for k in self.kernels:
+            outs = evaluate(k.program, *[env[id(p)] for p in k.program.params])
+            outs = outs if len(k.program.outputs) > 1 else [outs]
+            for v, x in zip(k.program.outputs, outs):
+                env[id(v)] = x
+        res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
+        return tree_unflatten(prog.out_tree, res)
+
+    def compile(self, arch: str = "sm_90a") -> ScheduleExecutable:
+        """Compile every kernel for ``arch`` (no GPU needed)."""
+        return ScheduleExecutable(self, [k.compile(arch) for k in self.kernels])
+
+    def verify(self, movement: bool = True) -> Any:
+        """Every kernel checked against its program (see ``Kernel.verify``); the largest numeric error. A one-kernel
+        schedule returns its Module's verification report, as ``Module.verify()`` does."""
+        if len(self.kernels) == 1 and movement and callable(getattr(self.kernels[0].module, "verify", None)):
+            self.kernels[0].verify(movement=False)
+            return self.kernels[0].module.verify()
+        return max(k.verify(movement=movement) for k in self.kernels)
+
+
+def format_schedule(s: Schedule, exes: list | None = None) -> str:
+    """The schedule as text: kernels in order (kind, what each fuses, its inputs and outputs, configuration, and
+    with ``exes`` registers, spills and instruction counts), then the buffers."""
+    names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
+    names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
+    names.update({id(b.var): b.name for b in s.buffers})
+    lines = [f"schedule of {sanitize(s.program.name)}: {len(s.program.eqns)} equations -> {len(s.kernels)} kernel(s), "
+             f"{len(s.buffers)} buffer(s) in {len({b.slot for b in s.buffers})} slot(s)"]
+    for i, k in enumerate(s.kernels):
+        ins = ", ".join(names.get(id(p), "?") for p in k.program.params)
+        outs = ", ".join(names.get(id(o), "?") for o in k.program.outputs)
+        lines.append(f"  [{i}] {k.name:<10} {k.kind}  ({ins}) -> ({outs})")
+        lines.append(f"        fuses: {' '.join(k.fuses)}")
+        lines.append(f"        config: {k.describe()}")
+        if exes is not None:
+            e = exes[i]
+            r = e.resources
+            c = e.counts("HGMMA", "UTMALDG", "UTMASTG")
+            lines.append(f"        regs {r['registers']}, spills {r['spills']}, HGMMA {c['HGMMA']}, UTMALDG {c['UTMALDG']}, "
+                         f"emit {k.module.emit_seconds * 1e3:.1f} ms, compile {e.compile_seconds:.2f} s")
+    for b in s.buffers:
+        lines.append(f"  {b.name}: {b.var.type} ({b.nbytes} bytes, slot {b.slot}, written by [{b.producer}], "
+                     f"last read by [{b.last_use}])")
+    return "\n".join(lines)
+
+
+class ScheduleExecutable:
+    """Every kernel of a schedule compiled; ``exe(*torch_tensors)`` runs them in order on one stream (GPU), and
+    ``export(dir)`` writes every kernel plus a runner. A one-kernel schedule also answers its Executable's
+    attributes (``.ptx``, ``.sass``, ``.resources``, ...)."""
+
+    def __init__(self, schedule: Schedule, exes: list) -> None:
+        self.schedule, self.executables = schedule, exes
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("schedule", "executables"):
+            raise AttributeError(name)
+        if len(self.executables) == 1:
+            return getattr(self.executables[0], name)
+        raise AttributeError(f"{name!r}: a schedule of {len(self.executables)} kernels; use .executables[i].{name}")
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(e.compile_seconds for e in self.executables)
+
+    def __str__(self) -> str:
+        return format_schedule(self.schedule, self.executables)
+
+    def __call__(self, *tensors: Any) -> Any:
+        """Run on a GPU: torch CUDA tensors for the program's parameters; returns the outputs (program pytree)."""
+        from .run_schedule import run_schedule
+
+        return run_schedule(self, tensors)
+
+    def export(self, directory: str | os.PathLike) -> Path:
+        """Every kernel's ahead-of-time export (header, object, loader) in a subdirectory, ``schedule.json`` (run
+        order, buffers, argument bindings) and ``runner.py``; a one-kernel schedule exports as its kernel did."""
+        if len(self.executables) == 1:
+            return self.executables[0].export(Path(directory))
+        from .export_schedule import export_schedule
+
+        return export_schedule(self, Path(directory))

@@ -1,0 +1,105 @@
+"""Running a compiled schedule on a GPU with torch tensors: bind symbolic extents from the arguments, allocate
+the buffer slots once and the outputs in the program's layouts, then launch every kernel in order on the current
+stream (each kernel's arguments viewed in its kernel mode order, no copies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..staging.pytree import tree_unflatten
+from ..staging.types import modes_of
+from .errors import LoweringError
+from .runtime import kernel_view
+
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "bool": "bool", "i8": "int8", "u8": "uint8",
+                "i16": "int16", "i32": "int32"}
+
+
+def _ints(x: Any, env: dict) -> int:
+    import sympy
+
+    if isinstance(x, int):
+        return x
+    v = sympy.sympify(x).subs(env)
+    if not v.is_Integer:
+        raise LoweringError(f"extent {x} is not bound by the arguments")
+    return int(v)
+
+
+def _bind(prog: Any, tensors: tuple) -> dict:
+    """Values of the program's symbols, read off the argument shapes."""
+    import sympy
+
+    env: dict = {}
+    for p, t in zip(prog.params, tensors):
+        for s, n in zip(modes_of(p.type.shape), t.shape):
+            if not isinstance(s, int) and isinstance(sympy.sympify(s), sympy.Symbol):
+                env[sympy.sympify(s)] = int(n)
+    return env
+
+
+def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
+    import torch
+
+    shape = tuple(_ints(s, env) for s in modes_of(var.type.shape))
+    stride = tuple(_ints(d, env) for d in modes_of(var.type.layout.stride))
+    dtype = getattr(torch, TORCH_DTYPES[var.type.dtype])
+    if storage is None:
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device)
+    return torch.as_strided(storage.view(dtype), shape, stride)
+
+
+def _gemm_args(spec: Any, ins: list, outs: list) -> list:
+    a = kernel_view(ins[spec.a.param], spec.a.perm, spec.batched)
+    b = kernel_view(ins[spec.b.param], spec.b.perm, spec.batched)
+    c = kernel_view(outs[spec.out_index], spec.c.perm, spec.batched)
+    extra = [o for j, o in enumerate(outs) if j != spec.out_index]
+    return [a, b, c] + [ins[si.param] for si in spec.inputs] + extra
+
+
+def run_schedule(exe: Any, tensors: tuple) -> Any:
+    """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs."""
+    import cuda.bindings.driver as cuda
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    s = exe.schedule
+    prog = s.program
+    if len(tensors) != len(prog.params):
+        raise LoweringError(f"the schedule takes {len(prog.params)} tensors (the program's parameters), got {len(tensors)}")
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        raise LoweringError("call a compiled schedule with CUDA torch tensors")
+    device = tensors[0].device
+    env = _bind(prog, tensors)
+    vals: dict[int, Any] = {id(p): t for p, t in zip(prog.params, tensors)}
+    slots: dict[int, Any] = {}
+    for b in s.buffers:
+        n = _ints(b.nbytes, env)
+        if b.slot not in slots or slots[b.slot].numel() < n:
+            slots[b.slot] = torch.empty(max(n, 16), dtype=torch.uint8, device=device)
+    for b in s.buffers:
+        vals[id(b.var)] = _empty(b.var, env, device, slots[b.slot])
+    for o in prog.outputs:
+        if id(o) not in vals:
+            vals[id(o)] = _empty(o, env, device)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    dynamic = bool(env)
+    for k, kexe in zip(s.kernels, exe.executables):
+        ins = [vals[id(p)] for p in k.program.params]
+        outs = [vals[id(o)] for o in k.program.outputs]
+        if k.kind == "gemm":
+            args = _gemm_args(k.spec, ins, outs)
+            tf32 = [k.spec.ab_dtype == "tf32"] * 2
+        else:
+            args = [o if o.dim() else o.reshape(1) for o in outs] + [ins[r.param] for r in k.spec.reads]
+            tf32 = []
+        cute_args = []
+        for i, t in enumerate(args):
+            x = from_dlpack(t, assumed_align=16, force_tf32=i < len(tf32) and tf32[i])
+            cute_args.append(x.mark_layout_dynamic() if dynamic else x)
+        if kexe.module.takes_sm_count:           # persistent kernels: one cluster per group of the device's SMs
+            import cutlass
+
+            cute_args.append(cutlass.Int32(torch.cuda.get_device_properties(device).multi_processor_count))
+        kexe.compiled(*cute_args, stream)
+    return tree_unflatten(prog.out_tree, [vals[id(o)] for o in prog.outputs])

@@ -1,0 +1,374 @@
+"""Scheduling a whole staged program into kernels: fold constants, partition by the fusion rules, and cut each
+kernel out as a complete staged sub-program (its parameters: program inputs or intermediate buffers; its outputs:
+buffers other kernels read, or the program's outputs), with buffers allocated once and reused when dead.
+
+Every kernel program is an ordinary Program, so ``pt.evaluate`` runs it on the CPU and the existing emitters
+(``analyze``/``emit_gemm`` for a matmul and its epilogue, ``analyze_simt``/``emit_simt`` for the rest) lower it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..layouts import Layout, cosize, make_layout
+from ..staging import Eqn, Literal, Program, Var, evaluate
+from ..staging.primitives import copy_p
+from ..staging.types import TensorType, modes_of
+from .analyze import OUT_DTYPES, analyze
+from .config import TileConfig
+from .errors import LoweringError
+from .fusion import EPILOGUE_OPS, Graph, Group, literal_only, order, partition, rematerialize
+from .simt_spec import analyze_simt
+
+ITEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4,
+              "u32": 4, "i64": 8, "u64": 8}
+_ids = itertools.count()
+
+
+@dataclass
+class Buffer:
+    """An intermediate tensor: the variable it holds, its bytes (symbolic where the program is), the slot it lives
+    in (slots are reused once every reader of their previous buffer has run), its producer and last reader."""
+
+    name: str
+    var: Var
+    nbytes: Any
+    slot: int
+    producer: int
+    last_use: int
+
+
+@dataclass
+class KernelPlan:
+    """One kernel of the schedule: its kind, complete sub-program, and the equations it fuses."""
+
+    name: str
+    kind: str
+    program: Program
+    fuses: tuple
+
+
+def _eqn_text(e: Eqn) -> str:
+    ins = ", ".join(str(x.type) for x in e.inputs)
+    return f"{e.prim.name}({ins})"
+
+
+def prepare(prog: Program) -> Program:
+    """The program without dead equations and with constants folded (literal-only scalar equations become
+    literals; broadcasts of literals are read as the literal by the kernels)."""
+    if not isinstance(prog, Program):
+        raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
+    prog = prog.dce()
+    if prog.consts:
+        raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
+    lit: dict[int, Any] = {}             # folded scalars, and stop_gradient results (their operands: identities)
+    eqns = []
+    for e in prog.eqns:
+        e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
+        if e.prim.name == "stop_gradient":
+            lit[id(e.outputs[0])] = e2.inputs[0]
+            continue
+        if literal_only(e2) and not modes_of(e2.outputs[0].type.shape):
+            lit[id(e2.outputs[0])] = _fold(e2)
+            continue
+        eqns.append(e2)
+    outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
+    return Program([], [], prog.params, k_major(eqns), outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def k_major(eqns: list) -> list:
+    """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
+    K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows)."""
+    out = []
+    for e in eqns:
+        if e.prim.name != "matmul" or e.inputs[0].type.dtype != "f32":
+            out.append(e)
+            continue
+        ins = []
+        for role, x in zip("ab", e.inputs):
+            lay = x.type.layout
+            shape, stride = modes_of(lay.shape), modes_of(lay.stride)
+            kmode = 1 if role == "a" else 0
+            if any(isinstance(s, tuple) for s in shape) or _unit(stride[kmode]):
+                ins.append(x)
+                continue
+            other = 1 - kmode
+            st = [0] * len(shape)
+            st[kmode], st[other] = 1, shape[kmode]
+            if len(shape) == 3:
+                st[2] = shape[0] * shape[1]
+            y = Var(TensorType("f32", make_layout(tuple(shape), tuple(st))))
+            out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+            ins.append(y)
+        out.append(Eqn(e.prim, ins, e.params, e.outputs))
+    return out
+
+
+def _unit(d: Any) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def _fold(e: Eqn) -> Literal:
+    p = Program([], [], [], [e], list(e.outputs), name="fold")
+    v = np.asarray(evaluate(p)).reshape(())
+    t = e.outputs[0].type
+    return Literal(v.astype(np.float32) if t.dtype == "bf16" else v[()], t)
+
+
+def _analyze(kind: str, prog: Program, config: TileConfig | None, name: str) -> Any:
+    if kind == "gemm":
+        return analyze(prog, config, name)
+    return analyze_simt(prog, name)
+
+
+class Builder:
+    """Cuts groups out of the prepared program as complete sub-programs."""
+
+    def __init__(self, prog: Program, config: TileConfig | None) -> None:
+        self.prog, self.config = prog, config
+        self.graph = Graph(prog)
+        self.index = {id(e): i for i, e in enumerate(prog.eqns)}
+        self.param_ids = {id(v) for v in prog.params}
+
+    def sub_program(self, eqns: list, outputs: list, name: str, all_params: bool = False) -> Program:
+        """The group's equations plus the view chains they read through; parameters are the external roots."""
+        mine = {id(v) for e in eqns for v in e.outputs}
+        body = {id(e): e for e in eqns}
+        ext: list = []
+
+        def need(x: Any) -> None:
+            if not isinstance(x, Var):
+                return
+            for v in self.graph.chain(x):
+                body[id(v)] = v
+            r = self.graph.root(x)
+            if isinstance(r, Var) and id(r) not in mine and all(r is not q for q in ext):
+                ext.append(r)
+
+        for e in eqns:
+            for x in e.inputs:
+                need(x)
+        for o in outputs:
+            need(o)
+        kept = sorted(body.values(), key=lambda e: self.index[id(e)])
+        params = list(self.prog.params) if all_params else ext      # else in order of first use
+        return Program([], [], params, kept, list(outputs), name=name)
+
+    def accepts(self, group: Group, eqns: list) -> bool:
+        """Whether the kernel analysis accepts ``group`` as these equations (program order; outputs: the frontier)."""
+        eqns = sorted(eqns, key=lambda q: self.index[id(q)])
+        used = {id(x) for q in eqns for x in q.inputs} | {id(self.graph.root(x)) for q in eqns for x in q.inputs}
+        outs = [v for q in group.eqns for v in q.outputs if id(v) not in used] or [group.eqns[-1].outputs[0]]
+        if group.kind == "gemm":
+            outs = _storable(group, outs)
+        try:
+            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
+        except LoweringError:
+            return False
+        return True
+
+    def trial(self, group: Group, e: Eqn) -> bool:
+        """Whether ``e`` can join ``group``: the kernel analysis accepts the group with it (outputs: its frontier)."""
+        if group.kind == "gemm" and e.prim.name not in EPILOGUE_OPS:
+            return False
+        eqns = group.eqns + [e]
+        used = {id(x) for q in eqns for x in q.inputs}
+        used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
+        outs = [v for q in eqns for v in q.outputs if id(v) not in used] or [e.outputs[0]]
+        if group.kind == "gemm":
+            outs = _storable(group, outs)
+        try:
+            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
+        except LoweringError:
+            return False
+        return True
+
+
+def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, list, list, dict]:
+    """(prepared program, kernels [KernelPlan] in run order, buffers [Buffer], seconds per phase)."""
+    t0 = time.perf_counter()
+    prog = prepare(prog)
+    b = Builder(prog, config)
+    isolate: set = set()
+    for _ in range(len(prog.eqns) + 1):
+        groups, owner = partition(prog, b.graph, b.trial, isolate)
+        plans, bad = _cut(prog, b, groups, owner)
+        if bad is None:
+            break
+        g, err = bad
+        if len(groups[g].eqns) == 1 or all(id(e) in isolate for e in groups[g].eqns):
+            e = groups[g].eqns[-1]
+            raise LoweringError(f"equation {_eqn_text(e)} cannot be lowered: {err}") from err
+        isolate |= {id(e) for e in groups[g].eqns}
+    else:  # pragma: no cover - each round isolates at least one more group
+        raise LoweringError("the scheduler did not converge")
+    best = traffic(plans)
+    for g in range(len(groups)):                       # recompute instead of reading, where it moves fewer bytes
+        trial = [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups]
+        if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
+            continue
+        cand, bad = _cut(prog, b, trial, owner)
+        if bad is None and _smaller_bytes(traffic(cand), best):
+            groups, plans, best = trial, cand, traffic(cand)
+    plans = [_named(p) for p in plans]
+    buffers = _buffers(prog, plans)
+    return prog, plans, buffers, {"schedule": time.perf_counter() - t0}
+
+
+def traffic(plans: list) -> Any:
+    """HBM bytes a schedule moves: every kernel reads its parameters and writes its outputs once."""
+    return sum(nbytes(v) for p in plans for v in list(p.program.params) + list(p.program.outputs))
+
+
+def _smaller_bytes(a: Any, b: Any) -> bool:
+    d = sympy.sympify(b) - sympy.sympify(a)
+    return bool(d.subs({s: 1 << 20 for s in d.free_symbols}) > 0)
+
+
+def _named(p: KernelPlan) -> KernelPlan:
+    name = f"{p.kind}_{next(_ids)}"
+    p.program.name = name
+    return KernelPlan(name, p.kind, p.program, p.fuses)
+
+
+def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any]:
+    """Kernel plans for the groups (run order), or (group index, error) for the first one the analysis refuses."""
+    g_of_out: dict[int, list] = {}
+    wanted: dict[int, list] = {g: [] for g in range(len(groups))}
+
+    def want(g: int, v: Any) -> None:
+        if all(v is not q for q in wanted[g]):
+            wanted[g].append(v)
+
+    for g, grp in enumerate(groups):                 # values other kernels read
+        mine = {id(v) for e in grp.eqns for v in e.outputs}
+        for e in grp.eqns:
+            for x in e.inputs:
+                r = b.graph.root(x)
+                if isinstance(r, Var) and id(r) in owner and owner[id(r)] != g and id(r) not in mine:
+                    want(owner[id(r)], r)
+    extra: list = []
+    for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
+        r = b.graph.root(o) if isinstance(o, Var) else o
+        if isinstance(r, Var) and id(r) in owner:
+            want(owner[id(r)], o)
+            g_of_out.setdefault(id(o), []).append(owner[id(r)])
+        elif isinstance(o, Var):
+            extra.append(o)
+        else:
+            raise LoweringError(f"the program returns the literal {o.value}; return a tensor (broadcast it)")
+    live = _live(groups, owner, b, wanted)
+    run = [g for g in order(groups) if g in live]
+    plans = []
+    single = len(groups) == 1 and not extra
+    for g in run:
+        kind = groups[g].kind
+        name = f"{kind}_{g}"
+        if kind == "gemm":
+            wanted[g] = _storable(groups[g], wanted[g])
+        sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single)
+        try:
+            _analyze(kind, sub, b.config, name)
+        except LoweringError as err:
+            return [], (g, err)
+        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns)))
+    for o in extra:                                  # a parameter (or a view of one) returned as is: a copy kernel
+        out = Var(TensorType(o.type.dtype, _dense(o.type.layout)))
+        copy = Eqn(copy_p, [o], {"layout": out.type.layout}, [out])
+        name = f"simt_copy{len(plans)}"
+        sub = Program([], [], [b.graph.root(o)], b.graph.chain(o) + [copy], [out], name=name)
+        try:
+            analyze_simt(sub, name)
+        except LoweringError as err:
+            raise LoweringError(f"output {o.type} (a parameter view) cannot be copied: {err}") from err
+        plans.append(KernelPlan(name, "simt", sub, ("copy",)))
+        prog.outputs[prog.outputs.index(o)] = out
+    return plans, None
+
+
+def _live(groups: list, owner: dict, b: Builder, wanted: dict) -> set:
+    """Kernels whose values are read (by live kernels) or returned; ``wanted`` keeps only what live ones read."""
+    outs = {id(o) for o in b.prog.outputs}
+    outs |= {id(b.graph.root(o)) for o in b.prog.outputs if isinstance(o, Var)}
+    live = set(range(len(groups)))
+    while True:
+        need: dict[int, list] = {g: [] for g in live}
+        for g in live:
+            mine = {id(v) for e in groups[g].eqns for v in e.outputs}
+            for e in groups[g].eqns:
+                for x in e.inputs:
+                    r = b.graph.root(x)
+                    if isinstance(r, Var) and id(r) in owner and id(r) not in mine and owner[id(r)] in live:
+                        if all(r is not q for q in need[owner[id(r)]]):
+                            need[owner[id(r)]].append(r)
+        for g in live:
+            ret = [v for v in wanted[g] if id(v) in outs or id(b.graph.root(v)) in outs and v in b.prog.outputs]
+            wanted[g] = need[g] + [v for v in ret if all(v is not q for q in need[g])]
+        dead = {g for g in live if not wanted[g]}
+        if not dead:
+            return live
+        live -= dead
+
+
+def _storable(group: Group, outs: list) -> list:
+    """A GEMM kernel stores one output through TMA (bf16/f16/f32): when none of ``outs`` is one (a bool mask),
+    the matmul result is stored too."""
+    if any(o.type.dtype in OUT_DTYPES for o in outs):
+        return outs
+    return outs + [group.eqns[0].outputs[0]]
+
+
+def _dense(layout: Layout) -> Layout:
+    """A compact column-major layout of the same shape (for copies of views with stride-0 modes)."""
+    from ..staging.types import compact
+
+    return compact(layout.shape)
+
+
+def nbytes(var: Var) -> Any:
+    """Bytes a tensor's layout spans (its cosize times the element size)."""
+    t = var.type
+    if not modes_of(t.shape):
+        return ITEM_BYTES.get(t.dtype, 4)
+    return cosize(t.layout) * ITEM_BYTES.get(t.dtype, 4)
+
+
+def _fits(have: Any, need: Any) -> bool:
+    if isinstance(have, int) and isinstance(need, int):
+        return have >= need
+    diff = sympy.simplify(sympy.sympify(have) - sympy.sympify(need))
+    return diff.is_number and bool(diff >= 0)
+
+
+def _buffers(prog: Program, plans: list) -> list[Buffer]:
+    """Intermediate buffers in production order, each in a slot whose previous tenant is dead (no reader left)."""
+    outs = {id(o) for o in prog.outputs}
+    params = {id(v) for v in prog.params}
+    made: dict[int, tuple] = {}
+    last: dict[int, int] = {}
+    for k, p in enumerate(plans):
+        for v in p.program.params:
+            if id(v) not in params:
+                last[id(v)] = k
+        for v in p.program.outputs:
+            if id(v) not in outs and id(v) not in made:
+                made[id(v)] = (k, v)
+    slots: list[list] = []                           # [bytes, free after kernel]
+    buffers = []
+    for i, (vid, (k, v)) in enumerate(sorted(made.items(), key=lambda kv: kv[1][0])):
+        size = nbytes(v)
+        end = last.get(vid, k)
+        slot = next((s for s, (have, free) in enumerate(slots) if free < k and _fits(have, size)), None)
+        if slot is None:
+            slots.append([size, end])
+            slot = len(slots) - 1
+        else:
+            slots[slot][1] = end
+        buffers.append(Buffer(f"buf{i}", v, size, slot, k, end))
+    return buffers

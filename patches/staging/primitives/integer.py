@@ -1,0 +1,137 @@
+"""Index arithmetic: ``floordiv`` (``//``) and ``mod`` (``%``) with Python's floor semantics (numpy's
+``floor_divide`` and ``mod``), and ``iota``/``arange``.
+
+Index maps and kernel bodies compute block coordinates from grid indices with these (``i // 2``,
+``i % 4``). An integer division by zero is an error, never a silent 0. ``iota`` is the one primitive
+without operands: the indices along one mode of a shape, compact column-major.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..array import Array
+from ..core import bind
+from ..errors import fail
+from ..scalars import _is_py_scalar, coerce
+from ..types import TensorType, compact, logical_shape, modes_of
+from .elementwise import _abstract, _impl, broadcast_operands
+from .reductions import tensor_arg
+from .registry import checked_impl, primitive
+from .views import checked_shape
+
+
+def _checked(np_fn: Any, name: str) -> Any:
+    def fn(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if np.issubdtype(np.asarray(y).dtype, np.integer) and np.any(np.asarray(y) == 0):
+            raise fail(name, "integer division by zero")
+        return np_fn(x, y)
+    return fn
+
+
+def _binary(name: str, np_fn: Any) -> Any:
+    rule = _abstract(name, "numeric")
+    return primitive(name, rule, checked_impl(rule, _impl(_checked(np_fn, name), name)))
+
+
+floordiv_p = _binary("floordiv", np.floor_divide)
+mod_p = _binary("mod", np.mod)
+
+
+def _operand(name: str, x: Any) -> Any:
+    """A tensor operand checked, a Python scalar left for ``coerce`` (it takes the other operand's dtype)."""
+    return x if _is_py_scalar(x) else tensor_arg(name, x)
+
+
+def floordiv(x: Any, y: Any) -> Any:
+    """``x // y`` elementwise, rounding toward minus infinity (Python's and numpy's ``floor_divide``)."""
+    x, y = broadcast_operands("floordiv", coerce("floordiv", _operand("floordiv", x), _operand("floordiv", y)))
+    return bind(floordiv_p, x, y)
+
+
+def mod(x: Any, y: Any) -> Any:
+    """``x % y`` elementwise, with the sign of ``y`` (Python's and numpy's ``mod``)."""
+    x, y = broadcast_operands("mod", coerce("mod", _operand("mod", x), _operand("mod", y)))
+    return bind(mod_p, x, y)
+
+
+# -- iota / arange -------------------------------------------------------------------------------
+
+
+def _iota_abstract(*, dtype: str, shape: Any, dimension: int) -> list:
+    ms = modes_of(shape)
+    if type(dimension) is not int or not 0 <= dimension < len(ms):
+        raise fail("iota", f"dimension={dimension} is out of range for the shape {shape}")
+    if dtype == "bool":
+        raise fail("iota", "dtype must be numeric, not bool")
+    return [TensorType(dtype, compact(shape))]
+
+
+def _iota_impl(*, dtype: str, shape: Any, dimension: int) -> list:
+    out = compact(shape)
+    dims = logical_shape(out)
+    n = dims[dimension]
+    values = np.broadcast_to(np.arange(n).reshape([n if k == dimension else 1 for k in range(len(dims))]), dims)
+    return [Array.from_logical(values, out, dtype)]
+
+
+iota_p = primitive("iota", _iota_abstract, checked_impl(_iota_abstract, _iota_impl))
+
+
+def iota(dtype: Any, shape: Any, dimension: int = 0) -> Any:
+    """The index along mode ``dimension`` at every coordinate of ``shape`` (JAX's ``lax.iota``/``broadcasted_iota``)."""
+    d = dtypes.canonical(dtype, "iota")
+    shape = checked_shape("iota", shape)
+    if not isinstance(dimension, (int, np.integer)) or isinstance(dimension, bool):
+        raise fail("iota", f"dimension must be an int, got {dimension!r}")
+    for m in modes_of(shape):
+        if any(type(e) is not int for e in (m if type(m) is tuple else (m,))):
+            raise fail("iota", f"the shape must be concrete, got {shape}")
+    dims = logical_shape(compact(shape))
+    if dtypes.is_int(d) and 0 <= dimension < len(dims) and dims[dimension] - 1 > np.iinfo(dtypes.to_numpy(d)).max:
+        raise fail("iota", f"indices of the shape {shape} do not fit in {d}")
+    return bind(iota_p, dtype=d, shape=shape, dimension=int(dimension))
+
+
+def _number(name: str, v: Any, what: str) -> Any:
+    if isinstance(v, (np.integer, np.floating)):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and not math.isfinite(v):
+        raise fail(name, f"{what} must be a finite Python number, got {v!r}")
+    return v
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Any:
+    """numpy's ``arange`` (static bounds): ``start, start+step, ...`` below ``stop``; i32 for ints, else f32."""
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (_number("arange", v, w) for v, w in ((start, "start"), (stop, "stop"), (step, "step")))
+    if step == 0:
+        raise fail("arange", "step must not be zero")
+    n = math.ceil((stop - start) / step)
+    if n <= 0:
+        raise fail("arange", f"the range {start}:{stop}:{step} is empty (tensors have at least one element)")
+    if dtype is None:
+        d = "i32" if all(isinstance(v, int) for v in (start, stop, step)) else dtypes.DEFAULT_FLOAT
+    else:
+        d = dtypes.canonical(dtype, "arange")
+    if d == "bool":
+        raise fail("arange", "dtype must be numeric, not bool")
+    if dtypes.is_int(d):
+        if not all(float(v).is_integer() for v in (start, step)):
+            raise fail("arange", f"an integer arange needs integer start and step, got {start} and {step}")
+        info = np.iinfo(dtypes.to_numpy(d))
+        last = start + (n - 1) * step
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            raise fail("arange", f"the values {start}..{last} do not fit in {d}")
+        start, step = int(start), int(step)
+    out = bind(iota_p, dtype=d, shape=n, dimension=0)
+    if step != 1:
+        out = out * step
+    if start != 0:
+        out = out + start
+    return out

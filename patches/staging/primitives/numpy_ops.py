@@ -1,0 +1,276 @@
+"""The numpy/JAX spellings, composed from the primitives: ``sum``/``max``/``min``/``mean``/``var`` with
+``axis``/``keepdims``, ``argmax``/``argmin``, ``reshape``, ``rsqrt``, ``sigmoid``, ``gelu``, ``softmax``,
+``log_softmax``, ``logsumexp`` and ``clip``.
+
+Being compositions, they need no rules of their own: their derivatives, transposes and batching come from
+the primitives they bind. ``reshape`` follows numpy (row-major order by default) and is a view whenever
+the layout algebra allows it: ``transpose`` to reverse the modes, ``view`` through the compact layout of
+the reversed new shape, and ``transpose`` back; where that composition is not a layout, the operand is
+copied first. The softmax family subtracts the (non-differentiated) maximum first, so it never overflows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...layouts import inttuple as it
+from .. import dtypes
+from ..core import bind, get_aval, is_tensor_like
+from ..errors import StagingError, fail
+from ..types import compact, mode_size, modes_of, normal_shape
+from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, sqrt, sub, tanh, where
+from .reductions import (
+    _check_keepdims,
+    argmax_p,
+    argmin_p,
+    keep_dims,
+    normalize_axes,
+    reduce,
+    reduce_max,
+    reduce_max_p,
+    reduce_min_p,
+    reduce_sum,
+    reduce_sum_p,
+    tensor_arg,
+)
+from .special import erf, stop_gradient
+from .views import broadcast, getitem, transpose, view
+
+_tensor = tensor_arg
+
+
+# -- reductions with numpy's names -------------------------------------------------------------------
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
+    """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes)."""
+    return reduce(reduce_sum_p, "sum", x, axis, keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one)."""
+    return reduce(reduce_max_p, "max", x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one)."""
+    return reduce(reduce_min_p, "min", x, axis, keepdims)
+
+
+def _count(name: str, x: Any, axes: tuple) -> int:
+    t = get_aval(x)
+    ms = modes_of(t.shape) if t.rank else ()
+    n = 1
+    for a in axes:
+        s = mode_size(ms[a])
+        if type(s) is not int:
+            raise fail(name, f"mode {a} has the symbolic extent {s}; {name} needs concrete extents", t)
+        n *= s
+    return n
+
+
+def _float(name: str, x: Any, dtype: Any) -> Any:
+    if dtype is not None:
+        return astype(x, dtypes.canonical(dtype, name))
+    d = get_aval(x).dtype
+    return x if dtypes.is_float(d) else astype(x, dtypes.DEFAULT_FLOAT)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    """numpy's ``mean``: the sum over ``axis`` divided by the number of elements summed (integers give f32)."""
+    x = _float("mean", _tensor("mean", x), dtype)
+    axes = normalize_axes(x, axis, "mean")
+    return div(reduce_sum(x, axes, keepdims), _count("mean", x, axes))
+
+
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False, dtype: Any = None) -> Any:
+    """numpy's ``var``: the mean squared deviation from the mean, divided by ``n - ddof`` instead of ``n``."""
+    x = _float("var", _tensor("var", x), dtype)
+    axes = normalize_axes(x, axis, "var")
+    n = _count("var", x, axes)
+    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool) or not 0 <= ddof < n:
+        raise fail("var", f"ddof must be an int in [0, {n}) for {n} elements, got {ddof!r}", get_aval(x))
+    d = sub(x, mean(x, axes, keepdims=True))
+    return div(reduce_sum(mul(d, d), axes, keepdims), n - int(ddof))
+
+
+def _arg(prim: Any, name: str, x: Any, axis: Any, keepdims: bool, index_dtype: Any) -> Any:
+    keepdims = _check_keepdims(name, keepdims)
+    d = dtypes.canonical(index_dtype, name)
+    x = _tensor(name, x)
+    t = get_aval(x)
+    if axis is None:
+        flat = reshape(x, -1) if t.rank != 1 else x
+        y = bind(prim, flat, axes=(0,), index_dtype=d)
+        return keep_dims(y, t, tuple(range(t.rank))) if keepdims else y
+    if isinstance(axis, (tuple, list)):
+        raise fail(name, f"axis must be one int or None, got {axis!r}", t)
+    ax = normalize_axes(x, axis, name)
+    y = bind(prim, x, axes=ax, index_dtype=d)
+    return keep_dims(y, t, ax) if keepdims else y
+
+
+def argmax(x: Any, axis: Any = None, keepdims: bool = False, index_dtype: Any = "i32") -> Any:
+    """The index of the first maximum along ``axis`` (None: of ``x`` flattened in row-major order)."""
+    return _arg(argmax_p, "argmax", x, axis, keepdims, index_dtype)
+
+
+def argmin(x: Any, axis: Any = None, keepdims: bool = False, index_dtype: Any = "i32") -> Any:
+    """The index of the first minimum along ``axis`` (None: of ``x`` flattened in row-major order)."""
+    return _arg(argmin_p, "argmin", x, axis, keepdims, index_dtype)
+
+
+# -- reshape ------------------------------------------------------------------------------------------
+
+
+def _new_shape(x: Any, shape: tuple) -> tuple:
+    t = get_aval(x)
+    n = it.product(t.shape) if t.rank else 1
+    if type(n) is not int:
+        raise fail("reshape", f"the operand has the symbolic size {n}; reshape needs concrete extents", t)
+    dims = []
+    for s in shape:
+        if isinstance(s, np.integer):
+            s = int(s)
+        if type(s) is not int or s == 0 or s < -1:
+            raise fail("reshape", f"the new shape {shape} must hold positive ints and at most one -1", t)
+        dims.append(s)
+    if dims.count(-1) > 1:
+        raise fail("reshape", f"the new shape {shape} has more than one -1", t)
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        if n % known:
+            raise fail("reshape", f"cannot infer -1 in {shape}: {n} elements do not divide by {known}", t)
+        dims[dims.index(-1)] = n // known
+    if math.prod(dims) != n:
+        raise fail("reshape", f"cannot reshape {n} elements into the shape {tuple(dims)}", t)
+    return tuple(dims)
+
+
+def reshape(x: Any, shape: Any, order: str = "C") -> Any:
+    """numpy's ``reshape`` (``order="C"`` row-major, ``"F"`` column-major, CuTe's colexicographic order); a
+    view when the layout algebra allows it (composition with the compact layout of the new shape), else a copy."""
+    if order not in ("C", "F"):
+        raise fail("reshape", f"order must be 'C' or 'F', got {order!r}")
+    x = _tensor("reshape", x)
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    if not isinstance(shape, tuple):
+        raise fail("reshape", f"shape must be an int or a tuple of ints, got {shape!r}")
+    dims = _new_shape(x, shape)
+    t = get_aval(x)
+    if not dims:  # to a scalar: pick the one element
+        return getitem(x, (0,) * t.rank) if t.rank else x
+    if t.rank == 0:
+        return broadcast(x, normal_shape(dims), ())
+    if order == "F":
+        return _view_or_copy(x, dims)
+    y = transpose(x, tuple(reversed(range(t.rank))))
+    z = _view_or_copy(y, tuple(reversed(dims)))
+    return transpose(z, tuple(reversed(range(len(dims)))))
+
+
+def _view_or_copy(x: Any, dims: tuple) -> Any:
+    t = get_aval(x)
+    target = normal_shape(dims)
+    if t.rank and tuple(mode_size(m) for m in modes_of(t.shape)) == dims:
+        return x
+    b = compact(target)
+    try:
+        return view(x, b)
+    except StagingError:  # not a layout of x's layout: a compact copy is always one
+        return view(copy(x), b)
+
+
+# -- elementwise compositions ----------------------------------------------------------------------------
+
+
+def rsqrt(x: Any) -> Any:
+    """``1 / sqrt(x)`` elementwise (float)."""
+    return div(1, sqrt(_tensor("rsqrt", x)))
+
+
+def sigmoid(x: Any) -> Any:
+    """The logistic function ``1 / (1 + exp(-x))`` (JAX's ``nn.sigmoid``)."""
+    return logistic(_tensor("sigmoid", x))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """JAX's ``nn.gelu``: ``x * Phi(x)``; ``approximate=True`` (JAX's default) uses the tanh form,
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, ``False`` the exact ``0.5 x (1 + erf(x / sqrt 2))``."""
+    if not isinstance(approximate, (bool, np.bool_)):
+        raise fail("gelu", f"approximate must be a bool, got {approximate!r}")
+    x = _tensor("gelu", x)
+    if approximate:
+        inner = mul(_SQRT_2_OVER_PI, x + mul(0.044715, x * x * x))
+        return mul(mul(0.5, x), 1 + tanh(inner))
+    return mul(mul(0.5, x), 1 + erf(mul(x, 1 / math.sqrt(2.0))))
+
+
+def clip(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (JAX's names)
+    """``x`` limited to ``[min, max]`` elementwise (either bound may be None, a scalar or a tensor)."""
+    x = _tensor("clip", x)
+    for what, v in (("min", min), ("max", max)):
+        if v is not None and not is_tensor_like(v):
+            raise fail("clip", f"{what} must be None, a number or a tensor, got {type(v).__name__} {v!r}", get_aval(x))
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def _finite_or_zero(m: Any) -> Any:
+    """``m`` where finite, else 0 (so that ``x - m`` stays finite when a whole slice is -inf)."""
+    return where(lt(abs(m), float("inf")), m, 0.0)
+
+
+def _shifted(name: str, x: Any, axis: Any, guard: bool = False) -> tuple:
+    """(x - m, m, axes): m the maximum over ``axis`` kept as extent-1 modes, without derivative (as JAX: only
+    logsumexp ``guard``s against an all -inf slice; softmax of one is NaN there too)."""
+    x = _tensor(name, x)
+    if not dtypes.is_float(get_aval(x).dtype):
+        raise fail(name, "expects a floating-point operand", get_aval(x))
+    axes = normalize_axes(x, axis, name)
+    m = stop_gradient(reduce_max(x, axes, keepdims=True))
+    if guard:
+        m = _finite_or_zero(m)
+    return sub(x, m), m, axes
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x), axis))``, computed without overflow (the maximum is subtracted first)."""
+    _check_keepdims("logsumexp", keepdims)
+    s, m, axes = _shifted("logsumexp", x, axis, guard=True)
+    out = log(reduce_sum(exp(s), axes, keepdims=True)) + m
+    if keepdims or not axes:
+        return out
+    t = get_aval(out)
+    return getitem(out, tuple(0 if i in axes else slice(None) for i in range(t.rank)))
+
+
+def softmax(x: Any, axis: Any = -1) -> Any:
+    """``exp(x) / sum(exp(x), axis)`` (JAX's ``nn.softmax``, default the last mode), without overflow."""
+    s, _, axes = _shifted("softmax", x, axis)
+    e = exp(s)
+    return div(e, reduce_sum(e, axes, keepdims=True))
+
+
+def log_softmax(x: Any, axis: Any = -1) -> Any:
+    """``x - logsumexp(x, axis)`` (JAX's ``nn.log_softmax``), without overflow."""
+    s, _, axes = _shifted("log_softmax", x, axis)
+    return sub(s, log(reduce_sum(exp(s), axes, keepdims=True)))
+
+
+__all__ = [
+    "argmax", "argmin", "clip", "gelu", "log_softmax", "logsumexp", "max", "mean", "min", "reshape", "rsqrt",
+    "sigmoid", "softmax", "sum", "var",
+]

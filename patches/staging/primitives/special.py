@@ -1,0 +1,116 @@
+"""Primitives a numpy/JAX user reaches for that are not compositions of the others: ``erf``, ``stop_gradient``
+and ``concatenate``.
+
+``erf`` is elementwise (float). ``stop_gradient`` is the identity on values (it shares its operand's storage
+and layout, like a view) whose derivative is zero. ``concatenate`` joins operands along one mode into fresh
+compact column-major storage; the other modes must agree in size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..array import Array
+from ..core import bind, get_aval
+from ..errors import fail
+from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
+from .elementwise import _abstract, _impl
+from .reductions import tensor_arg
+from .registry import checked_impl, primitive
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_values(x: np.ndarray) -> np.ndarray:
+    return _erf(np.asarray(x, dtype=np.float64)) if np.size(x) else np.zeros(np.shape(x))
+
+
+erf_p = primitive("erf", _abstract("erf", "float"), checked_impl(_abstract("erf", "float"), _impl(_erf_values, "erf")))
+
+
+def erf(x: Any) -> Any:
+    """The error function, elementwise (float)."""
+    return bind(erf_p, tensor_arg("erf", x))
+
+
+# -- stop_gradient ------------------------------------------------------------------------------
+
+
+def _stop_abstract(x: TensorType) -> list:
+    return [x]
+
+
+def _stop_impl(x: Array) -> list:
+    return [Array(x.storage, x.offset, x.layout, x.dtype)]
+
+
+stop_gradient_p = primitive("stop_gradient", _stop_abstract, _stop_impl)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x``, with a zero derivative (JAX's ``lax.stop_gradient``); no data moves."""
+    return bind(stop_gradient_p, tensor_arg("stop_gradient", x))
+
+
+# -- concatenate ------------------------------------------------------------------------------------
+
+
+def concat_shape(types: tuple, axis: int) -> Any:
+    """The result shape of concatenating ``types`` along mode ``axis`` (the joined mode becomes flat)."""
+    if not types:
+        raise fail("concatenate", "needs at least one operand")
+    first = types[0]
+    r = first.rank
+    if r == 0:
+        raise fail("concatenate", "cannot concatenate rank-0 tensors (add a mode first)", *types)
+    if type(axis) is not int or not 0 <= axis < r:
+        raise fail("concatenate", f"axis={axis} is out of range for rank {r}", *types)
+    ms = modes_of(first.shape)
+    total = 0
+    for t in types:
+        if t.dtype != first.dtype:
+            raise fail("concatenate", "operands have different dtypes (convert one with astype)", *types)
+        if t.rank != r:
+            raise fail("concatenate", "operands have different ranks", *types)
+        tm = modes_of(t.shape)
+        for i, (a, b) in enumerate(zip(ms, tm)):
+            if i != axis and not same_mode(a, b):
+                raise fail("concatenate", f"operands differ in mode {i}, which is not the concatenated mode {axis}", *types)
+        total = total + mode_size(tm[axis])
+    out = list(ms)
+    out[axis] = total
+    return shape_of_modes(out)
+
+
+def _concat_abstract(*xs: TensorType, axis: int) -> list:
+    return [TensorType(xs[0].dtype if xs else "f32", compact(concat_shape(xs, axis)))]
+
+
+def _concat_impl(*xs: Array, axis: int) -> list:
+    out = compact(concat_shape(tuple(x.type for x in xs), axis))
+    return [Array.from_logical(np.concatenate([x.logical() for x in xs], axis=axis), out, xs[0].dtype)]
+
+
+concatenate_p = primitive("concatenate", _concat_abstract, checked_impl(_concat_abstract, _concat_impl))
+
+
+def concatenate(xs: Any, axis: int = 0) -> Any:
+    """numpy's ``concatenate``: join a sequence of tensors along mode ``axis`` (negative counts from the end)."""
+    if not isinstance(xs, (tuple, list)) or not xs:
+        raise fail("concatenate", f"expects a non-empty sequence of tensors, got {type(xs).__name__}")
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise fail("concatenate", f"axis must be an int, got {axis!r}")
+    xs = [tensor_arg("concatenate", x) for x in xs]
+    types = [get_aval(x) for x in xs]
+    r = types[0].rank
+    axis = int(axis)
+    if r and -r <= axis < 0:
+        axis += r
+    concat_shape(tuple(types), axis)  # the error names every operand
+    if len(xs) == 1:
+        return xs[0]
+    return bind(concatenate_p, *xs, axis=axis)
+
