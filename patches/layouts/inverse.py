@@ -11,7 +11,7 @@ from . import inttuple as it
 from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat, filter
 from .composition import compose_exactly, composition
 from .errors import LayoutError
-from .layout import Layout, fits
+from .layout import MAX_VALUE, Layout, fits
 from .modes import cosize
 
 
@@ -29,7 +29,8 @@ def _shape_ceil_div(cot: Any, d: Any) -> Any:
 def _check_cotarget(cot: Any) -> None:
     for x in it.flatten(cot) if type(cot) is tuple else (cot,):
         if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and not 0 < x < 2**63):
-            raise LayoutError(f"complement: the cotarget must be a positive int (below 2**63) or a shape of them, "
+            raise LayoutError(f"complement: the cotarget must be a positive int in the 64-bit domain (below 2**63) "
+                              f"or a shape of them, "
                               f"got {cot!r}")
 
 
@@ -44,7 +45,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     if type(cotarget) is int and cotarget > 0 or type(cotarget) is tuple:
         fast = _complement_ints(shapes, strides, cotarget)
         if fast is not None:
-            return fits(fast, "complement")
+            return fast
     c, tractable = complement_rule(layout, cotarget)
     if not tractable:
         if cotarget is None:
@@ -108,14 +109,18 @@ def _complement_ints(shapes: tuple, strides: tuple, cotarget: Any) -> Layout | N
         rs.append(d // cur)
         cur = d * s
         rd.append(cur)
+    if cur >= MAX_VALUE:                          # the span (C's largest stride) leaves the 64-bit domain
+        return None
     if type(cotarget) is int:
+        if cotarget >= MAX_VALUE:
+            return None
         rs.append(-(-cotarget // cur))
     else:
         leaves = it.flatten(cotarget)
         if not all(type(x) is int and x > 0 for x in leaves):
             return None
         rest = it.product(_shape_ceil_div(cotarget, cur))
-        if cur * rest < it.product(cotarget):
+        if cur * rest < it.product(cotarget) or rest >= MAX_VALUE:
             return None
         rs.append(rest)
     return _from_lists(*coalesce_flat(rs, rd))
@@ -166,6 +171,9 @@ def left_inverse(layout: Layout) -> Layout:
     injective A is R(A(i)) = i. Stride-0 modes are skipped; the others must divide in order."""
     _need_layout(layout, "left_inverse")
     shapes, strides = coalesce_flat(*_flat(layout))
+    fast = _left_inverse_ints(shapes, strides)
+    if fast is not None:
+        return fast
     pre = _prefix(shapes)
     rs: list = []
     rd: list = [0]
@@ -191,6 +199,36 @@ def left_inverse(layout: Layout) -> Layout:
     if overlap:
         _verify_left_inverse(layout, r)
     return r
+
+
+def _left_inverse_ints(shapes: list, strides: list) -> Layout | None:
+    """left_inverse on plain ints when A's nonzero strides are positive, injective and divide in order (the common
+    case); None sends anything else, errors included, down the general path."""
+    for x in shapes:
+        if type(x) is not int:
+            return None
+    for x in strides:
+        if type(x) is not int or x < 0:
+            return None
+    pre = [1]
+    for s in shapes:
+        pre.append(pre[-1] * s)
+    rs: list = []
+    rd: list = [0]
+    prev, span, last = 1, 1, None
+    for k in sorted(range(len(strides)), key=strides.__getitem__):
+        d = strides[k]
+        if d == 0:
+            continue
+        if d % prev or d < span:
+            return None
+        rs.append(d // prev)
+        rd.append(pre[k])
+        prev, span, last = d, d * shapes[k], shapes[k]
+    if last is None:
+        return Layout._make(1, 0)
+    rs.append(last)
+    return _from_lists(*coalesce_flat(rs, rd))
 
 
 def _verify_left_inverse(layout: Layout, r: Layout) -> None:

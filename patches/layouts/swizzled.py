@@ -15,6 +15,7 @@ from . import check
 from . import inttuple as it
 from .composed import ComposedLayout
 from .composed import composition as compose_composed
+from .composition import composition as compose_plain
 from .errors import LayoutError
 from .inverse import left_inverse as left_inv
 from .inverse import right_inverse as right_inv
@@ -78,6 +79,8 @@ def _bounded(n: Any, what: str) -> int:
 
 def composition(a: Any, b: Any) -> Any:
     """``A o B``, where either may be a swizzled ComposedLayout (C++ CuTe's overloads); R(c) = A(B(c)) is checked."""
+    if type(a) is Layout and type(b) is not ComposedLayout:
+        return compose_plain(a, b)
     if not isinstance(b, ComposedLayout) or not isinstance(b.inner, Swizzle):
         return compose_composed(a, b)
     why = f"composition {a} o {b}"
