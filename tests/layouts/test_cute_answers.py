@@ -231,3 +231,13 @@ def test_swizzled_arguments_by_their_properties():
                 assert prop(b, r), (inv.__name__, b, r)
                 answered += 1
     assert answered > 150
+
+
+def test_integer_arguments_past_the_size_against_cute_dsl():
+    pytest.importorskip("cutlass")
+    draw = S.rng_draw(7)
+    cases = [("values_beyond", (S.gen_layout(draw, "any"),)) for _ in range(60)]
+    cases.append(("values_beyond", (L("1:0"),)))
+    for (_, (a,)), (kind, got) in zip(cases, run_cute(cases)):
+        assert kind == "ok", (a, got)
+        assert [a(i) for i in range(len(got))] == got, a
