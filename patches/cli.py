@@ -48,6 +48,8 @@ def _parse(text: str) -> L.Layout | L.ComposedLayout:
 
 def _bits(dtype: str) -> int:
     if dtype.isdigit():
+        if len(dtype) > 4 or int(dtype) == 0:
+            raise L.LayoutError(f"--dtype takes an element type or a positive bit width, got {dtype!r}")
         return int(dtype)
     from .layouts.hopper import element_bits
 
@@ -60,7 +62,19 @@ def _tiler(text: str) -> object:
         return L.Layout.parse(text)
     if text.strip().isdigit():
         return int(text)
-    return L.Layout.parse(text + ":" + text).shape      # read the shape with the layout parser (no eval)
+    try:
+        return L.Layout.parse(text + ":" + text).shape  # read the shape with the layout parser (no eval)
+    except L.LayoutError:
+        raise L.LayoutError(f"--tile takes an extent, a shape such as '(64,32)' or a layout such as '(4,8):(8,1)', "
+                            f"got {text!r}") from None
+
+
+def _swizzle(text: str) -> L.Swizzle:
+    """--swizzle B,M,S: three integers."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.strip().lstrip("-").isdigit() and len(p.strip()) < 8 for p in parts):
+        raise L.LayoutError(f"--swizzle takes three integers B,M,S (as in Swizzle<B,M,S>, e.g. 3,4,3), got {text!r}")
+    return L.Swizzle(*(int(p) for p in parts))
 
 
 def _pair(example: str) -> Any:
@@ -81,12 +95,14 @@ def _count(text: str) -> int:
 
 def show(args: argparse.Namespace) -> int:
     """Print a layout's facts, and draw it: as text (--text) or as an SVG file (-o)."""
+    if args.output and not args.output.lower().endswith(".svg"):
+        raise L.LayoutError(f"-o writes an SVG picture; name the file with .svg, got {args.output!r}")
     layout = _parse(args.layout)
     if args.swizzle:
-        b, m, s = (int(x) for x in args.swizzle.split(","))
+        sw = _swizzle(args.swizzle)
         if not isinstance(layout, L.Layout):
             raise L.LayoutError("--swizzle composes a swizzle with a plain layout; this one is already composed")
-        layout = L.make_composed_layout(L.Swizzle(b, m, s), 0, layout)
+        layout = L.make_composed_layout(sw, 0, layout)
     if args.tv:
         tiler, tv = L.make_layout_tv(layout, L.Layout.parse(args.tv))
         print(f"thr      {layout}\nval      {args.tv}\ntiler    {tiler}\ntv       {tv}")

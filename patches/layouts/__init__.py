@@ -9,9 +9,8 @@ from . import hopper  # noqa: F401 (patches.layouts.hopper.wgmma_smem_layout)
 from .basis import E, ScaledBasis, make_identity_layout
 from .composed import ComposedLayout, make_composed_layout
 from .errors import LayoutError, UndecidableError
-from .inverse import left_inverse, max_common_layout, max_common_vector, nullspace, right_inverse
+from .inverse import max_common_layout, max_common_vector, nullspace
 from .layout import Layout, make_layout
-from .modes import dice, idx2crd
 from .ops import (
     append,
     blocked_product,
@@ -21,18 +20,22 @@ from .ops import (
     cosize,
     crd2idx,
     depth,
+    dice,
     filter,
     filter_zeros,
     flat_divide,
     flat_product,
     flatten,
     group_modes,
+    idx2crd,
+    left_inverse,
     logical_divide,
     logical_product,
     prepend,
     raked_product,
     rank,
     recast_layout,
+    right_inverse,
     select,
     size,
     slice_,
@@ -49,6 +52,22 @@ from .prover import prove_equal
 from .svg import svg_banks, svg_layout, svg_tiling, svg_tv
 from .swizzle import Swizzle, make_swizzle
 from .symbols import Sym, divisible, facts
+from .tuples import (
+    ceil_div,
+    compatible,
+    congruent,
+    crd2crd,
+    elem_scale,
+    has_none,
+    inner_product,
+    prefix_product,
+    product_each,
+    shape_div,
+    suffix_product,
+    tuple_max,
+    unflatten,
+    weakly_congruent,
+)
 from .tv import local_partition, local_tile, make_layout_tv
 
 __all__ = [
@@ -61,5 +80,8 @@ __all__ = [
     "max_common_layout", "max_common_vector", "nullspace", "prepend", "print_layout", "print_tv_layout",
     "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
     "svg_banks", "svg_layout", "svg_tiling", "svg_tv", "tile_to_shape", "tiled_divide", "tiled_product", "tv_text",
-    "zipped_divide", "zipped_product"
+    "zipped_divide", "zipped_product",
+    # CuTe's int-tuple algebra (flatten, slice_, dice, idx2crd and crd2idx above also take int tuples)
+    "ceil_div", "compatible", "congruent", "crd2crd", "elem_scale", "has_none", "inner_product", "prefix_product",
+    "product_each", "shape_div", "suffix_product", "tuple_max", "unflatten", "weakly_congruent",
 ]

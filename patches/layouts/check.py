@@ -20,16 +20,30 @@ def _dtype(layout: Layout, n: int) -> type:
     return np.int64 if big < 2**62 else object
 
 
-def evaluate(layout: Layout, idx: np.ndarray, extend: bool = False) -> np.ndarray:
-    """layout(i) for every i in idx (colexicographic); with ``extend`` the last mode is unbounded."""
+def evaluate(layout: Layout, idx: np.ndarray, extend: bool = False, signed: bool = False) -> np.ndarray:
+    """layout(i) for every i in idx (colexicographic); with ``extend`` the last mode is unbounded.
+
+    With ``signed``, idx may hold negative indices (where a composition's B reaches below 0), split as C++ CuTe
+    splits them, with truncating division: A(-i) is then -A(i) on the modes the index passes through.
+    """
     shapes = it.flatten(layout.shape)
     strides = it.flatten(layout.stride)
-    x = idx.astype(_dtype(layout, int(idx.max(initial=0)) + 1), copy=True)
+    top = int(idx.max(initial=0))
+    negative = False
+    if signed:
+        low = int(idx.min(initial=0))
+        negative, top = low < 0, max(top, -low)
+    x = idx.astype(_dtype(layout, top + 1), copy=True)
     out = np.zeros_like(x)
     last = len(shapes) - 1
     for k, (s, d) in enumerate(zip(shapes, strides)):
         if k == last and extend:
             out += x * d
+        elif negative:
+            r = x % s
+            r = np.where((x < 0) & (r != 0), r - s, r)   # C++'s remainder takes the dividend's sign
+            out += r * d
+            x = (x - r) // s
         else:
             out += (x % s) * d
             x //= s

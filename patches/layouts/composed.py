@@ -29,6 +29,7 @@ class ComposedLayout:
     """``inner o offset o outer``: c -> inner(offset + outer(c)); immutable, hashable, printed as CuTe prints it."""
 
     __slots__ = ("inner", "offset", "outer")
+    __array_ufunc__ = None  # numpy defers to us (never reads a layout as a nested sequence of its modes)
 
     def __init__(self, inner: Swizzle | Layout, offset: Any, outer: Layout) -> None:
         if not isinstance(inner, (Swizzle, Layout)):
@@ -39,6 +40,8 @@ class ComposedLayout:
             offset = _coord(offset)              # a coordinate offset, for an outer layout that yields coordinates
         elif isinstance(offset, bool) or not arith.is_value(offset):
             raise LayoutError(f"make_composed_layout: the offset must be an integer, got {offset!r}")
+        elif type(offset) is int and not -2**63 < offset < 2**63:
+            raise LayoutError(f"make_composed_layout: the offset {offset} does not fit in 64 bits")
         if isinstance(inner, Swizzle) and has_basis(outer):
             raise LayoutError(f"make_composed_layout: a swizzle acts on integer offsets, but {outer} yields coordinates")
         self.inner, self.offset, self.outer = inner, offset, outer
@@ -128,6 +131,10 @@ def _coord(t: tuple) -> ArithTuple:
 
 
 def parse_composed(text: str) -> ComposedLayout:
+    if not isinstance(text, str):
+        raise LayoutError(f"ComposedLayout.parse expects a string, got {type(text).__name__}")
+    if len(text) > 100_000:
+        raise LayoutError(f"composed layout text is too long ({len(text)} characters)")
     parts = [p.strip() for p in text.split(" o ")]
     if len(parts) != 3:
         raise LayoutError(f"a composed layout reads 'inner o offset o outer', got {text!r}")
@@ -141,6 +148,8 @@ def parse_composed(text: str) -> ComposedLayout:
     else:
         inner = Layout.parse(inner_text)
     try:
+        if len(offset_text) > 24:
+            raise ValueError
         offset = int(offset_text)
     except ValueError:
         raise LayoutError(f"cannot read the offset {offset_text!r} of a composed layout") from None

@@ -11,7 +11,7 @@ from . import inttuple as it
 from .basis import component, has_basis, paths
 from .coalesce import _show, coalesce_flat, join
 from .errors import LayoutError, UndecidableError
-from .layout import Layout
+from .layout import MAX_VALUE, Layout, fits
 from .scaled_basis import ScaledBasis, as_coord, plain
 
 
@@ -58,6 +58,8 @@ def compose_flat(a: Layout) -> tuple[tuple, tuple]:
 
 def _compose(a: Layout, b: Layout, verify: bool = True) -> Layout:
     r, exact = compose_exactly(a, b)
+    if not exact:                                # exact answers have B's size; their strides are checked as built
+        fits(r, "composition")
     if verify and not exact:
         _verify(a, b, r)
     return r
@@ -95,6 +97,14 @@ def _tree(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list, leaf: Any) -> tup
 
 def _leaf(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     """Compose the flat A with one mode s:d of B; also say whether divisibility vouches for the answer."""
+    rs, rd, exact = _leaf_any(a_s, a_d, s, d, reach)
+    for x in rd if type(rd) is tuple else (rd,):
+        if type(x) is int and not -MAX_VALUE < x < MAX_VALUE:
+            raise LayoutError(_big(a_d, d))
+    return rs, rd, exact
+
+
+def _leaf_any(a_s: tuple, a_d: tuple, s: Any, d: Any, reach: list) -> tuple:
     if arith.eq(d, 0):
         return s, d, True
     if len(a_s) == 1:
@@ -136,7 +146,10 @@ def _leaf_int(a_s: tuple, a_d: tuple, s: int, d: int, reach: list) -> tuple:
     if d == 0:
         return s, d, True
     if len(a_s) == 1:
-        return s, d * a_d[0], True
+        x = d * a_d[0]
+        if not -MAX_VALUE < x < MAX_VALUE:
+            raise LayoutError(_big(a_d, d))
+        return s, x, True
     exact = d > 0
     sgn = 1 if d > 0 else -1
     rs: list = []
@@ -165,12 +178,24 @@ def _leaf_int(a_s: tuple, a_d: tuple, s: int, d: int, reach: list) -> tuple:
         rest_s //= new_shape
         rest_d = next_stride
     if not rs:
-        return rest_s, rest_d * a_d[-1], exact
-    if rest_s == 1:
-        return (rs[0], rd[0], exact) if len(rs) == 1 else (tuple(rs), tuple(rd), exact)
-    rs.append(rest_s)
-    rd.append(rest_d * a_d[-1])
+        x = rest_d * a_d[-1]
+        if not -MAX_VALUE < x < MAX_VALUE:
+            raise LayoutError(_big(a_d, d))
+        return rest_s, x, exact
+    if rest_s != 1:
+        rs.append(rest_s)
+        rd.append(rest_d * a_d[-1])
+    for x in rd:
+        if not -MAX_VALUE < x < MAX_VALUE:
+            raise LayoutError(_big(a_d, d))
+    if len(rs) == 1:
+        return rs[0], rd[0], exact
     return tuple(rs), tuple(rd), exact
+
+
+def _big(a_d: tuple, d: int) -> str:
+    return (f"composition: B's stride {d} through A's strides {it.to_str(a_d)} gives a stride that does not fit "
+            "in 64 bits (the answer leaves the 64-bit domain of layouts)")
 
 
 def _exact_step(cs: Any, r: Any, rest_s: Any) -> bool:
@@ -202,9 +227,7 @@ def _verify(a: Layout, b: Layout, r: Layout) -> None:
         raise LayoutError(_why(a, b, "its strides or extents do not divide A's modes evenly"))
     idx = check.points(n)
     bi = check.evaluate(b, idx)
-    if (bi < 0).any():
-        raise LayoutError(_why(a, b, "B reaches negative offsets"))
-    want = check.evaluate(a, bi, extend=True)
+    want = check.evaluate(a, bi, extend=True, signed=True)
     got = check.evaluate(r, idx)
     bad = np.nonzero(want != got)[0]
     if len(bad):

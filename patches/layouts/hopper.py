@@ -83,6 +83,8 @@ def element_swizzle(layout: ComposedLayout, bits: int) -> ComposedLayout:
     """The swizzle recast from byte addresses to elements of ``bits`` bits (CuTe's position-independent form)."""
     if not isinstance(layout, ComposedLayout) or not isinstance(layout.inner, Swizzle):
         raise LayoutError(f"element_swizzle: expected a swizzled ComposedLayout, got {layout!r}")
+    if type(bits) is not int or bits <= 0:
+        raise LayoutError(f"element_swizzle: the element width must be a positive int of bits, got {bits!r}")
     if bits >= 8:
         inner = recast_swizzle(layout.inner, bits // 8, 1) if bits % 8 == 0 else None
     else:
@@ -95,9 +97,9 @@ def element_swizzle(layout: ComposedLayout, bits: int) -> ComposedLayout:
 def byte_addresses(layout: ComposedLayout, bits: int) -> np.ndarray:
     """The byte address of every element (colexicographic order), the swizzle applied to the byte address."""
     n = it.product(layout.shape)
-    if n > check.MAX_POINTS:
+    if type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"byte_addresses: {n} elements are too many to enumerate")
-    if bits % 8:
+    if type(bits) is not int or bits <= 0 or bits % 8:
         raise LayoutError(f"byte_addresses: elements of {bits} bits have no byte address of their own")
     off = layout.offset + check.evaluate(layout.outer, check.points(n))
     if isinstance(layout.inner, Swizzle):

@@ -11,7 +11,7 @@ from . import inttuple as it
 from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat, filter
 from .composition import compose_exactly, composition
 from .errors import LayoutError
-from .layout import Layout
+from .layout import MAX_VALUE, Layout, fits
 from .modes import cosize
 
 
@@ -28,8 +28,10 @@ def _shape_ceil_div(cot: Any, d: Any) -> Any:
 
 def _check_cotarget(cot: Any) -> None:
     for x in it.flatten(cot) if type(cot) is tuple else (cot,):
-        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and x <= 0):
-            raise LayoutError(f"complement: the cotarget must be a positive int or a shape of them, got {cot!r}")
+        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and not 0 < x < 2**63):
+            raise LayoutError(f"complement: the cotarget must be a positive int in the 64-bit domain (below 2**63) "
+                              f"or a shape of them, "
+                              f"got {cot!r}")
 
 
 def complement(layout: Layout, cotarget: Any = None) -> Layout:
@@ -44,6 +46,17 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         fast = _complement_ints(shapes, strides, cotarget)
         if fast is not None:
             return fast
+    c, tractable = complement_rule(layout, cotarget)
+    if not tractable:
+        if cotarget is None:
+            cotarget = cosize(layout)
+        _verify_complement(layout, filter(layout), cotarget, c)
+    return fits(c, "complement")
+
+
+def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]:
+    """CuTe's complement rule, and whether A is tractable (then the answer is proved; otherwise unchecked)."""
+    shapes, strides = _flat(layout)
     # filter(A), without building it: the modes that move, sorted by stride (merging adjacent ones changes nothing)
     modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.is_one(s))]
     if cotarget is None:
@@ -51,7 +64,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     _check_cotarget(cotarget)
     if not modes:                                    # nothing but size-1 / stride-0 modes
         n = it.product(cotarget)
-        return Layout._make(n, 0 if arith.eq(n, 1) else 1)
+        return Layout._make(n, 0 if arith.eq(n, 1) else 1), True
     for d, _ in modes:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")
@@ -74,10 +87,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         raise LayoutError(f"complement: the span {rd[-1]} of {layout} does not divide the cotarget shape "
                           f"{it.to_str(cotarget)} mode by mode, so CuTe's shape division covers only "
                           f"{rd[-1] * rs[-1]} of its {it.product(cotarget)} offsets")
-    c = _from_lists(*coalesce_flat(rs, rd))
-    if not tractable:
-        _verify_complement(layout, filter(layout), cotarget, c)
-    return c
+    return _from_lists(*coalesce_flat(rs, rd)), tractable
 
 
 def _complement_ints(shapes: tuple, strides: tuple, cotarget: Any) -> Layout | None:
@@ -99,14 +109,18 @@ def _complement_ints(shapes: tuple, strides: tuple, cotarget: Any) -> Layout | N
         rs.append(d // cur)
         cur = d * s
         rd.append(cur)
+    if cur >= MAX_VALUE:                          # the span (C's largest stride) leaves the 64-bit domain
+        return None
     if type(cotarget) is int:
+        if cotarget >= MAX_VALUE:
+            return None
         rs.append(-(-cotarget // cur))
     else:
         leaves = it.flatten(cotarget)
         if not all(type(x) is int and x > 0 for x in leaves):
             return None
         rest = it.product(_shape_ceil_div(cotarget, cur))
-        if cur * rest < it.product(cotarget):
+        if cur * rest < it.product(cotarget) or rest >= MAX_VALUE:
             return None
         rs.append(rest)
     return _from_lists(*coalesce_flat(rs, rd))
@@ -120,9 +134,13 @@ def _verify_complement(layout: Layout, f: Layout, cotarget: Any, c: Layout) -> N
     if type(cotarget) is tuple or type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"complement: {layout} is not tractable ({why.split(',')[0]})")
     both = Layout._make((f._shape, c._shape), (f._stride, c._stride))
-    v = check.evaluate(both, check.points(n))
-    if len(set(v.tolist())) != n or not set(range(cotarget)) <= set(v.tolist()):
-        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why}")
+    v = set(check.evaluate(both, check.points(n)).tolist())
+    if len(v) != n:
+        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why} (CuTe's C = {c} overlaps A)")
+    missing = [x for x in range(min(cotarget, check.MAX_POINTS)) if x not in v][:2]
+    if missing or cotarget > check.MAX_POINTS:
+        where = f"offset {missing[0]} of the cotarget is in neither A nor C" if missing else "the cotarget is too large"
+        raise LayoutError(f"complement: {layout} in {cotarget} is inadmissible: {why} (CuTe's C = {c}: {where})")
 
 
 def _prefix(shapes: tuple) -> list:
@@ -149,29 +167,83 @@ def right_inverse(layout: Layout) -> Layout:
 
 
 def left_inverse(layout: Layout) -> Layout:
-    """R with R(A(i)) = i for every i < size(A); A must be injective with strides that divide in order."""
+    """R with A(R(A(i))) = A(i) for every i < size(A) (C++ CuTe's generalized left inverse), which for an
+    injective A is R(A(i)) = i. Stride-0 modes are skipped; the others must divide in order."""
     _need_layout(layout, "left_inverse")
     shapes, strides = coalesce_flat(*_flat(layout))
-    if not shapes:
-        return Layout._make(1, 0)
+    fast = _left_inverse_ints(shapes, strides)
+    if fast is not None:
+        return fast
     pre = _prefix(shapes)
     rs: list = []
     rd: list = [0]
-    prev, span = 1, 1
+    prev, span, last = 1, 1, None
+    overlap = False
     for k in arith.argsort(strides):
         s, d = shapes[k], strides[k]
-        if not arith.lt(0, d):
-            why = "a stride-0 mode (it is not injective)" if arith.eq(d, 0) else f"a negative stride ({d})"
-            raise LayoutError(f"left_inverse: {layout} has {why}; a left inverse needs an injective layout")
-        if arith.lt(d, span):
-            raise LayoutError(f"left_inverse: {layout} is not injective (mode {s}:{d} overlaps offsets below {span})")
+        if arith.eq(d, 0):                            # a stride-0 mode: every offset is reached at its coordinate 0
+            continue
+        if arith.lt(d, 0):
+            raise LayoutError(f"left_inverse: {layout} has a negative stride ({d}); C++ CuTe has no left inverse for it")
         if not arith.divides(prev, d):
             raise LayoutError(f"left_inverse: in {layout}, stride {d} is not a multiple of the next smaller stride {prev}")
+        if arith.lt(d, span):
+            overlap = True                            # not injective: CuTe's answer stands only if it holds
         rs.append(arith.exact_div(d, prev))
         rd.append(pre[k])
-        prev, span = d, d * s
-    rs.append(s)
+        prev, span, last = d, d * s, s
+    if last is None:
+        return Layout._make(1, 0)
+    rs.append(last)
+    r = _from_lists(*coalesce_flat(rs, rd))
+    if overlap:
+        _verify_left_inverse(layout, r)
+    return r
+
+
+def _left_inverse_ints(shapes: list, strides: list) -> Layout | None:
+    """left_inverse on plain ints when A's nonzero strides are positive, injective and divide in order (the common
+    case); None sends anything else, errors included, down the general path."""
+    for x in shapes:
+        if type(x) is not int:
+            return None
+    for x in strides:
+        if type(x) is not int or x < 0:
+            return None
+    pre = [1]
+    for s in shapes:
+        pre.append(pre[-1] * s)
+    rs: list = []
+    rd: list = [0]
+    prev, span, last = 1, 1, None
+    for k in sorted(range(len(strides)), key=strides.__getitem__):
+        d = strides[k]
+        if d == 0:
+            continue
+        if d % prev or d < span:
+            return None
+        rs.append(d // prev)
+        rd.append(pre[k])
+        prev, span, last = d, d * shapes[k], shapes[k]
+    if last is None:
+        return Layout._make(1, 0)
+    rs.append(last)
     return _from_lists(*coalesce_flat(rs, rd))
+
+
+def _verify_left_inverse(layout: Layout, r: Layout) -> None:
+    """A(R(A(i))) == A(i) for every i < size(A), A extended past its size as CuTe's layouts are."""
+    n = it.product(layout._shape)
+    if type(n) is not int or n > check.MAX_POINTS:
+        raise LayoutError(f"left_inverse: {layout} is not injective and too large to check CuTe's generalized "
+                          "left inverse point by point")
+    x = check.evaluate(layout, check.points(n))
+    back = check.evaluate(layout, check.evaluate(r, x, extend=True), extend=True)
+    bad = np.nonzero(back != x)[0]
+    if len(bad):
+        i = int(bad[0])
+        raise LayoutError(f"left_inverse: {layout} is not injective, and CuTe's rule gives {r} with "
+                          f"A(R(A({i}))) = {back[i]} != A({i}) = {x[i]}")
 
 
 def nullspace(layout: Layout) -> Layout:

@@ -20,6 +20,7 @@ class Layout:
     """A CuTe layout ``shape:stride``; immutable, hashable, equal when structurally equal."""
 
     __slots__ = ("_shape", "_stride", "_hash")
+    __array_ufunc__ = None  # numpy defers to us (never reads a layout as a nested sequence of its modes)
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         shape, stride = _checked(shape, stride)
@@ -121,6 +122,8 @@ class Layout:
 
     def subs(self, mapping: dict) -> Layout:
         """The layout with Syms replaced by values (ints the facts allow, or other expressions)."""
+        if not isinstance(mapping, dict):
+            raise LayoutError(f"subs: expected a dict from Syms to values, got {type(mapping).__name__} {mapping!r}")
         if self.is_concrete:
             return self
         return Layout(arith.substitute(self._shape, mapping), arith.substitute(self._stride, mapping))
@@ -143,10 +146,33 @@ def make_layout(shape: Any, stride: Any = None, *more: Layout) -> Layout:
         modes += [x for x in (stride, *more) if x is not None]
         if not all(isinstance(m, Layout) for m in modes):
             raise LayoutError("make_layout: give either a shape (and stride) or only Layouts to use as modes")
-        return Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes))
+        return fits(Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes)), "make_layout")
     if more:
         raise LayoutError("make_layout takes a shape and a stride, or Layouts to use as modes")
     return Layout(shape, stride)
+
+
+def fits(layout: Layout, op: str) -> Layout:
+    """A derived layout stays in the domain make_layout enforces: size and strides fit a signed 64-bit integer."""
+    s, d = layout._shape, layout._stride
+    if type(s) is not tuple:
+        if type(s) is int and s >= MAX_VALUE or type(d) is int and not -MAX_VALUE < d < MAX_VALUE:
+            raise LayoutError(f"{op}: the answer {layout} leaves the 64-bit domain of layouts")
+        return layout
+    n = 1
+    for x in it.flatten(s):
+        if type(x) is int:
+            n *= x
+    ok = n < MAX_VALUE
+    if ok:
+        for x in it.flatten(d):
+            if type(x) is int and not -MAX_VALUE < x < MAX_VALUE:
+                ok = False
+                break
+    if not ok:
+        raise LayoutError(f"{op}: the answer {layout} leaves the 64-bit domain of layouts (its size or a stride "
+                          "does not fit a signed 64-bit integer)")
+    return layout
 
 
 # -- validation -----------------------------------------------------------------------
@@ -227,20 +253,27 @@ def _has_none(c: Any) -> bool:
 
 
 def offset(c: Any, shape: Any, stride: Any) -> Any:
-    """The checked offset of coordinate c; an int index into int leaves takes a flat fast path."""
-    if type(c) is int and type(shape) is tuple:
+    """The checked offset of coordinate c.
+
+    An integer index is valid past the size: as in CuTe, a layout is a function on all non-negative
+    integers, the last mode extending without bound. A hierarchical coordinate must lie inside its modes.
+    """
+    if type(c) is int:
+        if c < 0:
+            raise LayoutError(f"a layout is defined on non-negative indices, got {c}")
+        if type(shape) is not tuple:
+            return c * stride
         shapes, strides = it.flatten(shape), it.flatten(stride)
         if all(type(x) is int for x in shapes):
-            n = 1
-            for x in shapes:
-                n *= x
-            if not 0 <= c < n:
-                raise LayoutError(f"coordinate {c} is outside the mode of shape {it.to_str(shape)} (size {n})")
             total = 0
-            for x, d in zip(shapes, strides):
+            last = len(shapes) - 1
+            for k, (x, d) in enumerate(zip(shapes, strides)):
+                if k == last:
+                    return total + c * d
                 total = total + c % x * d
                 c //= x
-            return total
+            return total                          # the empty shape: a single point
+        return it.crd2idx(c, shape, stride)
     _check_coord(c, shape)
     return it.crd2idx(c, shape, stride)
 
@@ -297,7 +330,10 @@ def parse_layout(text: str) -> Layout:
 def _number(text: str) -> Any:
     if "@" in text:
         return parse_basis(text)
-    return int(text.replace("_", ""))
+    digits = text.replace("_", "")
+    if len(digits) > 24:                          # far past 64 bits (and Python's digit limit for int())
+        raise LayoutError(f"the number {digits[:24]}... in layout text does not fit in 64 bits")
+    return int(digits)
 
 
 class _Parser:

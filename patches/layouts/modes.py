@@ -7,7 +7,7 @@ from typing import Any
 from . import arith
 from . import inttuple as it
 from .errors import LayoutError
-from .layout import Layout, _check_coord, _need_layout, _show, dice, offset, slice_, slice_offset  # noqa: F401 (re-exported: the slicing of a layout lives with it)
+from .layout import Layout, _check_coord, _need_layout, _show, dice, fits, offset, slice_, slice_offset  # noqa: F401 (re-exported: the slicing of a layout lives with it)
 
 
 def select(layout: Layout, modes: Any) -> Layout:
@@ -20,7 +20,7 @@ def select(layout: Layout, modes: Any) -> Layout:
     if not isinstance(modes, (list, tuple)) or not all(type(m) is int for m in modes):
         raise LayoutError(f"select: modes must be a list of mode indices, got {modes!r}")
     parts = [layout[m] for m in modes]
-    return Layout._make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
+    return fits(Layout._make(tuple(p._shape for p in parts), tuple(p._stride for p in parts)), "select")
 
 
 def group_modes(layout: Layout, begin: int, end: int | None = None) -> Layout:
@@ -36,6 +36,9 @@ def group_modes(layout: Layout, begin: int, end: int | None = None) -> Layout:
     return Layout._make(s[:begin] + (s[begin:end],) + s[end:], d[:begin] + (d[begin:end],) + d[end:])
 
 
+MAX_RANK = 4096  # the most modes append/prepend build (a guard against runaway memory)
+
+
 def _as_tuple(x: Any) -> tuple:
     return x if type(x) is tuple else (x,)
 
@@ -47,6 +50,8 @@ def _pad_to(layout: Layout, x: Layout | None, up_to_rank: int | None, front: boo
         x = Layout._make(1, 0)
     _need_layout(x, name)
     s, d = _as_tuple(layout._shape), _as_tuple(layout._stride)
+    if up_to_rank is not None and (type(up_to_rank) is not int or not 0 <= up_to_rank <= MAX_RANK):
+        raise LayoutError(f"{name}: up_to_rank must be an int in [0, {MAX_RANK}], got {up_to_rank!r}")
     count = 1 if up_to_rank is None else up_to_rank - len(s)
     if up_to_rank is not None and count < 0:
         raise LayoutError(f"{name}: {layout} already has rank {len(s)} > up_to_rank={up_to_rank}")
@@ -54,8 +59,8 @@ def _pad_to(layout: Layout, x: Layout | None, up_to_rank: int | None, front: boo
         return layout
     add_s, add_d = (x._shape,) * count, (x._stride,) * count
     if front:
-        return Layout._make(add_s + s, add_d + d)
-    return Layout._make(s + add_s, d + add_d)
+        return fits(Layout._make(add_s + s, add_d + d), name)
+    return fits(Layout._make(s + add_s, d + add_d), name)
 
 
 def append(layout: Layout, x: Layout | None = None, up_to_rank: int | None = None) -> Layout:
@@ -111,7 +116,7 @@ def recast_layout(new_type_bits: int, old_type_bits: int, layout: Layout) -> Lay
             raise LayoutError(f"recast_layout: {layout} has no stride-1 mode, so its elements cannot be split "
                               f"into {down} narrower ones")
         s, d = _downcast(s, d, down)
-    return Layout._make(s, d)
+    return fits(Layout._make(s, d), "recast_layout")
 
 
 # -- queries (CuTe's free functions) ---------------------------------------------------
@@ -153,12 +158,16 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
 
 
 def idx2crd(idx: Any, shape: Any) -> Any:
-    """The colexicographic coordinate of index idx in shape (or in a layout's shape)."""
+    """The colexicographic coordinate of index idx in shape (or in a layout's shape); the last mode is unbounded."""
     if isinstance(shape, Layout):
         shape = shape._shape
     else:
         shape = Layout(shape)._shape
-    _check_coord(idx, shape)
+    if type(idx) is int:                          # an index past the size extends the last mode, as in CuTe
+        if idx < 0:
+            raise LayoutError(f"idx2crd: indices are non-negative, got {idx}")
+    else:
+        _check_coord(idx, shape)
     return it.idx2crd(idx, shape)
 
 

@@ -12,14 +12,23 @@ from . import coalesce as _coalesce
 from . import divide as _divide
 from . import modes as _modes
 from . import product as _product
-from .composed import ComposedLayout, complement, composition, lift, recast_layout, slice_and_offset
+from . import tuples as _tuples
+from .composed import ComposedLayout, complement, lift, recast_layout, slice_and_offset
 from .errors import LayoutError
 from .layout import Layout
+from .swizzled import composition, left_inverse, right_inverse
 
 coalesce = lift(_coalesce.coalesce)
 filter = lift(_coalesce.filter)  # noqa: A001 (CuTe's name)
 filter_zeros = lift(_coalesce.filter_zeros)
-flatten = lift(_coalesce.flatten)
+_flatten_layout = lift(_coalesce.flatten)
+
+
+def flatten(x: Any) -> Any:
+    """All modes at depth one: of a layout (a rank-1 layout stays an integer layout), or of an int tuple."""
+    if isinstance(x, (Layout, ComposedLayout)):
+        return _flatten_layout(x)
+    return _tuples.flatten_int_tuple(x)
 
 logical_divide = lift(_divide.logical_divide)
 zipped_divide = lift(_divide.zipped_divide)
@@ -52,7 +61,28 @@ def slice_(layout: Layout | ComposedLayout, coord: Any) -> Layout | ComposedLayo
     """
     if isinstance(layout, ComposedLayout):
         return slice_and_offset(coord, layout)[0]
+    if not isinstance(layout, Layout):
+        return _tuples.slice_tuple(layout, coord)
     return _modes.slice_(layout, coord)
+
+
+def dice(layout: Layout | ComposedLayout | Any, coord: Any) -> Any:
+    """The complement of slice_: the modes where coord is an integer (of a layout, or the entries of an int tuple)."""
+    if isinstance(layout, ComposedLayout):
+        return _modes.dice(layout.outer, coord)
+    if not isinstance(layout, Layout):
+        return _tuples.dice_tuple(layout, coord)
+    return _modes.dice(layout, coord)
+
+
+def idx2crd(idx: Any, shape: Any, stride: Any = None) -> Any:
+    """The coordinate of index idx in shape: colexicographic (in range), or with a stride C++ CuTe's
+    leafwise ``(idx / d) % s``."""
+    if stride is None:
+        return _modes.idx2crd(idx, shape)
+    if isinstance(shape, (Layout, ComposedLayout)):
+        raise LayoutError("idx2crd: give a shape and a stride, or a layout alone")
+    return _tuples.idx2crd_strided(idx, shape, stride)
 
 
 def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
@@ -65,8 +95,9 @@ def crd2idx(coord: Any, layout: Any, stride: Any = None) -> Any:
 
 
 __all__ = [
-    "append", "blocked_product", "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "filter",
-    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "logical_divide", "logical_product",
-    "prepend", "raked_product", "rank", "recast_layout", "select", "size", "slice_", "slice_and_offset",
+    "append", "blocked_product", "coalesce", "complement", "composition", "cosize", "crd2idx", "depth", "dice", "filter",
+    "filter_zeros", "flat_divide", "flat_product", "flatten", "group_modes", "idx2crd", "left_inverse", "logical_divide",
+    "logical_product",
+    "prepend", "raked_product", "rank", "recast_layout", "right_inverse", "select", "size", "slice_", "slice_and_offset",
     "tile_to_shape", "tiled_divide", "tiled_product", "zipped_divide", "zipped_product",
 ]

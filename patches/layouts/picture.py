@@ -11,11 +11,19 @@ from typing import Any
 from . import inttuple as it
 from .composed import ComposedLayout
 from .errors import LayoutError
-from .inverse import cosize
+from .inverse import cosize, right_inverse
 from .layout import Layout
 
 MAX_ROWS = 64
 MAX_COLS = 32
+MAX_WINDOW = 1024
+
+
+def window(max_rows: Any, max_cols: Any) -> None:
+    """The drawn window must be positive ints (and bounded, so a picture stays small)."""
+    for name, v in (("max_rows", max_rows), ("max_cols", max_cols)):
+        if type(v) is not int or not 1 <= v <= MAX_WINDOW:
+            raise LayoutError(f"a picture's {name} must be an int in [1, {MAX_WINDOW}], got {v!r}")
 
 
 def grid_shape(layout: Layout | ComposedLayout) -> tuple[int, int]:
@@ -27,6 +35,8 @@ def grid_shape(layout: Layout | ComposedLayout) -> tuple[int, int]:
         raise LayoutError(f"cannot draw {layout}: its extents are symbolic")
     if layout.rank == 1 and type(layout.shape) is not tuple:
         return 1, n
+    if layout.shape == ():                       # the rank-0 layout: a single point
+        return 1, 1
     rows = it.product(layout.shape[0])
     return rows, n // rows
 
@@ -45,6 +55,7 @@ def show_value(v: Any) -> str:
 
 def layout_text(layout: Layout | ComposedLayout, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> str:
     """The layout and its grid of values, as CuTe's print_layout draws it."""
+    window(max_rows, max_cols)
     rows, cols = grid = grid_shape(layout)
     shown_r, shown_c = min(rows, max_rows), min(cols, max_cols)
     cells = [[show_value(value_at(layout, r, c, grid)) for c in range(shown_c)] for r in range(shown_r)]
@@ -73,15 +84,26 @@ def print_layout(layout: Layout | ComposedLayout) -> None:
     print(layout_text(layout))
 
 
-def tv_cells(tiler: Any, tv: Layout) -> tuple[int, int, dict]:
-    """(rows, cols, {(row, col): (thread, value)}) of a TV layout over its tiler; every element owned once."""
+MAX_ENUMERATED = 1 << 16  # above this many (thread, value) pairs, only the drawn cells are computed
+
+
+def tv_cells(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> tuple[int, int, dict]:
+    """(rows, cols, {(row, col): (thread, value)}) of a TV layout over its tiler; every element owned once.
+
+    A large TV layout is inverted instead of enumerated, and only the cells in the drawn window are computed.
+    """
     if not isinstance(tv, Layout) or tv.rank != 2:
         raise LayoutError(f"a TV layout maps (thread, value) and has two modes, got {tv!r}")
+    window(max_rows, max_cols)
     shape = tiler if type(tiler) is tuple else (tiler,)
-    if not all(type(x) is int and x > 0 for x in shape) or len(shape) > 2:
+    if not all(type(x) is int and x > 0 for x in shape) or not 1 <= len(shape) <= 2:
         raise LayoutError(f"a TV picture needs a tiler of one or two extents, got {tiler!r}")
     rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (shape[0], 1)
     n_thr, n_val = it.product(tv.shape[0]), it.product(tv.shape[1])
+    if type(n_thr) is not int or type(n_val) is not int:
+        raise LayoutError(f"cannot draw the TV layout {tv}: its extents are symbolic")
+    if n_thr * n_val > MAX_ENUMERATED:
+        return rows, cols, _tv_window(tiler, tv, rows, cols, n_thr, max_rows, max_cols)
     owner: dict = {}
     for t in range(n_thr):
         for v in range(n_val):
@@ -92,9 +114,25 @@ def tv_cells(tiler: Any, tv: Layout) -> tuple[int, int, dict]:
     return rows, cols, owner
 
 
+def _tv_window(tiler: Any, tv: Layout, rows: int, cols: int, n_thr: int, max_rows: int, max_cols: int) -> dict:
+    """The owners of the drawn cells of a large TV layout, through its inverse (tv must be a bijection onto the
+    tiler's elements, which the inverse's size proves)."""
+    inv = right_inverse(tv)
+    n = it.product(tv.shape)
+    if n != rows * cols or it.product(inv.shape) != n:
+        raise LayoutError(f"the TV layout {tv} is not a bijection onto the {rows * cols} elements of the tiler "
+                          f"{tiler!r}, and it is too large ({n} pairs) to draw element by element")
+    owner = {}
+    for r in range(min(rows, max_rows)):
+        for c in range(min(cols, max_cols)):
+            k = inv(r + rows * c)
+            owner[(r, c)] = (k % n_thr, k // n_thr)
+    return owner
+
+
 def tv_text(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> str:
     """The tiler's grid with the (thread, value) that owns each element, as ``T3V1``."""
-    rows, cols, owner = tv_cells(tiler, tv)
+    rows, cols, owner = tv_cells(tiler, tv, max_rows, max_cols)
     shown_r, shown_c = min(rows, max_rows), min(cols, max_cols)
     cells = [[("T{}V{}".format(*owner[(r, c)]) if (r, c) in owner else ".") for c in range(shown_c)]
              for r in range(shown_r)]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import arith
+import numpy as np
+
+from . import arith, check
 from . import inttuple as it
 from .coalesce import _need_layout, _show, by_mode, join
-from .composition import composition
+from .composition import _compose, composition
 from .divide import _unpack, as_tiler_layout, tile_unzip
 from .errors import LayoutError
-from .inverse import complement, cosize
-from .layout import Layout, make_layout
+from .inverse import complement, complement_rule, cosize
+from .layout import Layout, fits, make_layout
 
 
 def logical_product(block: Layout, tiler: Any) -> Layout:
@@ -22,8 +24,38 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
     if type(tiler) is tuple:
         return by_mode(block, tiler, logical_product, "logical_product")
     t = as_tiler_layout(tiler, "logical_product")
-    rest = composition(complement(block, it.product(block._shape) * cosize(t)), t)
-    return join([block, rest])
+    cot = it.product(block._shape) * cosize(t)
+    try:
+        c = complement(block, cot)
+    except LayoutError:
+        # No admissible complement (its strides do not divide, or it cannot cover cot). The product needs only
+        # disjoint copies of the block: CuTe's rule places them at the least span its sorted modes allow.
+        c, _ = complement_rule(block, cot)
+        rest = _compose(c, t, verify=False)
+        _verify_disjoint(block, t, rest)
+        return fits(join([block, rest]), "logical_product")
+    return fits(join([block, composition(c, t)]), "logical_product")
+
+
+def _verify_disjoint(block: Layout, t: Layout, rest: Layout) -> None:
+    """The copies of block sit at offsets that are an order-preserving function of the tiler's offsets
+    (so the tiler's structure is kept), and copies at distinct offsets do not overlap."""
+    na, nr = it.product(block._shape), it.product(rest._shape)
+    ok = None if arith.eq(nr, it.product(t._shape)) else False
+    if ok is None and it.all_int((block._shape, block._stride, rest._shape, rest._stride, t._stride)) and \
+            na * nr <= check.MAX_POINTS:
+        img = np.unique(check.evaluate(block, check.points(na)))
+        at = check.evaluate(rest, check.points(nr))
+        pairs = np.unique(np.stack([check.evaluate(t, check.points(nr)), at], axis=1), axis=0)
+        ordered = len(np.unique(pairs[:, 0])) == len(pairs) and bool((np.diff(pairs[:, 1]) > 0).all())
+        at = np.unique(at)
+        ok = ordered and bool(at.min() >= 0) and \
+            len(np.unique((img[:, None] + at[None, :]).ravel())) == len(img) * len(at)
+    if not ok:
+        why = "its copies would overlap or lose the tiler's order" if ok is False else \
+            "too large or symbolic to check that its copies are disjoint"
+        raise LayoutError(f"logical_product: {block} has no admissible complement in the span of {cosize(t)} "
+                          f"copies, and CuTe's placement of the copies ({rest}) is inadmissible: {why}")
 
 
 def zipped_product(block: Layout, tiler: Any) -> Layout:

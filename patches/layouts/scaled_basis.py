@@ -11,6 +11,9 @@ from typing import Any
 from . import arith
 from .errors import LayoutError
 
+MAX_PATH = 32    # as deep as a layout may nest
+MAX_MODE = 4096  # the widest mode index a coordinate stride may name
+
 
 class ScaledBasis:
     """``value @ mode``: a stride that moves coordinate ``mode`` (a path of mode indices) by ``value``."""
@@ -21,8 +24,13 @@ class ScaledBasis:
         path = (mode,) if type(mode) is int else mode
         if type(path) not in (tuple, list) or not path or any(type(m) is not int or m < 0 for m in path):
             raise LayoutError(f"ScaledBasis: the mode must be a non-negative int or a non-empty path of them, got {mode!r}")
+        if len(path) > MAX_PATH or max(path) > MAX_MODE:
+            raise LayoutError(f"ScaledBasis: a mode path has at most {MAX_PATH} entries, each at most {MAX_MODE} "
+                              f"(a coordinate that deep or wide is no layout's), got {len(path)} entries")
         if isinstance(value, bool) or not arith.is_value(value):
             raise LayoutError(f"ScaledBasis: the value must be an integer, got {value!r}")
+        if type(value) is int and not -2**63 < value < 2**63:
+            raise LayoutError(f"ScaledBasis: the value {value} does not fit in 64 bits")
         self.value = value
         self.mode = tuple(path)
 
@@ -66,7 +74,7 @@ class ScaledBasis:
 
 def E(mode: int | tuple[int, ...]) -> Any:
     """The unit basis element of ``mode`` (CuTe's ``E<i>``; ``E(())`` is 1)."""
-    if mode == ():
+    if type(mode) is tuple and not mode:
         return 1
     return ScaledBasis(1, mode)
 
@@ -120,6 +128,8 @@ def as_coord(e: ScaledBasis) -> ArithTuple:
 def parse_basis(text: str) -> ScaledBasis:
     """Read ``v@i`` or ``v@j@i`` (CuTe prints the innermost mode first)."""
     parts = text.split("@")
+    if len(parts) > MAX_PATH + 1 or any(len(p) > 24 for p in parts):
+        raise LayoutError(f"cannot read the coordinate stride {text[:40]!r}...: too deep or too large")
     try:
         value = int(parts[0].replace("_", ""))
         path = tuple(int(p) for p in reversed(parts[1:]))

@@ -17,9 +17,9 @@ from .basis import ScaledBasis, as_coord, plain
 from .composed import ComposedLayout
 from .errors import LayoutError
 from .hopper import banks
-from .layout import Layout
-from .ops import zipped_divide
-from .picture import grid_shape, show_value, tv_cells, value_at
+from .layout import Layout, make_layout
+from .ops import left_inverse, zipped_divide
+from .picture import grid_shape, show_value, tv_cells, value_at, window
 from .swizzle import Swizzle
 
 MAX_ROWS = 64
@@ -72,6 +72,7 @@ def _grid_svg(title: str, rows: int, cols: int, label: Callable[[int, int], str]
 
 
 def _values(layout: Layout | ComposedLayout, max_rows: int, max_cols: int) -> tuple:
+    window(max_rows, max_cols)
     rows, cols = grid = grid_shape(layout)
     vals = {(r, c): value_at(layout, r, c, grid) for r in range(min(rows, max_rows)) for c in range(min(cols, max_cols))}
     return rows, cols, vals
@@ -94,13 +95,13 @@ def svg_tiling(layout: Layout | ComposedLayout, tiler: Any, max_rows: int = MAX_
     z = zipped_divide(layout, tiler)
     tiles = it.product(z.shape[1])
     per_tile = it.product(z.shape[0])
-    where: dict = {}
-    for t in range(tiles):
-        for e in range(per_tile):
-            where.setdefault(z(e + per_tile * t), t)
     rows, cols, vals = _values(layout, max_rows, max_cols)
+    # The tile of each drawn element, from its index: zipped_divide of the index layout of the same shape maps
+    # (element in tile, tile) to the index; its inverse maps back. Only the drawn cells are computed.
+    index_of = left_inverse(zipped_divide(make_layout(layout.shape), tiler))
+    tile_at = {(r, c): index_of(r + rows * c) // per_tile for (r, c) in vals}
     text = lambda r, c: show_value(vals[(r, c)])
-    tile_of = lambda r, c: where.get(vals[(r, c)], -1)
+    tile_of = lambda r, c: tile_at[(r, c)]
     color = lambda r, c: hue(tile_of(r, c), tiles)
     legend = f"{tiles} tiles of {it.to_str(z.shape[0])}: {z}"
     return _grid_svg(f"{layout} tiled by {_show_tiler(tiler)}", rows, cols, text, color,
@@ -113,6 +114,7 @@ def svg_banks(layout: ComposedLayout | Layout, bits: int, max_rows: int = MAX_RO
     The swizzle acts on byte addresses, as on Hopper; a row whose cells show 32 different colors in each
     128-byte step is read without bank conflicts.
     """
+    window(max_rows, max_cols)
     composed = layout if isinstance(layout, ComposedLayout) else ComposedLayout(_identity_swizzle(), 0, layout)
     rows, cols = grid_shape(composed)
     bank = banks(composed, bits)            # colexicographic, as the grid reads it: index r + rows * c
@@ -125,7 +127,7 @@ def svg_banks(layout: ComposedLayout | Layout, bits: int, max_rows: int = MAX_RO
 
 def svg_tv(tiler: Any, tv: Layout, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> str:
     """A TV layout over its tiler: each element labelled T<thread>V<value> and colored by thread."""
-    rows, cols, owner = tv_cells(tiler, tv)
+    rows, cols, owner = tv_cells(tiler, tv, max_rows, max_cols)
     n_thr = it.product(tv.shape[0])
     label = lambda r, c: "T{}V{}".format(*owner[(r, c)]) if (r, c) in owner else "."
     color = lambda r, c: hue(owner[(r, c)][0], n_thr) if (r, c) in owner else "white"

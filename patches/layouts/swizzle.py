@@ -41,6 +41,8 @@ class Swizzle:
 
     def __call__(self, offset: Any) -> Any:
         """The swizzled offset (an int, or a numpy integer array elementwise)."""
+        if type(offset) is not int and not (getattr(offset, "dtype", None) is not None and offset.dtype.kind in "iuO"):
+            raise LayoutError(f"{self}: a swizzle acts on integer offsets, got {offset!r}")
         y = offset & self.yyy_mask
         return offset ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
 

@@ -81,6 +81,10 @@ def bounds(s: Sym, state: tuple | None = None) -> Bounds:
 
 def divisible(x: Any, d: int) -> sympy.Basic:
     """The statement ``x % d == 0``, for ``facts(...)``."""
+    if type(d) is not int or d <= 0:
+        raise LayoutError(f"divisible: the divisor must be a positive int, got {d!r}")
+    if not isinstance(x, sympy.Expr):
+        raise LayoutError(f"divisible: states a fact about a Sym (or an expression in Syms), got {x!r}")
     return sympy.Eq(sympy.Mod(x, d), 0, evaluate=False)
 
 

@@ -71,6 +71,10 @@ def _values(layout):
     return [int(layout(i)) for i in range(cute.size(layout))]
 
 
+def _values_beyond(layout):
+    return [int(layout(i)) for i in range(3 * cute.size(layout) + 2)]
+
+
 OPS = {
     "coalesce": lambda a, p=None: cute.coalesce(a) if p is None else cute.coalesce(a, target_profile=p),
     "composition": cute.composition,
@@ -106,8 +110,16 @@ OPS = {
     "make_ordered_layout": lambda s, o: cute.make_ordered_layout(s, order=o),
     "tile_to_shape": cute.tile_to_shape,
     "recast_layout": cute.recast_layout,
+    # CuTe's int-tuple algebra
+    "shape_div": cute.shape_div,
+    "ceil_div": cute.ceil_div,
+    "product_each": cute.product_each,
+    "unflatten": lambda f, p: cute.unflatten(list(f), p),
+    "congruent": cute.is_congruent,
+    "weakly_congruent": cute.is_weakly_congruent,
     # Hopper-grade layouts: swizzles, composed and coordinate layouts, TV layouts, partitions, smem atoms
     "values": _values,
+    "values_beyond": _values_beyond,
     "make_identity_layout": cute.make_identity_layout,
     "make_composed_layout": cute.make_composed_layout,
     "compose_by_basis": cute.composition,

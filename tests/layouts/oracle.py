@@ -62,7 +62,8 @@ def run_cute(cases: list) -> list:
 
 
 def ev(layout: Layout, i, extend: bool = False):
-    """layout(i) by the textbook definition: colexicographic coordinates, optionally unbounded last mode.
+    """layout(i) by the textbook definition: colexicographic coordinates, optionally unbounded last mode
+    (negative i split by truncating division, as C++ CuTe splits it).
 
     i may be an int or a numpy array of indices.
     """
@@ -72,8 +73,9 @@ def ev(layout: Layout, i, extend: bool = False):
         if extend and k == len(shapes) - 1:
             total += i * d
         else:
-            total += (i % s) * d
-            i = i // s
+            q = np.sign(i) * (abs(i) // s)       # C++'s truncating division (a negative i only reaches here
+            total += (i - q * s) * d             # as a composition's B below 0)
+            i = q
     return total
 
 

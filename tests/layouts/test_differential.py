@@ -41,7 +41,7 @@ def composes(a: Layout, b, r: Layout) -> bool:
     if size(r) != size(b):
         return False
     x = ev(b, _idx(size(b)))
-    return bool((x >= 0).all()) and np.array_equal(ev(r, _idx(size(b))), ev(a, x, extend=True))
+    return np.array_equal(ev(r, _idx(size(b))), ev(a, x, extend=True))
 
 
 def complements(a: Layout, cot, c: Layout) -> bool:
@@ -70,7 +70,12 @@ def right_inverts(a: Layout, r: Layout) -> bool:
 
 
 def left_inverts(a: Layout, r: Layout) -> bool:
-    return np.array_equal(ev(r, values(a), extend=True), _idx(size(a)))
+    """C++ CuTe's own test (inverse_left.cpp): A(R(A(i))) == A(i); for an injective A that is R(A(i)) == i."""
+    x = values(a)
+    back = ev(r, x, extend=True)
+    if len(np.unique(x)) == len(x):
+        return np.array_equal(back, _idx(size(a)))
+    return bool((back >= 0).all()) and np.array_equal(ev(a, back, extend=True), x)
 
 
 def divides(a: Layout, t, r: Layout) -> bool:
@@ -97,8 +102,30 @@ def multiplies(a: Layout, t, r: Layout) -> bool:
     t = pl.make_layout(t) if isinstance(t, int) else t
     if r.rank != 2 or r[0] != a or size(r[1]) != size(t):
         return False
-    c = pl.complement(a, size(a) * pl.cosize(t))
+    try:
+        c = pl.complement(a, size(a) * pl.cosize(t))
+    except LayoutError:                       # no admissible complement: the product of a block whose moving part
+        f = pl.filter(a)                      # is injective needs only disjoint copies
+        return len(np.unique(values(f))) == size(f) and places_copies(a, t, r)
     return complements(a, size(a) * pl.cosize(t), c) and np.array_equal(values(r[1]), ev(c, values(t), extend=True))
+
+
+def places_copies(a: pl.Layout, b, r: pl.Layout) -> bool:
+    """logical_product's property without a complement: mode 0 is A, mode 1 has size(B) and places copies of A
+    at offsets that are an order-preserving function of B's offsets, and distinct copies do not overlap."""
+    b = pl.make_layout(b) if isinstance(b, int) else b
+    if r.rank != 2 or r[0] != a or size(r[1]) != size(b):
+        return False
+    bo, ro = values(b), values(r[1])
+    pairs = sorted(set(zip(bo.tolist(), ro.tolist())))
+    if len({x for x, _ in pairs}) != len(pairs) or any(y2 <= y1 for (_, y1), (_, y2) in zip(pairs, pairs[1:])):
+        return False                               # not a function of B's offset, or not ordered
+    if min(ro) < 0:
+        return False
+    image = set(values(a).tolist())
+    shifted = [{x + o for x in image} for o in sorted(set(ro.tolist()))]
+    return sum(len(s) for s in shifted) == len(set().union(*shifted))
+
 
 
 def zips(product, tiler_first: bool):

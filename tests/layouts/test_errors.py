@@ -50,7 +50,8 @@ def test_unparsable_or_hostile_text(text):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: make_layout((4, 8))(32),
+    lambda: make_layout((4, 8))((0, 8)),
+    lambda: make_layout(((2, 2), 8))(((0, 2), 0)),
     lambda: make_layout((4, 8))(-1),
     lambda: make_layout((4, 8))((4, 0)),
     lambda: make_layout((4, 8))((1, 2, 3)),
@@ -66,8 +67,8 @@ def test_unparsable_or_hostile_text(text):
     lambda: pl.complement(make_layout(4, -1), 8),
     lambda: pl.complement(make_layout(4, 1), 0),
     lambda: pl.complement(make_layout(4, 1), 2.5),
-    lambda: pl.left_inverse(make_layout((2, 2), (0, 1))),
-    lambda: pl.left_inverse(make_layout((4, 2), (1, 2))),
+    lambda: pl.left_inverse(make_layout((4, 2), (2, 3))),
+    lambda: pl.left_inverse(make_layout(4, -1)),
     lambda: pl.logical_divide(make_layout(8), (2, 2)),
     lambda: pl.logical_divide(make_layout(8), -2),
     lambda: pl.zipped_divide(make_layout((8, 8)), (None, 2)),
@@ -83,7 +84,7 @@ def test_unparsable_or_hostile_text(text):
     lambda: pl.coalesce(make_layout((2, 3)), (1, 1, 1)),
     lambda: pl.coalesce("2:1"),
     lambda: pl.crd2idx((1, 1), make_layout((2, 2)), (1, 2)),
-    lambda: pl.idx2crd(9, (2, 4)),
+    lambda: pl.idx2crd(-1, (2, 4)),
     lambda: pl.append(make_layout((2, 3)), up_to_rank=1),
     lambda: pl.slice_(make_layout((2, 3)), (None, 3)),
     lambda: pl.slice_(make_layout((2, 3)), (None, None, None)),
