@@ -165,6 +165,10 @@ class Builder:
         eqns = sorted(eqns, key=lambda q: self.index[id(q)])
         used = {id(x) for q in eqns for x in q.inputs} | {id(self.graph.root(x)) for q in eqns for x in q.inputs}
         outs = [v for q in group.eqns for v in q.outputs if id(v) not in used] or [group.eqns[-1].outputs[0]]
+        return self._analyzes(group, eqns, outs)
+
+    def _analyzes(self, group: Group, eqns: list, outs: list) -> bool:
+        """Whether the group's kernel analysis accepts these equations with these outputs."""
         if group.kind == "gemm":
             outs = _storable(group, outs)
         try:
@@ -181,13 +185,7 @@ class Builder:
         used = {id(x) for q in eqns for x in q.inputs}
         used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
         outs = [v for q in eqns for v in q.outputs if id(v) not in used] or [e.outputs[0]]
-        if group.kind == "gemm":
-            outs = _storable(group, outs)
-        try:
-            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
-        except LoweringError:
-            return False
-        return True
+        return self._analyzes(group, eqns, outs)
 
 
 def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, list, list, dict]:
