@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_common import CUTLASS_DTYPES, DTYPES, lit, op_code, store_code
+from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
 from .names import comment_block
 from .simt_spec import SimtSpec
+from .simt_views import split_index
 
 WARPS = 4
 INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))", "min": "cutlass.Float32(float('inf'))"}
@@ -47,7 +48,7 @@ def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
     stride a multiple of 16 bytes (each row's chunks start 16-byte aligned)."""
     from .analyze import _divisor
 
-    if len(spec.col_modes) != 1 or dtype not in DTYPE_BYTES:
+    if len(spec.col_modes) != 1 or dtype not in DTYPE_BYTES or any(isinstance(s, tuple) for s in _strides(layout)):
         return False
     c = spec.col_modes[0]
     stride = _strides(layout)
@@ -59,13 +60,13 @@ def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
 def vector_reads(spec: SimtSpec) -> set:
     """Reads whose row is contiguous (unit column stride) and 16-byte aligned at every row start: full chunks load
     each lane's VEC columns with one vector access (LDG.128)."""
-    return {i for i, r in enumerate(spec.reads) if _row_vector(r.layout, r.coords, r.dtype, spec)}
+    return {i for i, r in enumerate(spec.reads) if not r.access and _row_vector(r.layout, r.coords, r.dtype, spec)}
 
 
 def out_vector(spec: SimtSpec) -> bool:
     """Whether full chunks store the output with vector accesses (the only output, row-contiguous and aligned)."""
     return (not spec.extra_outputs and not spec.out_is_row and spec.out_dtype in CUTLASS_DTYPES
-            and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec))
+            and not spec.outputs[0].split and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec))
 
 
 def _reads_of(spec: SimtSpec, r: tuple) -> set:
@@ -75,10 +76,59 @@ def _reads_of(spec: SimtSpec, r: tuple) -> set:
     return {a[1] for a in refs if a[0] == "in"}
 
 
-def _index(coords: tuple, free: object = None) -> str:
-    """The coordinate tuple of an argument: its modes' domain coordinates, 0 for size-1 modes, None for ``free``."""
-    idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
+def _index(coords: tuple, free: object = None, split: tuple = ()) -> str:
+    """The coordinate tuple of an argument: its modes' domain coordinates, 0 for size-1 modes, None for ``free``;
+    with ``split`` (leaf extents per mode) a hierarchical mode's coordinate is split into its leaves'."""
+    if split:
+        idx = [x for c, leaves in zip(coords, split) for x in split_index(None if c is None else f"d{c}", leaves)]
+    else:
+        idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
     return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+
+
+def _tensor(spec: SimtSpec, i: int) -> str:
+    """The tensor read i indexes: its argument, or the view of it the read goes through."""
+    rd = spec.reads[i]
+    return f"a{rd.name[1:]}" if rd.access else rd.name
+
+
+def access_lines(spec: SimtSpec, indent: str) -> list[str]:
+    """Views of arguments (slices, reshapes, tiles, embeds' operands): the argument's storage at an offset, read
+    through the view's flattened layout."""
+    out = []
+    for i, rd in enumerate(spec.reads):
+        if rd.access:
+            off, lay = rd.access[0], rd.access[1]
+            shape = lay.shape if isinstance(lay.shape, tuple) else (lay.shape,)
+            stride = lay.stride if isinstance(lay.stride, tuple) else (lay.stride,)
+            out.append(f"{indent}{_tensor(spec, i)} = cute.make_tensor({rd.name}.iterator + {off}, "
+                       f"cute.make_layout({shape!r}, stride={stride!r}))   # a view of {rd.name}")
+    return out
+
+
+def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
+    """Step j, an embed: the operand's leaf coordinates from the output's, masked where the map does not reach."""
+    r, y_leaves, out_leaves = spec.steps[j].gather
+    xs = []
+    for c, leaves, pos, _ in out_leaves:
+        xs.append(split_index(None if c is None else f"d{c}", leaves)[pos])
+    lines, ys = [], []
+    for q, (k, step, n) in enumerate(y_leaves):
+        if k is None:
+            ys.append("0")
+            continue
+        start = out_leaves[k][3]
+        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {start}, 0) // {step}) % {n}")
+        ys.append(f"e{j}_{q}")
+    lines.append(f"{indent}ok{j} = {F1}")
+    for k, (_, _, _, start) in enumerate(out_leaves):
+        parts = [f"e{j}_{q} * {step}" for q, (kk, step, _) in enumerate(y_leaves) if kk == k]
+        rebuilt = " + ".join(parts) if parts else "0"
+        lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
+    idx = ys[0] if len(ys) == 1 else "(" + ", ".join(ys) + ")"
+    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
+                 f"{_tensor(spec, r)}[{idx}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    return lines
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
@@ -90,8 +140,10 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
         return f"red{a[1]}"
     if a[0] == "lit":
         return lit(a[1])
+    if a[0] == "dom":
+        return f"cutlass.Float32(d{a[1]})"
     rd = spec.reads[a[1]]
-    return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
+    return f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}].to(cutlass.Float32)"
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:
@@ -102,6 +154,9 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
     out = []
     for j in sorted(need - (done or set())):
         st = spec.steps[j]
+        if st.gather:
+            out += _embed(spec, j, indent)
+            continue
         args = [_arg(spec, a, vec) for a in st.args]
         out.append(f"{indent}v{j} = {op_code(st.op, args, st.dtype)}   # {st.note}")
     if done is not None:
@@ -252,6 +307,7 @@ def emit_simt(spec: SimtSpec) -> str:
     w("    lane = tidx % THREADS")
     w("    row = row_of(bidx, tidx)")
     extents("    ")
+    L.extend(access_lines(spec, "    "))
     w(f"    ext_c = {' * '.join(f'e{c}' for c in spec.col_modes) or '1'}")
     w("    chunks = (ext_c + CHUNK - 1) // CHUNK")
     w("    full = ext_c // CHUNK")
@@ -284,9 +340,10 @@ def emit_simt(spec: SimtSpec) -> str:
             L.extend(_compute(spec, o.result, "        ", frozenset(), done))
         w("        if lane == 0:")
         for o in rows:
-            w(f"            {o.name}[{_index(o.coords) if o.coords else '0'}] = {store_code(_arg(spec, o.result), o.dtype)}")
+            w(f"            {o.name}[{_index(o.coords, split=o.split) if o.coords else '0'}] = "
+              f"{store_code(_arg(spec, o.result), o.dtype)}")
     if full:
         w("        # Output pass: compute every element of the row and store it, rounded once.")
-        L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords) + "] = "
+        L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords, split=o.split) + "] = "
                                             + store_code("{x}", o.dtype)]) for o in full], store=True))
     return "\n".join(L) + "\n"

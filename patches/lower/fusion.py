@@ -3,7 +3,9 @@
 Walking the equations in order, each one joins a kernel that produces one of its inputs when that kernel can
 still be analyzed with it, or opens a new kernel:
 
-* views (``transpose``, ``broadcast``) are free: no kernel, each consumer reads through them;
+* views (``transpose``, ``broadcast``, and ``slice``/``view``/``tile`` of a buffer or parameter) are free: no
+  kernel, each consumer reads through them (a view of a value computed in the same kernel cuts it there);
+  generators (``iota``) are computed by each kernel that reads them;
 * a ``matmul`` opens a GEMM kernel; an elementwise equation on its result (and on parameters or earlier buffers
   read through views: a bias, a residual, a mask) joins it as epilogue, which may then have several outputs;
 * reductions and elementwise chains join a SIMT kernel, until a reduction over a different set of modes (or
@@ -23,7 +25,8 @@ from typing import Any
 from ..staging import Eqn, Literal, Program, Var
 from .errors import LoweringError
 
-VIEWS = ("transpose", "broadcast")
+VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
+GENERATORS = ("iota",)        # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul",
                 "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
 
@@ -48,6 +51,15 @@ class Graph:
 
     def is_view(self, e: Eqn) -> bool:
         return e.prim.name in VIEWS
+
+    def is_free(self, e: Eqn) -> bool:
+        """Views and generators: no kernel of their own."""
+        return e.prim.name in VIEWS or e.prim.name in GENERATORS
+
+    def generator(self, x: Any) -> Eqn | None:
+        """The generator equation (iota) producing ``x``, if any."""
+        p = self.producer.get(id(x)) if isinstance(x, Var) else None
+        return p if p is not None and p.prim.name in GENERATORS else None
 
     def root(self, x: Any) -> Any:
         """The variable (or literal) a view chain starts from."""
@@ -86,7 +98,7 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
     groups: list[Group] = []
     owner: dict[int, int] = {}
     for e in prog.eqns:
-        if graph.is_view(e):
+        if graph.is_free(e):
             continue
         srcs = []
         for x in e.inputs:

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .simt_spec import SimtSpec
+from .simt_views import split_numpy
 from .simulate import round_to, step
 
 
@@ -41,6 +43,19 @@ def _coords(index: np.ndarray, modes: tuple, ext: dict) -> dict:
     return out
 
 
+def accessed(x: Any, rd: Any, leaves: bool = False) -> np.ndarray:
+    """The values read ``rd`` sees through its access: the parameter's storage (built from its logical array and
+    layout) at the access's offset and layout; one axis per top-level mode, or with ``leaves`` one per leaf."""
+    off, flat, root = rd.access
+    st = np.zeros(max(1, int(cosize(root))), np.float32)
+    st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float32).reshape(-1, order="F")
+    shape = tuple(n for mode in rd.split for n in mode)
+    vals = st[off + evaluate(flat, points(int(size(flat))))].reshape(shape, order="F")
+    if leaves:
+        return vals
+    return vals.reshape(tuple(int(np.prod(mode)) for mode in rd.split), order="F")
+
+
 def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
     the kernel has several)."""
@@ -62,9 +77,24 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
             return reds[a[1]][:, None]
         if a[0] == "lit":
             return np.float32(a[1])
+        if a[0] == "dom":
+            return d[a[1]].astype(np.float32)
         rd = spec.reads[a[1]]
-        x = np.asarray(args[rd.param], np.float32)
+        x = accessed(args[rd.param], rd) if rd.access else np.asarray(args[rd.param], np.float32)
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
+
+    def gather(st: Any) -> np.ndarray:
+        r, y_leaves, out_leaves = st.gather
+        y = accessed(args[spec.reads[r].param], spec.reads[r], leaves=True)
+        xs = [split_numpy(np.zeros((rows, cols), np.int64) if c is None else d[c], leaves)[pos]
+              for c, leaves, pos, _ in out_leaves]
+        js = [np.zeros((rows, cols), np.int64) if k is None else (np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n
+              for k, step, n in y_leaves]
+        ok = np.ones((rows, cols), bool)
+        for k, (_, _, _, start) in enumerate(out_leaves):
+            rebuilt = sum((j * step for j, (kk, step, _) in zip(js, y_leaves) if kk == k), np.zeros((rows, cols), np.int64))
+            ok &= xs[k] == start + rebuilt
+        return np.where(ok, y[tuple(js)] if js else y, np.float32(0)).astype(np.float32)
 
     def evaluate_ref(ref: tuple) -> np.ndarray:
         need: set = set()
@@ -72,7 +102,7 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         vals: list = [None] * len(spec.steps)
         for j in sorted(need):
             st = spec.steps[j]
-            vals[j] = step(st.op, [get(a, vals) for a in st.args], st.dtype)
+            vals[j] = gather(st) if st.gather else step(st.op, [get(a, vals) for a in st.args], st.dtype)
         return np.broadcast_to(get(ref, vals), (rows, cols)).astype(np.float32)
 
     for op, ref in spec.reductions:
