@@ -106,8 +106,10 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
             if isinstance(r, Var) and id(r) in owner and owner[id(r)] not in srcs:
                 srcs.append(owner[id(r)])
         target = None
+        # an equation on parameters only may join the latest kernel (horizontal fusion: it adds no dependency)
+        cands = srcs if srcs or not groups or groups[-1].kind != "simt" else [len(groups) - 1]
         if e.prim.name != "matmul" and id(e) not in isolate:
-            for g in sorted(srcs, reverse=True):
+            for g in sorted(cands, reverse=True):
                 if any(id(q) in isolate for q in groups[g].eqns):
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):

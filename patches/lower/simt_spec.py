@@ -94,12 +94,13 @@ class SimtSpec:
     out_coords: tuple = ()     # domain mode per output mode (None: size 1)
     out_shape: tuple = ()      # the program's output shape (() for a scalar)
     extra_outputs: tuple = ()  # Out records of the program's further outputs (mOut1, mOut2, ...)
+    out_split: tuple = ()      # the first output's leaf extents per mode (hierarchical modes; see Out.split)
 
     @property
     def outputs(self) -> tuple:
         """Every output as an Out record, the first one (``mOut``) from the fields above."""
         first = Out("mOut", self.result, self.out_dtype, self.out_layout, self.out_is_row, self.out_coords,
-                    self.out_shape)
+                    self.out_shape, self.out_split)
         return (first,) + tuple(self.extra_outputs)
 
     def kernel_operands(self) -> tuple:
@@ -439,4 +440,4 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                     program_text=str(prog), n_params=len(prog.params), vec=vec,
                     row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
                     extents=tuple((c, extents[c]) for c in dom), out_coords=o0.coords,
-                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]))
+                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]), out_split=o0.split)
