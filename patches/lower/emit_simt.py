@@ -12,7 +12,7 @@ from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
 from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
 from .names import comment_block
-from .simt_spec import SimtSpec
+from .simt_spec import SimtSpec, kind_of
 from .simt_views import split_index
 
 WARPS = 4
@@ -131,19 +131,53 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     return lines
 
 
-def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
-    if a[0] == "in" and a[1] in vec:
-        return f"g{a[1]}[v].to(cutlass.Float32)"
-    if a[0] == "v":
-        return f"v{a[1]}"
-    if a[0] == "red":
-        return f"red{a[1]}"
+def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
+    """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
     if a[0] == "lit":
-        return lit(a[1])
-    if a[0] == "dom":
-        return f"cutlass.Float32(d{a[1]})"
-    rd = spec.reads[a[1]]
-    return f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}].to(cutlass.Float32)"
+        return f"cutlass.Int32({int(a[1])})" if want == "i" else lit(a[1])
+    have = kind_of(a, spec.reads, spec.steps)
+    if a[0] == "in":
+        rd = spec.reads[a[1]]
+        base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
+        return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else 'cutlass.Float32'})"
+    code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}"}[a[0]]
+    if want == "f" and have == "i":
+        return f"cutlass.Float32({code})"
+    if want == "i" and have == "f":
+        return f"({code}).to(cutlass.Int32)"
+    return code
+
+
+def _int_division(j: int, op: str, a: str, b: str, indent: str) -> list[str]:
+    """Floor division (or modulo) of Int32 values as numpy's, from the quotient of magnitudes (no reliance on how
+    ``//`` rounds negative operands): negated, and one less when the signs differ and it is inexact."""
+    sel = "cutlass.Int32(cutlass.select_({0}, {1}, {2}))"
+    return [f"{indent}a{j}, b{j} = {a}, {b}",
+            f"{indent}am{j}, bm{j} = {sel.format(f'a{j} < 0', f'-a{j}', f'a{j}')}, {sel.format(f'b{j} < 0', f'-b{j}', f'b{j}')}",
+            f"{indent}q{j} = am{j} // bm{j}",
+            f"{indent}r{j} = {sel.format(f'q{j} * bm{j} == am{j}', 'cutlass.Int32(0)', 'cutlass.Int32(1)')}",
+            f"{indent}q{j} = {sel.format(f'(a{j} ^ b{j}) < 0', f'-q{j} - r{j}', f'q{j}')}",
+            f"{indent}v{j} = {f'q{j}' if op == 'floordiv' else f'a{j} - q{j} * b{j}'}   # {op}"]
+
+
+def step_code(op: str, args: list, dtype: str, kind: str) -> str:
+    """One step's expression: integer steps in Int32, floor division and modulo; the rest as the GEMM epilogue's."""
+    if op == "floordiv":
+        return f"cute.math.floor({args[0]} / {args[1]})"
+    if op == "mod":
+        return f"{args[0]} - cute.math.floor({args[0]} / {args[1]}) * {args[1]}"
+    if kind != "i":
+        return op_code(op, args, dtype)
+    if op == "where":
+        return f"cutlass.Int32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
+    if op == "astype":
+        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Int32)"
+    if op in ("abs", "relu"):
+        neg = "-" + args[0] if op == "abs" else "cutlass.Int32(0)"
+        return f"cutlass.Int32(cutlass.select_({args[0]} < 0, {neg}, {args[0]}))"
+    if op in ("maximum", "minimum"):
+        return f"cutlass.{op[:3]}({args[0]}, {args[1]})"
+    return op_code(op, args, dtype)
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:
@@ -157,8 +191,12 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         if st.gather:
             out += _embed(spec, j, indent)
             continue
-        args = [_arg(spec, a, vec) for a in st.args]
-        out.append(f"{indent}v{j} = {op_code(st.op, args, st.dtype)}   # {st.note}")
+        kinds = st.arg_kinds or ("f",) * len(st.args)
+        args = [_arg(spec, a, vec, k) for a, k in zip(st.args, kinds)]
+        if st.kind == "i" and st.op in ("floordiv", "mod"):
+            out += _int_division(j, st.op, *args, indent)
+            continue
+        out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
     if done is not None:
         done |= need
     return out
@@ -202,7 +240,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done: set = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}        ", vec, done)
-        x = _arg(spec, r, vec)
+        x = _arg(spec, r, vec, None if store else "f")
         if vstore:
             out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
             oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
@@ -217,7 +255,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}            ", frozenset(), done)
-        out += [ln.format(x=_arg(spec, r), ind=f"{i}            ") for ln in body]
+        out += [ln.format(x=_arg(spec, r, frozenset(), None if store else "f"), ind=f"{i}            ") for ln in body]
     return out
 
 

@@ -25,7 +25,9 @@ from .simt_views import ACCESS_VIEWS, embed_gather, leaf_sizes, static_layout, v
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy"}
+ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy", "floordiv", "mod"}
+INT_DTYPES = ("i8", "u8", "i16", "u16", "i32")      # computed exactly in Int32 (u32 values do not fit)
+INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Step:
     dtype: str
     note: str
     gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
+    kind: str = "f"            # "f": computed in f32; "i": an integer computed exactly in Int32
+    arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,36 @@ def _walk_back(cl: _Classes, reduced: list, var: dict, outputs: list) -> None:
                 cs2 = {cl.find(v) for v in vs if v is not None}
                 if r in cs2:
                     together |= cs2
+
+
+def kind_of(a: tuple, reads: list, steps: list) -> str:
+    """"i" for an integer value computed exactly (an integer read, an integer step, a domain coordinate), "lit" for
+    a literal (it takes its consumer's kind), else "f"."""
+    if a[0] == "in":
+        return "i" if reads[a[1]].dtype in INT_DTYPES else "f"
+    if a[0] == "v":
+        return steps[a[1]].kind
+    return {"dom": "i", "lit": "lit"}.get(a[0], "f")
+
+
+def _kinds(e: Any, kinds: list) -> tuple:
+    """(kind of the step, kind of each argument): integer arithmetic stays in Int32 (numpy's wrapping, floor
+    division and modulo); comparisons of integers compare exactly; everything else is f32."""
+    nm, dt = e.prim.name, e.outputs[0].type.dtype
+    if nm in ("floordiv", "mod") and dt[0] in "iu" and dt not in INT_DTYPES:
+        raise LoweringError(f"equation {nm}({', '.join(str(x.type) for x in e.inputs)}): {dt} values do not fit the "
+                            "kernel's Int32 arithmetic")
+    if dt in INT_DTYPES and nm in INT_OPS:
+        if nm == "where":
+            return "i", ("f", "i", "i")
+        if nm == "astype":
+            return "i", (kinds[0] if kinds[0] != "lit" else "i",)
+        return "i", ("i",) * len(kinds)
+    if nm in COMPARE and all(k in ("i", "lit") for k in kinds) and "i" in kinds:
+        return "f", ("i",) * len(kinds)
+    if nm == "astype" and kinds[0] == "i" and dt != "bool":
+        return "f", ("i",)
+    return "f", ("f",) * len(kinds)
 
 
 def _read_values(prog: Program) -> set:
@@ -396,7 +430,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")
         args = tuple(value(a, nm) for a in e.inputs)
-        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e)))
+        kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps) for a in args])
+        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds))
         ref[id(out)] = ("v", len(steps) - 1)
 
     outs = []

@@ -12,7 +12,7 @@ import numpy as np
 from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
 from .emit_simt import WARPS, _needed, threads, tv_layout
-from .simt_spec import SimtSpec
+from .simt_spec import INT_DTYPES, SimtSpec, kind_of
 from .simt_views import split_numpy
 from .simulate import round_to, step
 
@@ -47,8 +47,8 @@ def accessed(x: Any, rd: Any, leaves: bool = False) -> np.ndarray:
     """The values read ``rd`` sees through its access: the parameter's storage (built from its logical array and
     layout) at the access's offset and layout; one axis per top-level mode, or with ``leaves`` one per leaf."""
     off, flat, root = rd.access
-    st = np.zeros(max(1, int(cosize(root))), np.float32)
-    st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float32).reshape(-1, order="F")
+    st = np.zeros(max(1, int(cosize(root))), np.float64)          # f64: integers stay exact
+    st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float64).reshape(-1, order="F")
     shape = tuple(n for mode in rd.split for n in mode)
     vals = st[off + evaluate(flat, points(int(size(flat))))].reshape(shape, order="F")
     if leaves:
@@ -70,7 +70,7 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     d = {**_coords(r, spec.row_modes, ext), **_coords(c, spec.col_modes, ext)}
     reds: list = []
 
-    def get(a: tuple, vals: list) -> Any:
+    def raw(a: tuple, vals: list) -> Any:
         if a[0] == "v":
             return vals[a[1]]
         if a[0] == "red":
@@ -78,10 +78,34 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         if a[0] == "lit":
             return np.float32(a[1])
         if a[0] == "dom":
-            return d[a[1]].astype(np.float32)
+            return d[a[1]]
         rd = spec.reads[a[1]]
-        x = accessed(args[rd.param], rd) if rd.access else np.asarray(args[rd.param], np.float32)
+        if rd.access:
+            x = accessed(args[rd.param], rd)
+        else:
+            x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float32)
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
+
+    def get(a: tuple, vals: list, want: str | None = "f") -> Any:
+        """Value ``a`` as f32 ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
+        x = raw(a, vals)
+        have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps)
+        if want == "i" and have != "i":
+            return np.trunc(np.asarray(x, np.float64)).astype(np.int64)
+        if want == "f" or want is None and have != "i":
+            return np.asarray(x, np.float32)
+        return np.asarray(x, np.int64)
+
+    def compute(st: Any, vals: list) -> Any:
+        kinds = st.arg_kinds or ("f",) * len(st.args)
+        xs = [get(a, vals, k) for a, k in zip(st.args, kinds)]
+        if st.kind == "i":
+            return int_step(st.op, xs, st.dtype)
+        if st.op in ("floordiv", "mod"):
+            with np.errstate(all="ignore"):
+                q = np.floor(np.float32(xs[0]) / np.float32(xs[1]))
+                return (q if st.op == "floordiv" else xs[0] - q * xs[1]).astype(np.float32)
+        return step(st.op, xs, st.dtype)
 
     def gather(st: Any) -> np.ndarray:
         r, y_leaves, out_leaves = st.gather
@@ -96,27 +120,62 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
             ok &= xs[k] == start + rebuilt
         return np.where(ok, y[tuple(js)] if js else y, np.float32(0)).astype(np.float32)
 
-    def evaluate_ref(ref: tuple) -> np.ndarray:
+    def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:
         need: set = set()
         _needed(spec, ref, need)
         vals: list = [None] * len(spec.steps)
         for j in sorted(need):
             st = spec.steps[j]
-            vals[j] = gather(st) if st.gather else step(st.op, [get(a, vals) for a in st.args], st.dtype)
-        return np.broadcast_to(get(ref, vals), (rows, cols)).astype(np.float32)
+            vals[j] = gather(st) if st.gather else compute(st, vals)
+        return np.broadcast_to(get(ref, vals, want), (rows, cols))
 
     for op, ref in spec.reductions:
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
     results = []
     for o in spec.outputs:
-        val = evaluate_ref(o.result)
+        val = evaluate_ref(o.result, None)
         shape = tuple(1 if k is None else ext[k] for k in o.coords)
-        out = np.zeros(shape, np.float32)
+        out = np.zeros(shape, val.dtype)
         if o.is_row:
             idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in o.coords)
             out[idx] = val[:, 0] if idx else val[0, 0]
         else:
             out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)] = val
-        results.append(round_to(out, o.dtype))
+        results.append(wrap(out, o.dtype) if out.dtype == np.int64 else round_to(out, o.dtype))
     return results[0] if len(results) == 1 else results
+
+
+def wrap(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Integers stored to ``dtype`` (numpy's wrapping conversion; bool: nonzero)."""
+    if dtype == "bool":
+        return x != 0
+    if dtype[0] not in "iu":
+        return round_to(x.astype(np.float32), dtype)
+    return x.astype({"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
+                     "u32": np.uint32}[dtype])
+
+
+def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
+    """One integer step as the kernel computes it: Int32 arithmetic (wrapping), floor division and modulo."""
+    a = xs[0]
+    if op == "astype":
+        return wrap(a, dtype).astype(np.int64)
+    if op == "where":
+        return np.where(np.asarray(a) != 0, xs[1], xs[2])
+    if op in ("copy",):
+        return a
+    if op == "neg":
+        return _i32(-a)
+    if op in ("abs", "relu"):
+        return _i32(np.abs(a) if op == "abs" else np.maximum(a, 0))
+    b = xs[1]
+    if op in ("floordiv", "mod"):
+        q = np.floor_divide(a, np.where(b == 0, 1, b))
+        return _i32(q if op == "floordiv" else a - q * b)
+    fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}[op]
+    return _i32(fn(a, b))
+
+
+def _i32(x: Any) -> np.ndarray:
+    return (np.asarray(x, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
