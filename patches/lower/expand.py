@@ -2,7 +2,8 @@
 
 * ``argmax``/``argmin``: a max (min) pass, then the smallest index that attains it (a NaN attains it first, as in
   numpy) -- two reductions over the same mode, so one SIMT kernel;
-* ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added.
+* ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
+* ``call`` (a ``jit`` function): its body inlined.
 
 Each rule stages a small function on the equation's operand types and splices its equations in, the last one
 writing the equation's own output variable, so the rest of the program is untouched.
@@ -32,12 +33,24 @@ def expand(eqns: list) -> list:
 
 def _splice(fn: Any, e: Eqn) -> list:
     """The equations of ``fn`` staged on ``e``'s operand types, reading ``e``'s operands and writing its outputs."""
-    prog = stage(fn, *[x.type for x in e.inputs]).dce()
+    return _inline(stage(fn, *[x.type for x in e.inputs]).dce(), e)
+
+
+def _call(e: Eqn) -> list:
+    """A ``jit`` call: its body, inlined (and expanded in turn), so its equations fuse with their neighbours."""
+    body = e.params["program"]
+    if body.consts:
+        raise LoweringError(f"equation call[{e.params.get('name')}]: the called program captures constant arrays")
+    return expand(_inline(body, e))
+
+
+def _inline(prog: Any, e: Eqn) -> list:
+    """``prog``'s equations reading ``e``'s operands (its parameters) and writing ``e``'s outputs."""
     env: dict[int, Any] = {id(p): x for p, x in zip(prog.params, e.inputs)}
     final = {id(o): t for o, t in zip(prog.outputs, e.outputs)}
     out = []
     for q in prog.eqns:
-        outs = [final.get(id(v), v) for v in q.outputs]
+        outs = [final.get(id(v)) or Var(v.type) for v in q.outputs]      # fresh: a body inlined twice
         for v, w in zip(q.outputs, outs):
             if v.type != w.type:
                 raise LoweringError(f"equation {e.prim.name}: its expansion gives {v.type}, not {w.type}")
@@ -107,4 +120,4 @@ def _concatenate(e: Eqn) -> list:
     return _splice(fn, e)
 
 
-RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate}
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call}
