@@ -89,11 +89,13 @@ def _reaches(groups: list, start: int, target: int) -> bool:
     return False
 
 
-def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()) -> tuple[list, dict]:
+def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset(),
+              solo: set = frozenset()) -> tuple[list, dict]:
     """Groups of the program's non-view equations and ``owner`` (id of a computed variable -> group index).
 
     ``fits(group, eqn)`` tries the analysis of the group with ``eqn`` added; equations in ``isolate`` (by id) get
-    a kernel of their own and take no consumers.
+    a kernel of their own and take no consumers; an equation on parameters only may join the latest SIMT kernel
+    (horizontal fusion: it adds no dependency) unless it is in ``solo``.
     """
     groups: list[Group] = []
     owner: dict[int, int] = {}
@@ -106,8 +108,8 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
             if isinstance(r, Var) and id(r) in owner and owner[id(r)] not in srcs:
                 srcs.append(owner[id(r)])
         target = None
-        # an equation on parameters only may join the latest kernel (horizontal fusion: it adds no dependency)
-        cands = srcs if srcs or not groups or groups[-1].kind != "simt" else [len(groups) - 1]
+        horizontal = not srcs and groups and groups[-1].kind == "simt" and id(e) not in solo
+        cands = [len(groups) - 1] if horizontal else srcs
         if e.prim.name != "matmul" and id(e) not in isolate:
             for g in sorted(cands, reverse=True):
                 if any(id(q) in isolate for q in groups[g].eqns):

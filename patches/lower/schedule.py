@@ -19,7 +19,7 @@ import sympy
 from ..layouts import Layout, cosize, make_layout
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
-from ..staging.types import TensorType, modes_of
+from ..staging.types import TensorType, mode_size, modes_of
 from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
@@ -54,6 +54,7 @@ class KernelPlan:
     kind: str
     program: Program
     fuses: tuple
+    group: int = -1           # the fusion group it was cut from (-1: a copy kernel)
 
 
 def _eqn_text(e: Eqn) -> str:
@@ -181,27 +182,44 @@ class Builder:
         eqns = sorted(eqns, key=lambda q: self.index[id(q)])
         used = {id(x) for q in eqns for x in q.inputs} | {id(self.graph.root(x)) for q in eqns for x in q.inputs}
         outs = [v for q in group.eqns for v in q.outputs if id(v) not in used] or [group.eqns[-1].outputs[0]]
-        return self._analyzes(group, eqns, outs)
+        return self._analyzes(group, eqns, outs) is not None
 
-    def _analyzes(self, group: Group, eqns: list, outs: list) -> bool:
-        """Whether the group's kernel analysis accepts these equations with these outputs."""
+    def _analyzes(self, group: Group, eqns: list, outs: list) -> Any:
+        """The group's kernel analysis of these equations with these outputs (its spec), or None if refused."""
         if group.kind == "gemm":
             outs = _storable(group, outs)
         try:
-            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
+            return _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
         except LoweringError:
-            return False
-        return True
+            return None
+
+    def _frontier(self, eqns: list) -> list:
+        used = {id(x) for q in eqns for x in q.inputs}
+        used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
+        return [v for q in eqns for v in q.outputs if id(v) not in used] or [eqns[-1].outputs[0]]
 
     def trial(self, group: Group, e: Eqn) -> bool:
         """Whether ``e`` can join ``group``: the kernel analysis accepts the group with it (outputs: its frontier)."""
         if group.kind == "gemm" and e.prim.name not in EPILOGUE_OPS:
             return False
         eqns = group.eqns + [e]
-        used = {id(x) for q in eqns for x in q.inputs}
-        used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
-        outs = [v for q in eqns for v in q.outputs if id(v) not in used] or [e.outputs[0]]
-        return self._analyzes(group, eqns, outs)
+        return self._analyzes(group, eqns, self._frontier(eqns)) is not None
+
+    def wasteful(self, groups: list, plans: list) -> set:
+        """Equations on parameters only that joined a SIMT kernel whose domain (rows x columns) then exceeds every
+        tensor it reads or writes: their modes never met the kernel's, so it would redo its work for each of their
+        elements (an outer product of domains). Their ids; the next partition gives them kernels of their own."""
+        out: set = set()
+        for p in plans:
+            if p.kind != "simt" or p.group < 0:
+                continue
+            spec = analyze_simt(p.program, "check")
+            largest = max([_elements(v) for v in list(p.program.params) + list(p.program.outputs)], key=_order)
+            if _smaller_bytes(largest, spec.rows * spec.cols):
+                mine = {id(v) for e in groups[p.group].eqns for v in e.outputs}
+                out |= {id(e) for e in groups[p.group].eqns
+                        if not any(isinstance(r, Var) and id(r) in mine for r in map(self.graph.root, e.inputs))}
+        return out
 
 
 def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, list, list, dict]:
@@ -210,11 +228,16 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
     prog = prepare(prog)
     b = Builder(prog, config)
     isolate: set = set()
-    for _ in range(len(prog.eqns) + 1):
-        groups, owner = partition(prog, b.graph, b.trial, isolate)
+    solo: set = set()
+    for _ in range(2 * len(prog.eqns) + 2):
+        groups, owner = partition(prog, b.graph, b.trial, isolate, solo)
         plans, bad, repl = _cut(prog, b, groups, owner)
         if bad is None:
-            break
+            waste = b.wasteful(groups, plans) - solo
+            if not waste:
+                break
+            solo |= waste
+            continue
         g, err = bad
         if len(groups[g].eqns) == 1 or all(id(e) in isolate for e in groups[g].eqns):
             e = groups[g].eqns[-1]
@@ -241,6 +264,18 @@ def traffic(plans: list) -> Any:
     return sum(nbytes(v) for p in plans for v in list(p.program.params) + list(p.program.outputs))
 
 
+def _elements(v: Var) -> Any:
+    n: Any = 1
+    for m in modes_of(v.type.shape):
+        n = n * mode_size(m)
+    return n
+
+
+def _order(a: Any) -> Any:
+    d = sympy.sympify(a)
+    return int(d.subs({s: 1 << 20 for s in d.free_symbols}))
+
+
 def _smaller_bytes(a: Any, b: Any) -> bool:
     d = sympy.sympify(b) - sympy.sympify(a)
     return bool(d.subs({s: 1 << 20 for s in d.free_symbols}) > 0)
@@ -249,7 +284,7 @@ def _smaller_bytes(a: Any, b: Any) -> bool:
 def _named(p: KernelPlan) -> KernelPlan:
     name = f"{p.kind}_{next(_ids)}"
     p.program.name = name
-    return KernelPlan(name, p.kind, p.program, p.fuses)
+    return KernelPlan(name, p.kind, p.program, p.fuses, p.group)
 
 
 def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any, dict]:
@@ -296,7 +331,7 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
             _analyze(kind, sub, b.config, name)
         except LoweringError as err:
             return [], (g, err), {}
-        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns)))
+        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns), g))
     repl: dict = {}
     for o in extra:                                  # a parameter (or a view of one) returned as is: a copy kernel
         out = Var(TensorType(o.type.dtype, _dense(o.type.layout)))

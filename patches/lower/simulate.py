@@ -149,6 +149,8 @@ def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.
             return np.float32(a[1])
         si = spec.inputs[a[1]]
         x = np.asarray(args[si.param], np.float32)
+        if si.dtype in ("bf16", "f16"):               # the argument holds values of its dtype
+            x = round_to(x, si.dtype)
         idx = tuple(coords[c] if c is not None else 0 for c in si.coords)
         return x[idx] if idx else np.full_like(acc, x.reshape(()))
 

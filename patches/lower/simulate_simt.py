@@ -83,7 +83,9 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         if rd.access:
             x = accessed(args[rd.param], rd)
         else:
-            x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float32)
+            x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float64)
+        if rd.dtype in ("bf16", "f16", "f32"):           # the argument holds values of its dtype
+            x = round_to(np.asarray(x, np.float32), rd.dtype)
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
     def get(a: tuple, vals: list, want: str | None = "f") -> Any:
@@ -110,6 +112,8 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     def gather(st: Any) -> np.ndarray:
         r, y_leaves, out_leaves = st.gather
         y = accessed(args[spec.reads[r].param], spec.reads[r], leaves=True)
+        if spec.reads[r].dtype in ("bf16", "f16", "f32"):
+            y = round_to(np.asarray(y, np.float32), spec.reads[r].dtype)
         xs = [split_numpy(np.zeros((rows, cols), np.int64) if c is None else d[c], leaves)[pos]
               for c, leaves, pos, _ in out_leaves]
         js = [np.zeros((rows, cols), np.int64) if k is None else (np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n
