@@ -178,8 +178,9 @@ def rematerialize(groups: list, owner: dict, graph: Graph, nbytes: Any, accepts:
                 r = graph.root(x)
                 if isinstance(r, Var) and id(r) not in mine:
                     ext[id(r)] = r
-        cands = [r for r in ext.values() if id(r) in owner and owner[id(r)] != g
-                 and graph.producer[id(r)].prim.name in cheap]
+        operands = {id(graph.root(x)) for e in grp.eqns if e.prim.name == "matmul" for x in e.inputs}
+        cands = [r for r in ext.values() if id(r) in owner and owner[id(r)] != g and id(r) not in operands
+                 and graph.producer[id(r)].prim.name in cheap]      # a GEMM loads its operands: they stay buffers
         if not cands:
             continue
         chain, anchors = _chain_back(graph, cands, mine, cheap)

@@ -82,3 +82,22 @@ def test_bf16_schedules_compile_without_spills(lowered, name):
 @pytest.mark.parametrize("name", [n for n in ACCEPTANCE_BF16 if n not in ("attention_forward", "layernorm_backward")])
 def test_every_bf16_schedule_compiles_without_spills(lowered, name):
     _compiles(lowered[name][1])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_bias_gradients_are_one_coalesced_simt_kernel_each_reading_dc_once(dtype):
+    """db = column sum of dC: one SIMT kernel per bias (with the SGD update fused in the training step), reading
+    the dC buffer that the GEMM epilogue writes (dC is not recomputed), walking its reduced mode with unit stride."""
+    from patches.lower.programs import mlp_step
+
+    mod = pt.lower(mlp_step(dtype=dtype))
+    written = {id(v): k for k in mod.kernels if k.kind == "gemm" for v in k.program.outputs}
+    bias = [k for k in mod.kernels if k.fuses == ("reduce_sum", "mul", "sub")]     # db, then b - lr * db
+    assert len(bias) == 2, [k.fuses for k in mod.kernels]
+    for k in bias:
+        (dc,) = [p for p in k.program.params if p.type.rank == 2]
+        assert id(dc) in written                                                  # the GEMM epilogue's dC
+        (rd,) = [r for r in k.spec.reads if len(r.coords) == 2]
+        col = k.spec.col_modes[0]
+        assert rd.layout.stride[rd.coords.index(col)] == 1                        # coalesced along the batch
+        assert len(k.spec.reductions) == 1
