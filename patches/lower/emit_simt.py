@@ -107,27 +107,54 @@ def access_lines(spec: SimtSpec, indent: str) -> list[str]:
 
 
 def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
-    """Step j, an embed: the operand's leaf coordinates from the output's, masked where the map does not reach."""
+    """Step j, an embed: the operand's coordinates from the output's (per leaf of the map, combined per operand
+    mode), masked where the map does not reach."""
+    if spec.steps[j].gather[1] == "flat":
+        return _embed_flat(spec, j, indent)
     r, y_leaves, out_leaves = spec.steps[j].gather
-    xs = []
-    for c, leaves, pos, _ in out_leaves:
-        xs.append(split_index(None if c is None else f"d{c}", leaves)[pos])
-    lines, ys = [], []
-    for q, (k, step, n) in enumerate(y_leaves):
-        if k is None:
-            ys.append("0")
-            continue
-        start = out_leaves[k][3]
-        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {start}, 0) // {step}) % {n}")
-        ys.append(f"e{j}_{q}")
+    rd = spec.reads[r]
+    xs = [split_index(None if c is None else f"d{c}", leaves)[pos] for c, leaves, pos, _ in out_leaves]
+    lines = []
+    for q, (k, step, n, _, _) in enumerate(y_leaves):
+        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {out_leaves[k][3]}, 0) // {step}) % {n}")
     lines.append(f"{indent}ok{j} = {F1}")
     for k, (_, _, _, start) in enumerate(out_leaves):
-        parts = [f"e{j}_{q} * {step}" for q, (kk, step, _) in enumerate(y_leaves) if kk == k]
+        parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
         lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
-    idx = ys[0] if len(ys) == 1 else "(" + ", ".join(ys) + ")"
+    idx = []
+    for mode, leaves in enumerate(rd.split):
+        parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
+        idx += split_index(" + ".join(parts) if parts else None, leaves)
+    index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
     lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
-                 f"{_tensor(spec, r)}[{idx}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    return lines
+
+
+def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
+    """Step j, an embed whose map is a bijection onto a range: the output's colexicographic index, in range, read at
+    the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
+    r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
+    rd = spec.reads[r]
+    terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
+    sel = "cutlass.Float32(cutlass.select_({0}, {1}, {2}))"
+    lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
+             f"{indent}ok{j} = {sel.format(f'i{j} >= 0', F1, F0)} * {sel.format(f'i{j} < {n}', F1, F0)}",
+             f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
+    parts, prefix = [], 1
+    for ln, st in inv_leaves:
+        parts.append(f"((ic{j} // {prefix}) % {ln}) * {st}")
+        prefix *= ln
+    lines.append(f"{indent}jj{j} = {' + '.join(parts) or '0'}   # the operand's index: the map's right inverse")
+    idx, prefix = [], 1
+    for mode, (ext, leaves) in enumerate(zip(y_modes, rd.split)):
+        coord = f"(jj{j} // {prefix})" + ("" if mode == len(y_modes) - 1 else f" % {ext}")
+        idx += split_index(coord, leaves)
+        prefix *= ext
+    index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
+                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
     return lines
 
 

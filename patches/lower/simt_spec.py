@@ -20,7 +20,7 @@ from ..staging import Literal, Program
 from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
-from .simt_views import ACCESS_VIEWS, embed_gather, leaf_sizes, static_layout, view_access
+from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, static_layout, view_access
 
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
@@ -400,9 +400,12 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                                     "a buffer through its map, so the schedule cuts the kernel here)")
             p, _, acc = src[id(x)]
             y_lay = static_layout(x.type.layout, "equation embed")
-            y_leaves, out_leaves = embed_gather(e, y_lay, classes(var[id(out)]))
+            try:
+                gather = embed_gather(e, y_lay, classes(var[id(out)]))
+            except LoweringError:                  # not a mixed radix: a map onto a contiguous range (a reshape's)
+                gather = embed_flat(e, classes(var[id(out)]))
             r = read(p, (acc[0] if acc else 0, y_lay), ())
-            steps.append(Step("embed", (), "", _note(e), (r, y_leaves, out_leaves)))
+            steps.append(Step("embed", (), "", _note(e), (r, *gather)))
             ref[id(out)] = ("v", len(steps) - 1)
             continue
         if nm in ("transpose", "broadcast"):

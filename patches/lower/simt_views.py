@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layouts import Layout, flatten
+from ..layouts import Layout, LayoutError, cosize, flatten, right_inverse, size
 from ..layouts import inttuple as it
 from ..staging.primitives import view_rules
 from ..staging.types import mode_layouts, modes_of
@@ -80,25 +80,22 @@ def split_numpy(coord: Any, leaves: tuple) -> list:
 
 
 def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
-    """The gather of ``embed`` (equation ``e``): per leaf of the operand (in ``flatten(y_layout)`` order) the output
-    leaf it lands in, its step and extent; per output leaf (domain mode, split leaves, which leaf) its start.
-    ``out_domain`` is the domain mode of each top-level output mode (None: size 1).
+    """The gather of ``embed`` (equation ``e``): per leaf of the map (each a leaf of one of the operand's top-level
+    modes) the output leaf it lands in, its step and extent, the operand mode it belongs to and its colexicographic
+    weight there; per output leaf (domain mode, the mode's leaf extents, which leaf) its start. ``out_domain`` is
+    the domain mode of each top-level output mode (None: size 1).
 
-    Returns (y_leaves, out_leaves): y_leaves[l] = (out leaf index or None, step, n); out_leaves[k] = (domain mode,
-    the mode's leaf extents, leaf position within the mode, start)."""
+    Returns (y_leaves, out_leaves): y_leaves[l] = (out leaf index or None, step, n, operand mode, weight);
+    out_leaves[k] = (domain mode, the mode's leaf extents, leaf position within the mode, start)."""
     what = f"equation embed({e.inputs[0].type})"
     shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
     out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
     static_layout(m, what)
     if not isinstance(offset, int):
         raise LoweringError(f"{what}: the offset {offset} is symbolic")
-    fm, fy = flatten(m), flatten(y_layout)
-    mshape = it.flatten(m.shape) if isinstance(m.shape, tuple) else (m.shape,)
-    mstride = it.flatten(m.stride) if isinstance(m.stride, tuple) else (m.stride,)
-    yshape = it.flatten(fy.shape) if isinstance(fy.shape, tuple) else (fy.shape,)
-    if tuple(mshape) != tuple(yshape):
-        raise LoweringError(f"{what}: the map {fm} and the operand {fy} have different leaves")
-    out_leaves = []                                  # (domain mode, leaves of its mode, position, E, N)
+    if len(mode_layouts(m)) != len(leaf_sizes(y_layout)):
+        raise LoweringError(f"{what}: the map {m} and the operand {y_layout} have different modes")
+    out_leaves = []
     for c, leaves in zip(out_domain, leaf_sizes(out_l)):
         for pos, n in enumerate(leaves):
             out_leaves.append([c, leaves, pos, n])
@@ -107,21 +104,56 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
     starts = [(offset // d) % n for d, n in zip(strides, sizes)]
     y_leaves = []
     hosted: dict[int, list] = {}
-    for n, t in zip(mshape, mstride):
-        if n == 1:
-            y_leaves.append((None, 0, 1))
-            continue
-        k = max((i for i, d in enumerate(strides) if d <= t and t % d == 0 and sizes[i] > 1), default=None)
-        if k is None:
-            raise LoweringError(f"{what}: the map {fm} is not a mixed radix of the output's modes")
-        step = t // strides[k]
-        if starts[k] + step * (n - 1) >= sizes[k]:
-            raise LoweringError(f"{what}: the map {fm} crosses modes of the output {out_l}")
-        hosted.setdefault(k, []).append((step, n))
-        y_leaves.append((k, step, n))
+    for mode, ml in enumerate(mode_layouts(m) if modes_of(m.shape) else []):
+        fm = flatten(ml)
+        weight = 1
+        for n, t in zip(it.flatten(fm.shape) if isinstance(fm.shape, tuple) else (fm.shape,),
+                        it.flatten(fm.stride) if isinstance(fm.stride, tuple) else (fm.stride,)):
+            if n == 1:
+                continue
+            k = max((i for i, d in enumerate(strides) if d <= t and t % d == 0 and sizes[i] > 1), default=None)
+            if k is None:
+                raise LoweringError(f"{what}: the map {m} is not a mixed radix of the output's modes")
+            step = t // strides[k]
+            if starts[k] + step * (n - 1) >= sizes[k]:
+                raise LoweringError(f"{what}: the map {m} crosses modes of the output {out_l}")
+            hosted.setdefault(k, []).append((step, n))
+            y_leaves.append((k, step, n, mode, weight))
+            weight *= n
     for k, parts in hosted.items():                  # unique decomposition: each step past the previous span
         parts.sort()
         for (s0, n0), (s1, _) in zip(parts, parts[1:]):
             if s1 < s0 * n0:
-                raise LoweringError(f"{what}: the map {fm} overlaps itself in output mode leaf {k}")
+                raise LoweringError(f"{what}: the map {m} overlaps itself in output mode leaf {k}")
     return tuple(y_leaves), tuple((c, tuple(leaves), pos, s) for (c, leaves, pos, _), s in zip(out_leaves, starts))
+
+
+def embed_flat(e: Any, out_domain: list) -> tuple:
+    """The gather of an ``embed`` whose map is a bijection onto ``offset + [0, size)`` of the output's
+    colexicographic indices (a reshape's gradient, where the map crosses the output's modes): the output index i,
+    present when in range, read at the operand's colexicographic index right_inverse(map)(i - offset).
+
+    Returns ("flat", offset, size, inverse leaves ((n, stride), ...), output leaves (domain mode, the mode's leaf
+    extents, leaf position, colexicographic weight), the operand's top-level mode extents)."""
+    what = f"equation embed({e.inputs[0].type})"
+    shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
+    out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
+    static_layout(m, what)
+    n = size(m)
+    try:
+        inv = flatten(right_inverse(m))
+    except LayoutError as err:
+        raise LoweringError(f"{what}: the map {m} has no inverse ({err})") from None
+    if cosize(m) != n or size(inv) != n or not isinstance(offset, int):
+        raise LoweringError(f"{what}: the map {m} is neither a mixed radix of the output's modes nor a bijection onto "
+                            "a range of it")
+    inv_leaves = tuple(zip(it.flatten(inv.shape) if isinstance(inv.shape, tuple) else (inv.shape,),
+                           it.flatten(inv.stride) if isinstance(inv.stride, tuple) else (inv.stride,)))
+    strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
+    out_leaves, k = [], 0
+    for c, leaves in zip(out_domain, leaf_sizes(out_l)):
+        for pos in range(len(leaves)):
+            out_leaves.append((c, leaves, pos, strides[k]))
+            k += 1
+    y_modes = tuple(int(it.product(x)) for x in modes_of(m.shape)) if modes_of(m.shape) else ()
+    return ("flat", offset, n, inv_leaves, tuple(out_leaves), y_modes)

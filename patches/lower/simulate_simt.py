@@ -110,19 +110,38 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         return step(st.op, xs, st.dtype)
 
     def gather(st: Any) -> np.ndarray:
-        r, y_leaves, out_leaves = st.gather
-        y = accessed(args[spec.reads[r].param], spec.reads[r], leaves=True)
-        if spec.reads[r].dtype in ("bf16", "f16", "f32"):
-            y = round_to(np.asarray(y, np.float32), spec.reads[r].dtype)
-        xs = [split_numpy(np.zeros((rows, cols), np.int64) if c is None else d[c], leaves)[pos]
-              for c, leaves, pos, _ in out_leaves]
-        js = [np.zeros((rows, cols), np.int64) if k is None else (np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n
-              for k, step, n in y_leaves]
+        rd = spec.reads[st.gather[0]]
+        y = accessed(args[rd.param], rd)
+        if rd.dtype in ("bf16", "f16", "f32"):
+            y = round_to(np.asarray(y, np.float32), rd.dtype)
+        zero = np.zeros((rows, cols), np.int64)
+        if st.gather[1] == "flat":
+            return gather_flat(st.gather, y, zero)
+        _, y_leaves, out_leaves = st.gather
+        xs = [split_numpy(zero if c is None else d[c], leaves)[pos] for c, leaves, pos, _ in out_leaves]
+        js = [(np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n for k, step, n, _, _ in y_leaves]
         ok = np.ones((rows, cols), bool)
         for k, (_, _, _, start) in enumerate(out_leaves):
-            rebuilt = sum((j * step for j, (kk, step, _) in zip(js, y_leaves) if kk == k), np.zeros((rows, cols), np.int64))
+            rebuilt = sum((j * step for j, (kk, step, _, _, _) in zip(js, y_leaves) if kk == k), zero)
             ok &= xs[k] == start + rebuilt
-        return np.where(ok, y[tuple(js)] if js else y, np.float32(0)).astype(np.float32)
+        coords = tuple(sum((j * w for j, (_, _, _, md, w) in zip(js, y_leaves) if md == mode), zero)
+                       for mode in range(len(rd.split)))
+        return np.where(ok, y[coords] if coords else y, np.float32(0)).astype(np.float32)
+
+    def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
+        _, _, offset, n, inv_leaves, out_leaves, y_modes = g
+        i = sum((split_numpy(zero if c is None else d[c], leaves)[pos] * w for c, leaves, pos, w in out_leaves),
+                zero) - offset
+        ok = (i >= 0) & (i < n)
+        ic, jj, prefix = np.clip(i, 0, n - 1), zero, 1
+        for ln, stv in inv_leaves:
+            jj = jj + ((ic // prefix) % ln) * stv
+            prefix *= ln
+        coords, prefix = [], 1
+        for mode, ext in enumerate(y_modes):
+            coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)
+            prefix *= ext
+        return np.where(ok, y[tuple(coords)] if coords else y, np.float32(0)).astype(np.float32)
 
     def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:
         need: set = set()

@@ -45,6 +45,8 @@ FLOAT = {   # name: (function, operand types, kernels it lowers to at most)
 }
 GRAD_ONLY = {
     "pad (slice's gradient through embed)": (lambda a: a[1:63:3, ::2] * a[0:21, 10:58], [_x()]),
+    "a tile of a reshape (embed across the output's modes)": (
+        lambda a: pt.exp(pt.tile(pt.reshape(a, (48, 128)), (8, 8))), [_x("f32", 64, 96)]),
 }
 
 
@@ -120,6 +122,7 @@ COMPILED = {
     "slice": (lambda a: pt.exp(a[2:30:2, 1:]), [_x()]),
     "tile": (lambda a: pt.exp(pt.tile(a, (8, 8))), [_x()]),
     "pad": (pt.grad(_sum(lambda a: a[1:63:3, ::2])), [_x()]),
+    "embed across modes": (pt.grad(_sum(lambda a: pt.exp(pt.tile(pt.reshape(a, (48, 128)), (8, 8))))), [_x()]),
     "argmax": (lambda a: pt.argmax(pt.exp(a), axis=0), [_x()]),
     "concatenate": (lambda a, b: pt.concatenate([a, b], axis=1) * 2.0, [_x(), _x("f32", 64, 32)]),
     "integers": (lambda a: pt.mod(pt.floordiv(a, 3) + pt.iota("i32", (64, 96), 1), 7).astype("i8"), [_x("i32")]),
