@@ -101,7 +101,7 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
             out_leaves.append([c, leaves, pos, n])
     strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
     sizes = [o[3] for o in out_leaves]
-    starts = [(offset // d) % n for d, n in zip(strides, sizes)]
+    starts = [(offset // d) % n if n > 1 else 0 for d, n in zip(strides, sizes)]    # size-1 leaves: stride 0
     y_leaves = []
     hosted: dict[int, list] = {}
     for mode, ml in enumerate(mode_layouts(m) if modes_of(m.shape) else []):
@@ -111,7 +111,7 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
                         it.flatten(fm.stride) if isinstance(fm.stride, tuple) else (fm.stride,)):
             if n == 1:
                 continue
-            k = max((i for i, d in enumerate(strides) if d <= t and t % d == 0 and sizes[i] > 1), default=None)
+            k = max((i for i, d in enumerate(strides) if sizes[i] > 1 and d <= t and t % d == 0), default=None)
             if k is None:
                 raise LoweringError(f"{what}: the map {m} is not a mixed radix of the output's modes")
             step = t // strides[k]
