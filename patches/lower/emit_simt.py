@@ -112,7 +112,6 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     if spec.steps[j].gather[1] == "flat":
         return _embed_flat(spec, j, indent)
     r, y_leaves, out_leaves = spec.steps[j].gather
-    rd = spec.reads[r]
     xs = [split_index(None if c is None else f"d{c}", leaves)[pos] for c, leaves, pos, _ in out_leaves]
     lines = []
     for q, (k, step, n, _, _) in enumerate(y_leaves):
@@ -122,8 +121,11 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
         parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
         lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
+    if isinstance(r, tuple):                       # a constant placed by the map
+        lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))")
+        return lines
     idx = []
-    for mode, leaves in enumerate(rd.split):
+    for mode, leaves in enumerate(spec.reads[r].split):
         parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
         idx += split_index(" + ".join(parts) if parts else None, leaves)
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
@@ -136,12 +138,14 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     """Step j, an embed whose map is a bijection onto a range: the output's colexicographic index, in range, read at
     the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
     r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
-    rd = spec.reads[r]
     terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
     sel = "cutlass.Float32(cutlass.select_({0}, {1}, {2}))"
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
              f"{indent}ok{j} = {sel.format(f'i{j} >= 0', F1, F0)} * {sel.format(f'i{j} < {n}', F1, F0)}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
+    if isinstance(r, tuple):                       # a constant placed by the map
+        return lines[:2] + [f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))"]
+    rd = spec.reads[r]
     parts, prefix = [], 1
     for ln, st in inv_leaves:
         parts.append(f"((ic{j} // {prefix}) % {ln}) * {st}")

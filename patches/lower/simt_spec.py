@@ -395,16 +395,20 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             src[id(out)] = (p, tuple(range(len(modes_of(out.type.shape)))), (off, lay))
             continue
         if nm == "embed":
-            if id(x) not in src:
+            constant = ref.get(id(x), ("",))[0] == "lit"     # a broadcast constant (a reduction's cotangent)
+            if id(x) not in src and not constant:
                 raise LoweringError(f"equation embed({x.type}): its operand is computed in this kernel (embed reads "
                                     "a buffer through its map, so the schedule cuts the kernel here)")
-            p, _, acc = src[id(x)]
             y_lay = static_layout(x.type.layout, "equation embed")
             try:
                 gather = embed_gather(e, y_lay, classes(var[id(out)]))
             except LoweringError:                  # not a mixed radix: a map onto a contiguous range (a reshape's)
                 gather = embed_flat(e, classes(var[id(out)]))
-            r = read(p, (acc[0] if acc else 0, y_lay), ())
+            if constant:
+                r: Any = ref[id(x)]
+            else:
+                p, _, acc = src[id(x)]
+                r = read(p, (acc[0] if acc else 0, y_lay), ())
             steps.append(Step("embed", (), "", _note(e), (r, *gather)))
             ref[id(out)] = ("v", len(steps) - 1)
             continue

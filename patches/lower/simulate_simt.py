@@ -110,11 +110,14 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         return step(st.op, xs, st.dtype)
 
     def gather(st: Any) -> np.ndarray:
-        rd = spec.reads[st.gather[0]]
-        y = accessed(args[rd.param], rd)
-        if rd.dtype in ("bf16", "f16", "f32"):
-            y = round_to(np.asarray(y, np.float32), rd.dtype)
         zero = np.zeros((rows, cols), np.int64)
+        if isinstance(st.gather[0], tuple):           # a constant placed by the map
+            rd, y = None, np.full((1,) * 8, np.float32(st.gather[0][1]))
+        else:
+            rd = spec.reads[st.gather[0]]
+            y = accessed(args[rd.param], rd)
+            if rd.dtype in ("bf16", "f16", "f32"):
+                y = round_to(np.asarray(y, np.float32), rd.dtype)
         if st.gather[1] == "flat":
             return gather_flat(st.gather, y, zero)
         _, y_leaves, out_leaves = st.gather
@@ -124,6 +127,8 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         for k, (_, _, _, start) in enumerate(out_leaves):
             rebuilt = sum((j * step for j, (kk, step, _, _, _) in zip(js, y_leaves) if kk == k), zero)
             ok &= xs[k] == start + rebuilt
+        if rd is None:
+            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
         coords = tuple(sum((j * w for j, (_, _, _, md, w) in zip(js, y_leaves) if md == mode), zero)
                        for mode in range(len(rd.split)))
         return np.where(ok, y[coords] if coords else y, np.float32(0)).astype(np.float32)
@@ -141,6 +146,8 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         for mode, ext in enumerate(y_modes):
             coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)
             prefix *= ext
+        if coords and y.ndim != len(coords):
+            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
         return np.where(ok, y[tuple(coords)] if coords else y, np.float32(0)).astype(np.float32)
 
     def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:

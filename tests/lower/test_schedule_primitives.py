@@ -130,6 +130,17 @@ COMPILED = {
 }
 
 
+def test_embed_of_a_constant_cotangent():
+    """sum(concatenate([a, a[:3]])): the cotangent reaching the slice's embed is a broadcast constant."""
+    x = pt.tensor("f32", make_layout((6, 10, 12), (1, 6, 60)))
+    prog = pt.stage(pt.grad(lambda a: pt.reduce_sum(pt.concatenate([a, a[:3]], axis=0))), x)
+    mod = _check(prog)
+    args = random_args(prog, 0)
+    np.testing.assert_allclose(mod.simulate_kernels(*args), pt.evaluate(prog, *args))
+    for k in mod.kernels:
+        assert k.compile().resources["spills"] == 0
+
+
 @pytest.mark.parametrize("name", list(COMPILED))
 def test_new_primitives_compile_without_spills(name):
     fn, types = COMPILED[name]
