@@ -89,7 +89,8 @@ def test_kernels_data_movement_is_verified(lowered, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in ACCEPTANCE if n != "mlp_forward"])
 def test_every_kernels_data_movement_is_verified(lowered, name):
-    assert lowered[name][1].verify() < 2e-2
+    got = lowered[name][1].verify()        # a one-kernel schedule answers its Module's Report, as Module.verify()
+    assert got.ok if hasattr(got, "ok") else got < 2e-2
 
 
 def test_mlp_forward_is_two_gemms_with_fused_epilogues(lowered):
