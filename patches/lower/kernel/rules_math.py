@@ -5,13 +5,14 @@ and the block ``matmul`` (SIMT: products from the exchange buffer, accumulated i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...layouts import Layout
 from ...staging.types import compact, layout_of_modes, mode_layouts
 from .context import MATERIALIZE, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
-from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
 
 UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
          "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
@@ -115,6 +116,8 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     """A view reads the input's storage through its own layout: write the input to the exchange buffer at its
     layout's offsets, read the output at the view's offsets."""
     x, t_in, t_out = ins[0], e.inputs[0].type, e.outputs[0].type
+    if isinstance(x, Staged) and e.prim.name == "transpose" and e.params["perm"] == (1, 0):
+        return [replace(x, transposed=not x.transposed)]     # a TMA stage read the other way round: no move
     n = static_size(t_out.shape, e.prim.name) if t_out.rank else 1
     if isinstance(x, Scalar):
         return [as_block(ctx, x, n, t_out.shape)] if t_out.rank else [x]
