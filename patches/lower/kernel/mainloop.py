@@ -10,6 +10,7 @@ every wgmma is waited for where it is issued and a stage is released at the end 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...staging import Literal
@@ -21,6 +22,8 @@ from .rules_math import elementwise
 from .rules_mma import acc_shape, accumulator_tv, wgmma
 from .tma import open_pipeline
 from .values import Accumulated, Block, RefVal, Scalar, block_tv, static_size
+
+ZERO = re.compile(r"^cutlass\.Float32\(-?0\.0\)$")
 
 
 def _mn(e: Any) -> tuple[int, int]:
@@ -80,8 +83,14 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     def staged_get(c: Ctx, q: Any, xs: list) -> list:
         return [staged[id(q)]]
 
+    k = w.fresh("k")
+    zero = {i for i, v in enumerate(ins[nc:]) if isinstance(v, Block) and v.splat is not None and
+            ZERO.match(v.splat) and ("carry", i) in fused.values()}
+
     def fused_mm(c: Ctx, q: Any, xs: list) -> list:
-        return wgmma(c, q, xs, acc=holder_of[fused[id(q)]], wait=wait)
+        kind, i = fused[id(q)]
+        first = f"{k} != {lo}" if kind == "carry" and i in zero else "True"   # a zero carry: the first overwrites
+        return wgmma(c, q, xs, acc=holder_of[fused[id(q)]], wait=wait, accumulate=first)
 
     def absorbed_add(c: Ctx, q: Any, xs: list) -> list:
         return [next(x for x in xs if isinstance(x, Accumulated))]
@@ -130,12 +139,11 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
         for j in range(len(updates)):
             if upd_tv[j] is None:
                 upd_tv[j] = seen_tv.get(j) or block_tv(static_size(sels[j][2].shape, "addupdate"))
-        _emit_holders(ctx, carry_names, types, ins[nc:], tvs, shapes)
+        _emit_holders(ctx, carry_names, types, ins[nc:], tvs, shapes, zero)
         for j, (ref, _, _sel) in enumerate(sels):
             _zero_holder(ctx, upd_names[j], ref.dtype, upd_tv[j], upd_shape[j])
         if site:
             site.prologue(ctx)
-        k = w.fresh("k")
         w.emit(f"for {k} in cutlass.range({lo}, {hi}, unroll=1):" + ("   # the pipelined mainloop" if site else ""))
         with w.indent():
             if site:
@@ -172,13 +180,16 @@ def _per(tv: Any) -> int:
     return tv_values(tv)
 
 
-def _emit_holders(ctx: Ctx, names: list, types: list, vals: list, tvs: list, shapes: list) -> None:
+def _emit_holders(ctx: Ctx, names: list, types: list, vals: list, tvs: list, shapes: list, skip: set) -> None:
+    """The carries' register holders, set to their initial values (but ``skip``: zeros the first wgmma overwrites)."""
     from .values import dsl_dtype
 
     for name, t, tv, sh in zip(names, types, tvs, shapes):
         size = sh if sh else (1 if t.rank == 0 else _per(tv),)
         ctx.w.emit(f"{name} = cute.make_rmem_tensor({size!r}, {dsl_dtype(t.dtype, 'carry')})")
-    _put(ctx, names, types, vals, tvs, shapes)
+    keep = [i for i in range(len(names)) if i not in skip]
+    _put(ctx, [names[i] for i in keep], [types[i] for i in keep], [vals[i] for i in keep], [tvs[i] for i in keep],
+         [shapes[i] for i in keep])
 
 
 def _zero_holder(ctx: Ctx, name: str, dtype: str, tv: Any, shape: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from ...layouts import Layout
 from ...layouts.hopper import wgmma_smem_layout
 from . import rules_math  # noqa: F401 (registers the SIMT matmul rule this one falls back to)
-from .context import RULES, Ctx, rule
+from .context import MATERIALIZE, RULES, Ctx, rule
 from .values import Accumulated, Block, Staged, dsl_dtype, static_size, tv_values
 
 MMA_DTYPES = ("bf16", "f16")
@@ -63,10 +63,11 @@ def acc_shape(m: int, n: int) -> tuple:
     return ((2, 2, n // 8), m // 64, 1)
 
 
-def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True) -> list:
+def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True, accumulate: str = "True") -> list:
     """The wgmmas of a block matmul. Operands held in registers go to K-major swizzled buffers; a Staged operand
     is read where its TMA stage holds it. With ``acc`` (a register holder of the accumulator's fragment shape) the
-    product is added to it (no zeroing, no add) and, unless ``wait``, left in flight: an Accumulated value."""
+    product is added to it (no add; ``accumulate`` False overwrites it, as a first iteration does for a zero carry)
+    and, unless ``wait``, left in flight: an Accumulated value."""
     ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
     w = ctx.w
     m, k = (static_size(s, "matmul") for s in ta.shape)
@@ -106,7 +107,7 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
     c = acc or f"{mma}_c"
     if acc is None:
         w.emit(f"{c} = cute.make_rmem_tensor({acc_shape(m, n)!r}, cutlass.Float32)")
-    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, {acc is not None})")
+    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, {accumulate if acc is not None else False})")
     w.emit("warpgroup.fence()")
     w.emit(f"for kb in cutlass.range_constexpr({k // 16}):   # wgmma k = 16")
     w.emit(f"    cute.gemm({mma}, {c}, {mma}_a[(None, None, kb, {ops[0][1]})], {mma}_b[(None, None, kb, {ops[1][1]})], "
@@ -126,6 +127,8 @@ def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> N
     """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k). A lazily
     transposed block is written from its source's registers, the coordinates swapped: no exchange."""
     w = ctx.w
+    if x.lazy is not None and x.lazy[3] != "transpose":
+        x = MATERIALIZE[0](ctx, x)
     if x.lazy is not None:
         x = x.lazy[0]
         rows, cols, kept = cols, rows, ("n" if kept == "m" else "m")

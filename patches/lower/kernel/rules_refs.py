@@ -12,7 +12,7 @@ from .context import Ctx, rule
 from .memory import add_offsets, load, offset_of, select, store
 from .rules_math import elementwise
 from .tma import store_block
-from .values import Origin, RefVal, Scalar
+from .values import Block, Origin, RefVal, Scalar, static_size
 
 
 def _ref(ctx: Ctx, x: Any) -> RefVal:
@@ -42,10 +42,15 @@ def _set(ctx: Ctx, e: Any, ins: list) -> list:
 def _addupdate(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
     off, sel = select(ctx, ref, e.params["index"], ins[2:])
-    old = load(ctx, ref, off, sel, f"addupdate {ref.space}")
+    x = ins[1]       # the old elements are read by the value's own thread-value layout: no exchange
+    old = load(ctx, ref, off, sel, f"addupdate {ref.space}", x.tv if isinstance(x, Block) and x.n == _n(sel) else None)
     new = elementwise(ctx, "add", [old, ins[1]], ref.dtype)
     store(ctx, ref, off, sel, new, f"addupdate {ref.space}")
     return []
+
+
+def _n(sel: Layout) -> int | None:
+    return static_size(sel.shape, "addupdate") if sel.shape != () else None
 
 
 @rule("ref_slice")

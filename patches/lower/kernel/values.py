@@ -56,6 +56,7 @@ class Block:
     n: int
     tv: Any = None
     lazy: Any = None     # a transpose not yet done: (the source Block, its layout, the view's layout)
+    splat: str | None = None    # every element is this scalar expression (held by any layout at no cost)
 
     def __post_init__(self) -> None:
         if self.tv is None:
