@@ -86,7 +86,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
         for by in range(int(grid[1])):
             for bx in range(int(grid[0])):
                 cta = SimpleNamespace(bid=(bx, by, bz), smem=[], lock=threading.Lock(), failed=False,
-                                      barrier=threading.Barrier(nthreads, timeout=60))
+                                      barrier=threading.Barrier(nthreads, timeout=60),
+                                      warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)])
                 errors: list = []
 
                 def run(t: int, cta: Any = cta, errors: list = errors) -> None:
@@ -99,6 +100,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
                         errors.append(e)
                         cta.failed = True
                         cta.barrier.abort()
+                        for b in cta.warps:
+                            b.abort()
                 ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
                 for t in ts:
                     t.start()

@@ -9,8 +9,9 @@ stores, and PipelineTmaAsync's mbarriers.
   a store) and counts its bytes against the stage's transaction.
 * mbarriers: a full and an empty barrier per stage with their arrival counts, phases and transaction bytes; a
   thread waits (really, on a condition) for the parity it asks for. Warp-level calls (the producer, the consumer
-  release) act once per warp, by its lane 0. A barrier that never completes (a wrong byte count, a stage never
-  filled) raises instead of hanging; a transaction overrun raises at once.
+  release) act once per warp, by its lane 0; a release first gathers the warp (lanes run in lockstep on the GPU,
+  so no lane of a warp that released a stage still waits for it). A barrier that never completes (a wrong byte
+  count, a stage never filled) raises instead of hanging; a transaction overrun raises at once.
 """
 
 from __future__ import annotations
@@ -275,6 +276,7 @@ class PipelineTmaAsync:
         self.bars[0][st.index].wait(st.phase)
 
     def consumer_release(self, st: PipelineState) -> None:
+        _local.cta.warps[_local.tid // 32].wait()   # a warp-collective arrive: the whole warp is done with it
         if _local.tid % 32 == 0:               # one arrival per consumer warp
             self.bars[1][st.index].arrive()
 
