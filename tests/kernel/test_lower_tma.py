@@ -196,3 +196,24 @@ def test_backward_kernels_sass_has_tma_loads():
         exe = pt.lower(sub).compile()
         n = exe.counts("UTMALDG", "HGMMA")
         assert n["UTMALDG"] > 0 and n["HGMMA"] > 0 and exe.resources["spills"] == 0, (sub.name, n)
+
+
+def test_the_verifier_walks_the_tma_boxes_and_catches_a_descriptor_of_the_wrong_layout():
+    pytest.importorskip("cutlass")
+    import re
+
+    from patches.lower.verify import VerificationError
+
+    k, types = C.tiled_matmul(64, 64, 128, 64, 64, 32)
+    mod = pt.lower(pt.stage(k, *types))
+    report = verify_kernel(mod, kinds=("tma",))
+    assert report.ok and len(report.checks) == 3 and all(c.elements >= 2 * 64 * 32 for c in report.checks)
+    # A's descriptor built from B's (K-major) stage layout while A's buffer is MN-major: the boxes land transposed.
+    a_smem, b_smem = re.findall(r"cute\.slice_\((smem_\d+)\(\), \(None, None, 0\)\), \(64, 32\)\)", mod.source)
+    assert a_smem != b_smem
+    first = mod.source.index(f"cute.slice_({a_smem}()")
+    bad = KernelModule(mod.spec, mod.source[:first] + mod.source[first:].replace(a_smem, b_smem, 1), 0.0, kind="kernel")
+    got = verify_kernel(bad, kinds=("tma",))
+    assert [c.ok for c in got.checks] == [False, True, True], str(got)
+    with pytest.raises(VerificationError, match="make_tma"):
+        got.raise_if_failed()

@@ -83,6 +83,14 @@ def _boxes_builder(ctx: Ctx, box: tuple) -> str:
                          params="atom, coords, s")
 
 
+def _tma_check(ctx: Ctx, atom_builder: str, boxes: str, smem: str, view: Layout, box: tuple, stages: int,
+               dtype: str) -> None:
+    """What patches.lower.kernel.verify walks: the descriptor's boxes against the staged layout."""
+    from ...layouts import cosize
+
+    ctx.w.checks.append((atom_builder, "tma", (boxes, smem.removesuffix("()"), int(cosize(view)), box, stages, dtype)))
+
+
 def _descriptor(ctx: Ctx, name: str, builder: str, arg: int) -> None:
     w = ctx.w
     w.host.append(f"{name}, {name}_c = {builder}(m{arg})")
@@ -195,8 +203,11 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         w.alloc(buf, f"smem.allocate_tensor({dsl_dtype(dt, 'tma')}, {smem}.outer, 1024, {smem}.inner)",
                 f"{stages} stages of {why}", 0)     # counted by choose_stages
         atom = f"tma{index}_{j}"
-        _descriptor(ctx, atom, _atom_builder(ctx, "CopyBulkTensorTileG2SOp", view, smem, box, why), ref.origin.arg)
-        w.prologue.append(f"{buf}_st, {buf}_g = {_boxes_builder(ctx, box)}({atom}, {atom}_c, {buf})")
+        make = _atom_builder(ctx, "CopyBulkTensorTileG2SOp", view, smem, box, why)
+        _descriptor(ctx, atom, make, ref.origin.arg)
+        boxes = _boxes_builder(ctx, box)
+        _tma_check(ctx, make, boxes, smem, view, box, stages, dt)
+        w.prologue.append(f"{buf}_st, {buf}_g = {boxes}({atom}, {atom}_c, {buf})")
         moving = r.eqn.params["index"][r.mode]
         steps = list(tiles)
         pos = (r.mn_mode, r.k_mode).index(r.mode)
@@ -241,9 +252,11 @@ def store_block(ctx: Ctx, ref: RefVal, x: Any, store: Any) -> bool:
             f"the output block for its TMA store ({box}, {'M' if unit == 0 else 'N'} contiguous as in memory)",
             box[0] * box[1] * BYTES.get(ref.dtype, 4))
     atom = f"tmaout{k}"
-    _descriptor(ctx, atom, _atom_builder(ctx, "CopyBulkTensorTileS2GOp", view, smem, box, "store of an output block"),
-                ref.origin.arg)
-    w.prologue.append(f"{buf}_st, {buf}_g = {_boxes_builder(ctx, box)}({atom}, {atom}_c, {buf})")
+    make = _atom_builder(ctx, "CopyBulkTensorTileS2GOp", view, smem, box, "store of an output block")
+    _descriptor(ctx, atom, make, ref.origin.arg)
+    boxes = _boxes_builder(ctx, box)
+    _tma_check(ctx, make, boxes, smem, view, box, 1, ref.dtype)
+    w.prologue.append(f"{buf}_st, {buf}_g = {boxes}({atom}, {atom}_c, {buf})")
     flat = Layout._make(box, slay.stride[:2])
     w.comment(f"registers -> shared memory -> TMA store of the {box} block")
     store(ctx, RefVal(f"{buf}.iterator", "0", flat, ref.dtype, "smem"), "0", flat, x, "stage out")
