@@ -217,3 +217,18 @@ def test_the_verifier_walks_the_tma_boxes_and_catches_a_descriptor_of_the_wrong_
     assert [c.ok for c in got.checks] == [False, True, True], str(got)
     with pytest.raises(VerificationError, match="make_tma"):
         got.raise_if_failed()
+
+
+def test_the_verifier_checks_the_stmatrix_order_of_the_output_block():
+    pytest.importorskip("cutlass")
+    from patches.lower.verify import VerificationError
+
+    k, types = C.tiled_matmul(128, 128, 64, 128, 128, 32)
+    mod = pt.lower(pt.stage(k, *types))
+    assert "StMatrix8x8x16bOp(True, 4)" in mod.source          # an M-contiguous bf16 block: stmatrix, transposed
+    report = verify_kernel(mod, kinds=("r2s",))
+    assert report.ok and report.elements == 128 * 128
+    old = "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]"
+    bad = _mutated(mod, old, "return list(range(cute.size(src)))")     # the accumulator's own order: wrong
+    with pytest.raises(VerificationError, match="stored at offset"):
+        verify_kernel(bad, kinds=("r2s",)).raise_if_failed()

@@ -50,7 +50,20 @@ def _composed(sw: Any, off: Any, outer: Any) -> ComposedLayout:
     return ComposedLayout(sw, off, outer.layout if isinstance(outer, _Lay) else outer)
 
 
-sm90_utils = SimpleNamespace(make_trivial_tiled_mma=tma.make_trivial_tiled_mma)
+def _size_of(x: Any) -> int:
+    if isinstance(x, (list, tuple)):
+        return len(x)
+    shape = x.shape if not isinstance(x, _Tensor) else x.shape
+    return int(np.prod([1] + [int(v) for v in _flatten(shape)]))
+
+
+def _flatten(s: Any) -> list:
+    return [y for x in s for y in _flatten(x)] if isinstance(s, tuple) else [s]
+
+
+sm90_utils = SimpleNamespace(make_trivial_tiled_mma=tma.make_trivial_tiled_mma, get_smem_store_op=lambda *a: "store")
+warp = SimpleNamespace(StMatrix8x8x16bOp=lambda *a: "stmatrix")
+LayoutEnum = SimpleNamespace(COL_MAJOR="col", ROW_MAJOR="row")
 warpgroup = SimpleNamespace(Field=SimpleNamespace(ACCUMULATE="accumulate"), fence=_noop, commit_group=_noop,
                             wait_group=_noop)
 OperandMajorMode = SimpleNamespace(K="K", MN="MN")
@@ -69,6 +82,8 @@ cute = SimpleNamespace(
                          cp_async_bulk_commit_group=_noop, cp_async_bulk_wait_group=_noop),
     jit=lambda f: f, kernel=lambda f: _Kernel(f), gemm=tma.gemm, copy=tma.copy, slice_=tma.slice_,
     local_tile=_local_tile, group_modes=_group_modes, make_composed_layout=_composed,
+    make_copy_atom=lambda op, dt: op, make_tiled_copy_C_atom=tma.make_tiled_copy_C_atom,
+    make_tiled_copy_S=tma.make_tiled_copy_S, size=_size_of, shape=lambda x: x.shape,
     make_swizzle=make_swizzle, make_identity_tensor=lambda shape: SimpleNamespace(shape=shape))
 
 
@@ -121,7 +136,7 @@ def simulate_module(module: Any, *arrays: Any) -> list:
     code = re.sub(r"^(import|from) .*$", "", module.source, flags=re.M)
     env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object), "sm90_utils": sm90_utils,
                  "warpgroup": warpgroup, "OperandMajorMode": OperandMajorMode, "cpasync": tma.cpasync,
-                 "pipeline": tma.pipeline}
+                 "pipeline": tma.pipeline, "warp": warp, "LayoutEnum": LayoutEnum}
     exec(compile(code, f"<{spec.name}>", "exec"), env)   # the module we emitted ourselves, never user text
     bufs, outs = [], []
     for a, x in zip(ins, arrays):

@@ -170,7 +170,7 @@ def _make_layout(shape: Any, stride: Any = None) -> _Lay:
 
 
 def _rmem(shape: Any, dt: _DType) -> _Tensor:
-    lay = _make_layout(shape)
+    lay = shape if isinstance(shape, _Lay) else _make_layout(shape)
     return _Tensor(_Ptr(np.zeros(int(cosize(lay.layout)), dt.np), 0, dt), lay)
 
 

@@ -65,6 +65,46 @@ class TiledMma:
 
     partition_B = partition_A                     # noqa: N815
 
+    def partition_C(self, ident: Any) -> list:    # noqa: N802
+        """Thread 0's accumulator coordinates, register by register (what the r2s order builder reads)."""
+        return _acc_coords(int(ident.shape[0]), self.n, 0)
+
+
+def _acc_coords(m: int, n: int, t: int) -> list:
+    from .rules_mma import accumulator_tv
+
+    tv = _Lay(accumulator_tv(m, n))
+    return [(e % m, e // m) for e in (tv((t, v)) for v in range(m * n // 128))]
+
+
+class R2S:
+    """The register -> shared memory tiling of an accumulator block (stmatrix): in the model, value ``v`` of a
+    thread's source fragment is its accumulator register ``v`` (patches.lower.kernel.verify checks CuTe's tiling
+    against the order the kernel builds from the same objects)."""
+
+    def __init__(self, mma: TiledMma) -> None:
+        self.mma = mma
+
+    def get_slice(self, t: Any) -> R2S:
+        return self
+
+    def partition_S(self, x: Any) -> Any:         # noqa: N802
+        if isinstance(x, _Tensor):
+            m, n = (_size(s) for s in x.layout.shape)
+            return SimpleNamespace(shape=(m * n // 128,))
+        return _acc_coords(int(x.shape[0]), int(x.shape[1]), 0)
+
+    def partition_D(self, x: _Tensor) -> tuple:   # noqa: N802
+        return ("r2s", x)
+
+
+def r2s_copy(r2s: R2S, src: _Tensor, dst: tuple) -> None:
+    s = dst[1]
+    m, n = (_size(x) for x in s.layout.shape)
+    vals = src.load().reshape(-1, order="F")
+    for v, (i, j) in enumerate(_acc_coords(m, n, _local.tid)):
+        s[(i, j)] = vals[v]
+
 
 class _Operand:
     def __init__(self, t: _Tensor) -> None:
@@ -167,6 +207,8 @@ def _stage_offsets(s: _Tensor, stage: int, n: int) -> np.ndarray:
 
 
 def copy(atom: Any, src: Any, dst: Any, tma_bar_ptr: Any = None, **kw: Any) -> None:
+    if isinstance(atom, R2S):
+        return r2s_copy(atom, src, dst)
     if not isinstance(atom, _Atom):
         raise LoweringError("simulate: cute.copy of something other than a TMA atom")
     if _local.tid % 32:
@@ -289,6 +331,14 @@ pipeline = SimpleNamespace(
     PipelineTmaAsync=PipelineTmaAsync, CooperativeGroup=_group, Agent=SimpleNamespace(Thread="thread"),
     PipelineUserType=SimpleNamespace(Producer="producer", Consumer="consumer"),
     make_pipeline_state=lambda kind, stages: PipelineState(int(stages), 1 if kind == "producer" else 0))
+
+
+def make_tiled_copy_C_atom(atom: Any, mma: TiledMma) -> TiledMma:   # noqa: N802 (CuTe's name)
+    return mma
+
+
+def make_tiled_copy_S(atom: Any, mma: TiledMma) -> R2S:   # noqa: N802
+    return R2S(mma)
 
 
 __all__ = ["copy", "cpasync", "gemm", "make_trivial_tiled_mma", "pipeline", "slice_"]

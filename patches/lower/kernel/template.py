@@ -241,7 +241,8 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     L.extend(comment_block(text, "#   "))
     L += ["", "import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
           "import cutlass.memory", "import cutlass.pipeline as pipeline", "import cutlass.utils.hopper_helpers as sm90_utils",
-          "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup", "", f"THREADS = {THREADS}", "", ""]
+          "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup",
+          "from cutlass.tensor_utils import LayoutEnum", "", f"THREADS = {THREADS}", "", ""]
     L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
     L += w.builder_lines()
     kparams = params + "".join(f", {n}: {a}" for n, a in w.kernel_params)

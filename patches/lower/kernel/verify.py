@@ -11,7 +11,10 @@ CuTe DSL trace the module's builder functions are called and evaluated thread by
 * every TMA descriptor and its box partition (the module's ``make_tma`` and ``tma_boxes`` builders, on a fake
   argument) moves, for a box coordinate and a stage, exactly the box's elements of the argument, each to the
   shared-memory offset of its (row, column, stage) in the staged layout: what the kernel's indexing
-  ``boxes[(None, i, j)]`` / ``stages[(None, s)]`` and the numpy model assume.
+  ``boxes[(None, i, j)]`` / ``stages[(None, s)]`` and the numpy model assume;
+* every register -> shared memory tiling (stmatrix, ``make_r2s``) stores register ``r`` of thread ``t`` (in the
+  order the kernel copies them: the retiled fragment) at the shared-memory offset of the accumulator element
+  ``accumulator_tv(t, r)``, every element exactly once.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
             _offsets(built, *payload, report.check(f"{name}: (thread, value) -> offset of the element held"))
         elif kind == "composed":
             _composed(built, payload, report.check(f"{name}: the swizzled operand layout {payload}"))
+        elif kind == "r2s":
+            _r2s(built, *payload, K, report.check(f"{name}: stmatrix stores each accumulator register at its element"))
         elif kind == "accumulator":
             _accumulator(built, *payload, report.check(f"{name}: wgmma registers hold the accumulator layout's elements"))
 
@@ -187,3 +192,33 @@ def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, b
                     c.fail(f"box {tile} stage {stage}: ({x}, {y}) lands at smem offset {o}, the staged layout puts "
                            f"element ({i}, {j}) at {want}")
             c.elements += n
+
+
+def _r2s(r2s: Any, m: int, n: int, unit: int, order: str, K: Any, c: Any) -> None:
+    import cutlass.cute as cute
+
+    from ..verify.evaluate import values
+    from .rules_mma import accumulator_tv
+
+    sC = cute.make_tensor(0, cute.make_layout((m, n), stride=(1, m) if unit == 0 else (n, 1)))
+    tv = accumulator_tv(m, n)
+    regs = getattr(K, order)()                 # the register the kernel puts at each source position
+    seen, cover = np.zeros(m * n, np.int64), np.zeros(m * n, np.int64)
+    for t in range(THREADS):
+        # The source side says where a thread's values land (stmatrix is warp-collective: the destination side
+        # holds the addresses this thread gives for its warp's rows); the destinations must still cover the tile.
+        got = values(r2s.get_slice(t).partition_S(sC))
+        np.add.at(cover, values(r2s.get_slice(t).partition_D(sC)), 1)
+        if len(got) != len(regs):
+            c.fail(f"thread {t}: {len(got)} smem destinations for {len(regs)} registers")
+            return
+        for v, (r, o) in enumerate(zip(regs, got.tolist())):
+            e = int(tv((t, int(r))))
+            want = e if unit == 0 else (e % m) * n + e // m
+            seen[o] += 1
+            if o != want:
+                c.fail(f"thread {t} value {v} (register {r}): stored at offset {o}, element ({e % m}, {e // m}) "
+                       f"is at {want}")
+    for o in np.argwhere((seen != 1) | (cover != 1))[:4].reshape(-1):
+        c.fail(f"shared-memory offset {int(o)} receives {int(seen[o])} values, addressed {int(cover[o])} times")
+    c.elements += m * n
