@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...staging import Literal
+from ...staging import Literal, Program
 from .context import Ctx, literal, lower_program, rule
 from .memory import as_block, compute_dtype, load, select, store
 from .plan import plan_loop
 from .rules_control import _carry_tvs, _default_tvs, _put, _take, plain_loop
 from .rules_math import elementwise
-from .rules_mma import acc_shape, accumulator_tv, wgmma
+from .rules_mma import acc_shape, accumulator_tv, stage_operand, wgmma
 from .tma import open_pipeline
 from .values import Accumulated, Block, RefVal, Scalar, block_tv, static_size
 
@@ -52,7 +52,22 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     w, consts = ctx.w, ins[:nc]
     reads = [r for r in plan.reads if isinstance(consts[r.ref - 1], RefVal)]
     site = open_pipeline(ctx, reads, [consts[r.ref - 1] for r in reads], lo, hi, 0) if reads else None
-    staged = site.staged if site else {}
+    staged = dict(site.staged) if site else {}
+    hoisted = _invariant_operands(body, nc, staged)
+    for q_id, (role, chain, x, leaves) in hoisted.items():     # staged once, before the loop
+        vals = [consts[j - 1] if j <= nc else ins[j - 1] for j in leaves]
+        sub = Program([], [], [body.params[j] for j in leaves], chain, [x])
+        w.comment(f"operand {role} does not change across the loop: written to shared memory once")
+        v = lower_program(ctx, sub, vals, "hoisted")[0]
+        t = x.type
+        if not isinstance(v, Block):
+            continue
+        staged[q_id] = stage_operand(ctx, v, role, t.dtype, *(static_size(d, "matmul") for d in t.shape))
+    consts = list(consts)
+    for j, role in _invariant_consts(body, nc, consts).items():   # a block the loop receives, used by wgmmas only
+        t = body.params[j].type
+        w.comment(f"operand {role} is a loop constant: written to shared memory once")
+        consts[j - 1] = stage_operand(ctx, consts[j - 1], role, t.dtype, *(static_size(d, "matmul") for d in t.shape))
     fused = {k: v for k, v in plan.fused.items()}
     if site and fused and all(_staged_operands(body, q, staged) for q in body.eqns if id(q) in fused):
         site.lag = 1
@@ -80,7 +95,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
             mm = next(q for q in body.eqns if fused.get(id(q)) == ("update", j))
             upd_tv[j], upd_shape[j] = accumulator_tv(*_mn(mm)), acc_shape(*_mn(mm))
 
-    def staged_get(c: Ctx, q: Any, xs: list) -> list:
+    def staged_get(c: Ctx, q: Any, xs: list) -> list:     # a TMA stage, or an operand staged before the loop
         return [staged[id(q)]]
 
     k = w.fresh("k")
@@ -114,7 +129,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
         c.w.emit(f"{upd_names[j]}.store({got.name}.reshape({sh!r}))" if sh else f"{upd_names[j]}.store({got.name})")
         return []
 
-    hooks = {id(r.eqn): staged_get for r in reads if id(r.eqn) in staged}
+    hooks = {q_id: staged_get for q_id in staged}
     hooks.update({k: fused_mm for k in fused})
     hooks.update({k: absorbed_add for k in plan.absorbed if any(v[0] == "carry" for v in fused.values())})
     hooks.update({id(u.eqn): update for u in updates})
@@ -172,6 +187,66 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
         old = load(ctx, ref, off, sel, f"addupdate {ref.space}", upd_tv[j])
         store(ctx, ref, off, sel, elementwise(ctx, "add", [old, tot], ref.dtype), f"addupdate {ref.space}")
     return _take(ctx, carry_names, types, tvs, shapes)
+
+
+BLOCKED = ("get", "set", "addupdate", "ref_slice", "ref_tile", "fori_loop", "cond", "matmul")
+
+
+def _invariant_operands(body: Any, nc: int, staged: dict) -> dict:
+    """wgmma operands computed in registers from loop constants and carries the loop returns unchanged (a cast
+    cotangent block in the backward kernels): id(defining equation) -> (role, the equations computing it, the
+    variable, the body parameters they read)."""
+    from .plan import _matmul_role, _uses
+
+    defs = {id(o): q for q in body.eqns for o in q.outputs}
+    carries = body.params[1 + nc:]
+    same = {id(p): 1 + nc + i for i, p in enumerate(carries) if i < len(body.outputs) and body.outputs[i] is p}
+    consts = {id(body.params[j]): j for j in range(1, 1 + nc)}
+    uses = _uses(body)
+    out: dict = {}
+
+    def chain(v: Any, got: set, leaves: set) -> bool:
+        if isinstance(v, Literal):
+            return True
+        if id(v) in consts or id(v) in same:
+            leaves.add(consts.get(id(v)) or same[id(v)])
+            return True
+        q = defs.get(id(v))
+        if q is None or q.prim.name in BLOCKED or any(hasattr(p, "eqns") for p in q.params.values()):
+            return False
+        got.add(id(q))
+        return all(chain(a, got, leaves) for a in q.inputs)
+
+    for q in body.eqns:
+        if q.prim.name != "matmul" or _matmul_role(q, 0) is None:
+            continue
+        for pos, x in enumerate(q.inputs[:2]):
+            d = defs.get(id(x))
+            if d is None or id(d) in staged or id(d) in out:
+                continue
+            if any(u == "out" or _matmul_role(u, p) != ("A" if pos == 0 else "B") for u, p in uses.get(id(x), [])):
+                continue
+            got: set = set()
+            leaves: set = set()
+            if chain(x, got, leaves):
+                out[id(d)] = ("A" if pos == 0 else "B", [e for e in body.eqns if id(e) in got], x, sorted(leaves))
+    return out
+
+
+def _invariant_consts(body: Any, nc: int, consts: list) -> dict:
+    """Loop constants held in registers whose every use is the same operand of wgmma matmuls: param -> role."""
+    from .plan import _matmul_role, _uses
+
+    uses = _uses(body)
+    out = {}
+    for j in range(1, 1 + nc):
+        if not isinstance(consts[j - 1], Block) or consts[j - 1].lazy is not None:
+            continue
+        us = uses.get(id(body.params[j]), [])
+        roles = {"out" if u == "out" else _matmul_role(u, p) for u, p in us}
+        if us and len(roles) == 1 and roles <= {"A", "B"}:
+            out[j] = roles.pop()
+    return out
 
 
 def _per(tv: Any) -> int:

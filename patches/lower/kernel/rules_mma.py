@@ -123,6 +123,23 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
     return [Block(name, "f32", to.shape, m * n, acc_tv)]
 
 
+def stage_operand(ctx: Ctx, x: Block, role: str, dtype: str, rows: int, cols: int) -> Staged:
+    """Write a register block that does not change across a loop into its K-major wgmma buffer once, before the
+    loop: the wgmmas of every iteration read it there (A is (rows, cols) = (M, K), B is (K, N))."""
+    w = ctx.w
+    mn, k = (rows, cols) if role == "A" else (cols, rows)
+    lay = wgmma_smem_layout(dtype, "k", (mn, k), 1)
+    name = w.fresh("sA" if role == "A" else "sB")
+    build = w.composed(lay, f"wgmma operand {role} ({mn}, {k}), K-major, staged once before its loop")
+    w.alloc(name, f"smem.allocate_tensor({dsl_dtype(dtype, 'matmul')}, {build}.outer, 1024, {build}.inner)",
+            f"loop-invariant wgmma operand {role} ({mn}, {k})", mn * k * 2)
+    w.emit("cute.arch.barrier()   # earlier wgmmas have read the operand buffer")
+    _to_smem(ctx, x, name, rows, cols, "m" if role == "A" else "n")
+    w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the async proxy')
+    w.emit("cute.arch.barrier()")
+    return Staged(name, "0", "k", dtype, role, mn, k)
+
+
 def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> None:
     """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k). A lazily
     transposed block is written from its source's registers, the coordinates swapped: no exchange."""
