@@ -232,3 +232,21 @@ def test_the_verifier_checks_the_stmatrix_order_of_the_output_block():
     bad = _mutated(mod, old, "return list(range(cute.size(src)))")     # the accumulator's own order: wrong
     with pytest.raises(VerificationError, match="stored at offset"):
         verify_kernel(bad, kinds=("r2s",)).raise_if_failed()
+
+
+def test_a_ref_the_loop_also_writes_is_not_read_ahead():
+    from patches.lower.kernel.plan import plan_loop
+
+    def kern(a_ref, b_ref, o_ref):
+        def body(k, acc):
+            a = a_ref[:, pt.ds(k * 16, 16)]
+            a_ref[:, pt.ds(k * 16 + 16, 16)] = pt.zeros((64, 16), "bf16")   # a read ahead would miss this write
+            return acc + pt.matmul(a, b_ref[pt.ds(k * 16, 16), :], preferred_element_type="f32")
+        o_ref[...] = pt.fori_loop(0, 3, body, pt.zeros((64, 64), "f32"))
+    spec = pt.BlockSpec((64, 64), lambda i: (0, 0))
+    prog = pt.stage(pt.kernel(kern, pt.tensor("f32", (64, 64)), grid=(1,), in_specs=[spec, spec], out_specs=spec),
+                    pt.tensor("bf16", (64, 64)), pt.tensor("bf16", (64, 64)))
+    (sub,) = split_kernels(prog)
+    loop = next(e for e in sub.eqns[0].params["body"].eqns if e.prim.name == "fori_loop")
+    reads = plan_loop(loop).reads
+    assert [r.eqn.params["index"][0].kind for r in reads] == ["ds"]   # only b's read is pipelined, not a's

@@ -177,6 +177,8 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
     stages = ctx.stages[index] if index < len(ctx.stages) else 1
     ok = []
     for r, ref in zip(reads, refs):
+        if ref.origin is None or ctx.args[ref.origin.arg].role != "in":
+            continue            # only kernel inputs: an output may be written (zeroed) by the generic proxy
         t = r.eqn.outputs[0].type
         ext = [int(s) for s in t.shape]
         box = (ext[r.mn_mode], ext[r.k_mode])
