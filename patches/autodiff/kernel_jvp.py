@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layouts import Layout
 from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import StagingError, fail
 from ..staging.ir import Program
@@ -19,6 +20,8 @@ from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_s
 from ..staging.kernel.control import I32, cond, conform_to, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
+from ..staging.symbols import is_symbolic
+from ..staging.types import compact
 from .jvp import jvp_rules
 from .kernel_eval import bind_fori, dce, eval_eqn, lean_kernel, used_params
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
@@ -167,6 +170,14 @@ def _conform(t: Any, like: Any) -> Any:
     return P.copy(t, want.layout)
 
 
+def _block_layout(layout: Any) -> Any:
+    """The layout of a scratch block standing for an output block: the block's own, unless that is a window
+    whose coordinates share offsets (a padded block larger than its operand), which a buffer cannot be."""
+    if isinstance(layout, Layout) and not is_symbolic(layout) and not is_injective(layout):
+        return compact(layout.shape)
+    return layout
+
+
 def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
                 body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
     if dimension_semantics:
@@ -183,7 +194,7 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
     t_ops = [_conform(tangents[k], primals[k]) for k in tin]
     in_maps = tuple(in_specs) + tuple(in_specs[k] for k in tin)
     out_maps = tuple(out_specs[k] for k in tout)
-    blocks = [Scratch(m.ref_type.layout, m.ref_type.dtype, RMEM).type for m in out_specs]
+    blocks = [Scratch(_block_layout(m.ref_type.layout), m.ref_type.dtype, RMEM).type for m in out_specs]
     n, ni, no = len(in_specs), len(tin), len(tout)
 
     def tangent_body(*refs: Any) -> None:
