@@ -421,3 +421,22 @@ def test_einsum_property(case):
     np.testing.assert_allclose(np.asarray(pt.einsum(spec, a, b), dtype=float), np.einsum(spec, ra, rb), rtol=1e-12, atol=1e-12)
     prog = pt.stage(lambda x, y: pt.einsum(spec, x, y), a.type, b.type).check()
     assert [e.prim.name for e in prog.eqns].count("matmul") == 1 and "copy" not in prims_of(prog)
+
+
+def test_logical_operators_on_masks():
+    """``&``, ``|``, ``^``, ``~`` on bool tensors (a padded kernel's two-sided mask) stage, evaluate and lower to
+    ``where``/``ne``; on integers they are refused with the library's error, never Python's TypeError."""
+    rng = np.random.default_rng(4)
+    a, b = rng.random((3, 4)) < 0.5, rng.random(4) < 0.5
+    A = pt.Array.from_numpy(a)
+    for got, want in [(A & b, a & b), (A | b, a | b), (A ^ b, a ^ b), (~A, ~a), (True & A, a), (False | A, a),
+                      (pt.logical_and(A, pt.logical_not(A)), np.zeros_like(a)), (pt.logical_xor(b, True), ~b)]:
+        np.testing.assert_array_equal(np.asarray(got), want)
+    prog = pt.stage(lambda x, y: ~((x > 0) & (y < 1)) | (x == y), pt.tensor("f32", (3, 4)), pt.tensor("f32", 4))
+    assert set(prims_of(prog)) <= {"gt", "lt", "eq", "where", "broadcast"}, prog
+    x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    np.testing.assert_array_equal(pt.evaluate(prog, x, y), ~((x > 0) & (y < 1)) | (x == y))
+    for bad in (lambda: pt.Array.from_numpy(np.arange(3)) & 1, lambda: ~pt.Array.from_numpy(np.arange(3.0)),
+                lambda: pt.logical_or(A, "x")):
+        with pytest.raises(pt.StagingError, match="logical_(and|or|not): expects"):
+            bad()

@@ -129,8 +129,26 @@ def _astype_abstract(x: TensorType, *, dtype: str) -> list:
     return [TensorType(dtype, computed_layout(x.layout))]
 
 
+def _float_to_int(v: np.ndarray, dtype: str) -> np.ndarray:
+    """Floats to integers as the GPU converts them (and JAX): toward zero, saturating at the type's range, NaN to 0
+    (numpy's own cast of NaN or an out-of-range value is undefined and warns)."""
+    npd = dtypes.to_numpy(dtype)
+    info = np.iinfo(npd)
+    v = np.asarray(v, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.where(np.isfinite(v) & (v > info.min - 1.0) & (v < info.max + 1.0), v, 0).astype(npd)
+    out = np.where(v >= float(info.max), info.max, out)
+    out = np.where(v <= float(info.min), info.min, out)
+    return np.where(np.isnan(v), 0, out).astype(npd)
+
+
 def _astype_impl(x: Array, *, dtype: str) -> list:
-    return [Array.from_logical(x.logical().astype(dtypes.to_numpy(dtype)), computed_layout(x.layout), dtype)]
+    v = x.logical()
+    if dtypes.is_float(x.dtype) and dtypes.is_int(dtype):
+        out = _float_to_int(v, dtype)
+    else:
+        out = v.astype(dtypes.to_numpy(dtype))
+    return [Array.from_logical(out, computed_layout(x.layout), dtype)]
 
 
 def _copy_layout(x: TensorType, layout: Any) -> Any:
