@@ -6,6 +6,8 @@ Derandomized in the suite; HYPOTHESIS_PROFILE=explore draws fresh cases."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -15,8 +17,9 @@ from patches.layouts import Sym, make_layout
 
 from .fuzz import LIBRARY_ERRORS, only_library_errors, values
 
+EXPLORE = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-                max_examples=60)
+                max_examples=600 if EXPLORE else 60)
 
 
 # -- einsum ---------------------------------------------------------------------------------------------

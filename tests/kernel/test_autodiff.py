@@ -345,3 +345,12 @@ def test_padded_softmax_rows_and_a_padded_cond():
     x, w = rng.standard_normal((10, 3)), rng.standard_normal((10, 3))
     loss = lambda x: pt.reduce_sum(f(x) * w)  # noqa: E731
     np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+
+
+def test_padded_kernels_under_vmap_of_grad_and_grad_of_vmap():
+    f = _padded_matmul(7, 5, 9, 4, 2, 4)
+    a, b, w = rng.standard_normal((2, 7, 9)), rng.standard_normal((9, 5)), rng.standard_normal((7, 5))
+    g = pt.vmap(pt.grad(lambda a: pt.reduce_sum(f(a, b) * w)))(a)
+    np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)
+    g = pt.grad(lambda a: pt.reduce_sum(pt.vmap(f, in_axes=(0, None))(a, b) * w))(a)
+    np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)

@@ -5,6 +5,7 @@ bad subscripts refused with a StagingError naming the problem."""
 
 from __future__ import annotations
 
+import os
 import zlib
 
 import numpy as np
@@ -157,7 +158,7 @@ def einsum_cases(draw):
     return spec, [tuple(sizes[c] for c in t) for t in terms], draw(st.sampled_from(KINDS))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=2000 if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else 120, deadline=None)
 @given(einsum_cases())
 def test_property_against_numpy(case):
     spec, shapes, kind = case
