@@ -17,11 +17,15 @@ from typing import Any
 
 from ..layouts import Layout, size
 from ..layouts import inttuple as it
+from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import get_aval
+from ..staging.errors import fail
 from ..staging.interpreter import eval_program
+from ..staging.kernel import cond_p, fori_p
 from ..staging.kernel.blockspec import BlockMapping, BlockSpec, padding_extents, resolve
 from ..staging.kernel.refs import GMEM
+from ..staging.primitives import argmax_p, argmin_p, astype_p
 from .transpose import UndefinedPrimal, is_linear
 
 
@@ -92,3 +96,72 @@ def cropped(ct: Any, extents: tuple | None) -> Any:
     if ct is None or extents is None:
         return ct
     return P.getitem(ct, tuple(slice(0, n) for n in extents))
+
+
+def _decisions(prog: Any, tainted: set) -> str | None:
+    """The first discrete decision ``prog`` makes from a tainted value (one derived from a padded read), or None.
+
+    Taint flows through every equation (and into nested loop and branch bodies); a decision is a branch's
+    predicate, a dynamic index of a Ref access, or a conversion of data to indices (argmax/argmin, float to
+    integer): there the forward pass (NaN past the edge) and the backward kernels (zeros) could disagree."""
+    for e in prog.eqns:
+        hot = [id(a) in tainted for a in e.inputs]
+        if e.prim is cond_p:
+            if hot[0]:
+                return "a cond/when predicate"
+            n = e.params["n_true"]
+            for body, ins in ((e.params["true"], e.inputs[1:1 + n]), (e.params["false"], e.inputs[1 + n:])):
+                inner = {id(p) for p, a in zip(body.params, ins) if id(a) in tainted}
+                why = _decisions(body, inner)
+                if why:
+                    return why
+                if any(id(o) in inner for o in body.outputs):
+                    tainted.update(id(v) for v in e.outputs)
+        elif e.prim is fori_p:
+            body, n = e.params["body"], e.params["n_consts"]
+            inner = {id(p) for p, a in zip(body.params[1:], e.inputs) if id(a) in tainted}
+            inner |= {id(body.params[1 + n + k]) for k in range(len(e.inputs) - n)}  # carries: conservatively
+            why = _decisions(body, inner)
+            if why:
+                return why
+            if any(hot):
+                tainted.update(id(v) for v in e.outputs)
+        else:
+            if e.prim.name in ("get", "set", "addupdate", "ref_slice"):
+                first = 2 if e.prim.name in ("set", "addupdate") else 1
+                if any(hot[first:]):
+                    return f"a dynamic index of {e.prim.name}"
+            if e.prim in (argmax_p, argmin_p) and hot[0]:
+                return f"an {e.prim.name}"
+            if e.prim is astype_p and hot[0] and not dtypes.is_float(e.params["dtype"]) \
+                    and dtypes.is_float(e.inputs[0].type.dtype):
+                return f"a conversion to {e.params['dtype']}"
+            if any(hot):
+                tainted.update(id(v) for v in e.outputs)
+    return None
+
+
+def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str) -> None:
+    """Refuse to transpose a kernel whose body makes a discrete decision from data read past a padded edge:
+    there the forward pass read NaN and the backward kernels read zeros, so they could take different paths
+    and the gradient would be silently wrong. Integer operands read past the edge are refused as well (the
+    forward reads the most negative integer there)."""
+    tainted, labels = set(), []
+    for x, m, p in zip(operands, in_specs, body.params):
+        if is_linear(x):
+            continue
+        t = get_aval(x)
+        if _padded_shape(t, m) is None:
+            continue
+        if not dtypes.is_float(t.dtype):
+            raise fail("grad", f"kernel {name}: {m.label} is a {t.dtype} operand with padded edge blocks; its "
+                               "backward kernels would read 0 past the edge where the forward read the most negative "
+                               "integer (pad the operand to whole blocks)")
+        tainted.add(id(p))
+        labels.append(m.label)
+    why = _decisions(body, tainted) if tainted else None
+    if why:
+        raise fail("grad", f"kernel {name}: {why} depends on data read from the padded edge blocks of "
+                           f"{', '.join(labels)} (NaN past the edge in the forward pass, zeros in the backward kernels, "
+                           "so the two could decide differently); decide from program_id and iota only, or pad the "
+                           "operand to whole blocks")

@@ -29,7 +29,7 @@ from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
-from .kernel_padding import cropped, unpadded
+from .kernel_padding import check_padded_body, cropped, unpadded
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 
@@ -277,6 +277,7 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
     if all(c is None for c in cts):
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
+    check_padded_body(body, list(operands), in_specs, base)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
     return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
             if is_linear(x) else None for k, x in enumerate(operands)]

@@ -354,3 +354,37 @@ def test_padded_kernels_under_vmap_of_grad_and_grad_of_vmap():
     np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)
     g = pt.grad(lambda a: pt.reduce_sum(pt.vmap(f, in_axes=(0, None))(a, b) * w))(a)
     np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)
+
+
+def test_decisions_from_data_past_a_padded_edge_are_refused_not_differentiated():
+    """Past the edge the forward reads NaN and the backward kernels zeros: a branch, a dynamic index or an argmax
+    computed from such data could go another way in the backward pass, so grad refuses, naming the operand."""
+    def branch(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.cond(pt.sum(x) > 0, lambda: pt.tanh(x), lambda: -x * x)
+
+    def argmax_scale(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x * pt.astype(pt.argmax(x), "f64")
+
+    def dynamic_row(x_ref, o_ref):
+        x = x_ref[...]
+        k = pt.astype(pt.abs(x[0, 0]), "i32") % 2
+        o_ref[...] = x * x_ref[pt.ds(k, 1), :]
+    spec = pt.BlockSpec((2, 4), lambda i: (i, 0))
+    for body, what in [(branch, "a cond/when predicate"), (argmax_scale, "an argmax"),
+                       (dynamic_row, "a conversion to i32")]:
+        for shape, padded in [((8, 4), False), ((7, 4), True)]:
+            f = pt.kernel(body, out_shape=pt.tensor("f64", shape), grid=(4,), in_specs=[spec], out_specs=spec)
+            x = rng.standard_normal(shape)
+            loss = lambda v: pt.reduce_sum(f(v))  # noqa: B023, E731
+            if not padded:                                            # whole blocks: differentiated as usual
+                np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+                continue
+            with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: {what} depends on data read "
+                                                      "from the padded edge blocks of x_ref"):
+                pt.grad(loss)(x)
+    ints = pt.kernel(lambda n_ref, x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * pt.astype(n_ref[...], "f64")),
+                     out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[spec, spec], out_specs=spec)
+    with pytest.raises(pt.StagingError, match="n_ref is a i64 operand with padded edge blocks"):
+        pt.grad(lambda v: pt.reduce_sum(ints(np.ones((7, 4), np.int64), v)), 0 + 0)(rng.standard_normal((7, 4)))
