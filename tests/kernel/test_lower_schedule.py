@@ -109,6 +109,10 @@ def test_a_transposed_operand_is_copied_into_a_buffer_first():
     assert [k.fuses for k in mod.kernels] == [("copy",), ("softmax_kernel",)]
     x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
     np.testing.assert_allclose(mod.simulate_kernels(x), pt.evaluate(prog, x), rtol=1e-6)
+    prog = pt.stage(lambda x: k(x).T, pt.tensor("f32", (16, 64)))     # a view of a call's output, returned
+    mod = pt.lower(prog)
+    assert [k.fuses for k in mod.kernels] == [("softmax_kernel",), ("copy",)]
+    np.testing.assert_allclose(mod.simulate_kernels(x.T), pt.evaluate(prog, x.T), rtol=1e-6)
 
 
 @pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
