@@ -134,6 +134,5 @@ def test_every_kernel_of_a_padded_gradient_schedule_compiles_without_spills(tmp_
     exe = mod.compile()
     assert len(exe.executables) == len(mod.kernels) >= 5
     assert all(e.resources["spills"] == 0 for e in exe.executables), str(exe)
-    exe.export(tmp_path)
-    plan = (tmp_path / "schedule.json").read_text()
-    assert '"kind": "kernel"' in plan and '"flat":' in plan
+    with pytest.raises(pt.LoweringError, match="exporting a pt.kernel module ahead of time is not supported"):
+        exe.export(tmp_path)
