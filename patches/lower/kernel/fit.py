@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...layouts import inttuple as it
+from ...staging.errors import StagingError
 from ...staging.ir import Literal, Program
 from ...staging.kernel.chunk import chunk_kernel, chunk_reason, pick_chunk
-from ...staging.kernel.refs import is_ref
+from ...staging.kernel.refs import KernelError, is_ref
 from ...staging.kernel.split import analyze, factor_reason, split_kernel
 from ...staging.types import modes_of
 from ..errors import LoweringError
@@ -68,6 +69,14 @@ def fit_registers(e: Any) -> Any:
             bk = pick_chunk(body, n)
             if bk is not None:
                 chunks[n] = bk
+    try:
+        return _fit(e, chunks)
+    except (StagingError, KernelError) as err:     # a transform refusing what the analysis let through
+        raise LoweringError(f"kernel {e.params['name']}: its blocks exceed the register budget and fitting them "
+                            f"failed: {str(err).splitlines()[0]}") from None
+
+
+def _fit(e: Any, chunks: dict) -> Any:
     if chunks:
         e = chunk_kernel(e, chunks)
     an = analyze(e)
@@ -98,14 +107,13 @@ def fit_registers(e: Any) -> Any:
 
 
 def _next_factor(an: Any, c: Any, f: int, types: list) -> int | None:
-    """The smallest factor that cuts class ``c`` (already cut ``f`` ways) further, or None."""
+    """The smallest factor that cuts class ``c`` (already cut ``f`` ways) further, preferring one that leaves a
+    multiple of 64 (the wgmma tile's M granule, and a whole number of 16-wide N steps), or None."""
     if c.reason is not None or c.extent is None:
         return None
     left = c.extent // f
-    for d in range(2, left + 1):
-        if left % d == 0 and factor_reason(an, c, f * d, types) is None:
-            return d
-    return None
+    ok = [d for d in range(2, left + 1) if left % d == 0 and factor_reason(an, c, f * d, types) is None]
+    return next((d for d in ok if (left // d) % 64 == 0), ok[0] if ok else None)
 
 
 def _cannot_fit(e: Any, an: Any, item: tuple, cut: Any, types: list, factors: dict) -> LoweringError:
