@@ -108,6 +108,16 @@ def test_reductions_indexing_iota_and_unwritten_outputs_make_classes_unsplittabl
         "the output o_ref has no mode along it, so every part would write all of that output's block"]
 
 
+def test_two_modes_of_one_block_tied_together_are_not_split():
+    def sym(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x + pt.transpose(x, (1, 0))
+    spec = pt.BlockSpec((8, 8), lambda i: (0, 0))
+    k = pt.kernel(sym, pt.tensor("f32", (8, 8)), grid=(1,), in_specs=[spec], out_specs=spec)
+    (c,) = analyze(pt.stage(k, pt.tensor("f32", (8, 8))).eqns[0]).classes
+    assert c.reason == "two modes of one block are tied to it (a transpose or broadcast mixes them)"
+
+
 def test_a_split_refused_names_the_class_and_why():
     k, types = C.quickstart_matmul(64, 64, 32)
     e = pt.stage(k, *types).eqns[0]

@@ -61,6 +61,7 @@ class Analysis:
         n_io = len(self.labels)
         self.labels += [f"scratch {k}" for k in range(len(self.body.params) - n_io)]
         self._walk(self.body, "body")
+        self._no_two_modes_of_one_block()
         self.classes = self._classes()
 
     # -- union-find -------------------------------------------------------------------------------------
@@ -205,6 +206,16 @@ class Analysis:
                 j += 1
         for k in range(len(index)):
             self.node(ref, k)
+
+    def _no_two_modes_of_one_block(self) -> None:
+        """A class holding two modes of one Ref or value cannot be split: one new grid axis would give those modes
+        the same part (only the diagonal parts of a block would be computed)."""
+        seen: dict = {}
+        for key in list(self.parent):
+            r = self._find(key)
+            if (key[0], r) in seen:
+                self.bad.setdefault(r, "two modes of one block are tied to it (a transpose or broadcast mixes them)")
+            seen[(key[0], r)] = True
 
     # -- the classes of the Ref parameters --------------------------------------------------------------
 
