@@ -3,14 +3,17 @@ matmul (1024x1024 bf16, 512x512 output blocks), with a fused activation and unde
 tiles over a K loop, compiles to HGMMA with no spills, and its lowered module computes what the interpreter does;
 a block whose oversize axis is reduced or contracted is a LoweringError naming that axis and why."""
 
+import numpy as np
 import pytest
 
 import patches as pt
-from patches.lower.kernel.fit import fit_registers
+from patches.lower.kernel.fit import _over, fit_registers
 from patches.lower.module import tool
+from patches.staging.ir import Program
 
 from . import lower_cases as C
 from .test_lower_simt import check_against_interpreter
+from .test_split import _random_kernel
 
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
 
@@ -107,3 +110,39 @@ def test_fitted_quickstart_simulates_as_the_interpreter(variant):
     e = _fitted(prog)
     assert e.params["grid"][-1:] == (2,) and "fori_loop[lower=0, upper=2" in str(e.params["body"])
     check_against_interpreter(prog, rtol=2 ** -7, atol=1e-4)
+
+
+def _padded(prog):
+    from patches.layouts import size
+
+    e = prog.eqns[0]
+    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
+    return any(size(m.carved) != size(t.layout) for m, t in zip(e.params["in_specs"] + e.params["out_specs"], types))
+
+
+def test_random_oversize_kernels_lower_or_are_refused_by_name():
+    """Random kernels with blocks up to 256x512 (elementwise ops, broadcasts, reductions, transposed outputs, staged
+    blocks, scratch): fitting gives blocks within the budget, or a LoweringError; nothing else escapes."""
+    fitted = refused = 0
+    for seed in range(24):
+        k, types = _random_kernel(np.random.default_rng(seed), 16)
+        prog = pt.stage(k, *types)
+        try:
+            e = _fitted(prog)
+        except pt.LoweringError as err:
+            assert "no grid split makes it fit" in str(err) and "cannot be split" in str(err)
+            refused += 1
+            continue
+        fitted += e is not prog.eqns[0]
+        Program([], [], prog.params, [e], prog.outputs).check()
+        assert not [v for v, _ in _over(e.params["body"])]
+    assert fitted >= 10 and refused >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [4, 5, 7, 13, 45, 50])
+def test_random_fitted_kernels_simulate_as_the_interpreter(seed):
+    k, types = _random_kernel(np.random.default_rng(seed), 16)
+    prog = pt.stage(k, *types)
+    assert not _padded(prog) and _fitted(prog) is not prog.eqns[0]
+    check_against_interpreter(prog, rtol=1e-5, atol=1e-5)

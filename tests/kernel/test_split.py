@@ -203,12 +203,13 @@ def test_padded_edge_blocks_split_when_no_part_lies_wholly_outside():
                 same_outputs(prog, lambda an, ty, s=s, c=c: {c.id: s})
 
 
-def _random_kernel(rng):
+def _random_kernel(rng, scale=1):
     """A random kernel of elementwise ops, broadcasts of row and column vectors, an optional row reduction (a second
-    output), an optional transposed output, random block extents (padded or not), memory spaces and scratch."""
-    R, Cn = int(rng.choice([16, 24, 32])), int(rng.choice([8, 16, 32]))
-    BR = int(rng.choice([d for d in (4, 8, 16) if d <= R]))
-    BC = int(rng.choice([d for d in (4, 8) if d <= Cn] + [Cn]))
+    output), an optional transposed output, random block extents (padded or not), memory spaces and scratch
+    (``scale`` multiplies every extent)."""
+    R, Cn = int(rng.choice([16, 24, 32])) * scale, int(rng.choice([8, 16, 32])) * scale
+    BR = int(rng.choice([d * scale for d in (4, 8, 16) if d * scale <= R]))
+    BC = int(rng.choice([d * scale for d in (4, 8) if d * scale <= Cn] + [Cn]))
     space = pt.SMEM if rng.random() < 0.3 else pt.GMEM
     ops = [str(o) for o in rng.choice(["exp", "tanh", "neg", "relu", "row", "col", "pid", "scale"], size=4)]
     reduce_rows = rng.random() < 0.4

@@ -129,7 +129,7 @@ def _cannot_fit(e: Any, an: Any, item: tuple, cut: Any, types: list, factors: di
         if c is None:
             whys.append(f"axis {k} (extent {ext}) is not a block mode of any Ref")
         else:
-            why = c.reason or "it is cut as far as it goes"
+            why = c.reason or _refusal(an, c, factors.get(c.id, 1), types)
             whys.append(f"axis {k} ({', '.join(c.names[:3])}, extent {ext}) cannot be split: {why}")
     body = e.params["body"]
     mm = [f"body equation {j}: {chunk_reason(body, j)}" for j, x in enumerate(body.eqns)
@@ -139,6 +139,14 @@ def _cannot_fit(e: Any, an: Any, item: tuple, cut: Any, types: list, factors: di
         f"kernel {e.params['name']} / {w}: a block value of {shape} {v.type.dtype} elements needs {per_thread(n)} "
         f"values per thread ({THREADS} threads; at most {MAX_PER_THREAD} fit in registers), and no grid split makes "
         f"it fit: {'; '.join(whys)}{extra}")
+
+
+def _refusal(an: Any, c: Any, f: int, types: list) -> str:
+    """Why a splittable class cut ``f`` ways is not cut further (its next factor's refusal)."""
+    left = c.extent // f
+    d = next((d for d in range(2, left + 1) if left % d == 0), None)
+    why = factor_reason(an, c, f * d, types) if d is not None else None
+    return why or f"it is cut {f} ways already"
 
 
 def _size_of_mode(v: Any, k: int) -> int:
