@@ -18,7 +18,6 @@ from ...layouts import ComposedLayout, Layout
 from ...layouts import inttuple as it
 from ..ir import Literal, Program
 from ..types import compact, mode_size, modes_of
-from .refs import is_ref
 
 ELEMENTWISE = frozenset({
     "neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul", "div",
@@ -102,9 +101,6 @@ class Analysis:
             if type(v) is not Literal:
                 for k in range(_rank(v)):
                     self.refuse(v, k, why)
-
-    def class_of(self, var: Any, k: int) -> tuple:
-        return self.node(var, k)
 
     # -- the walk ---------------------------------------------------------------------------------------
 
@@ -299,7 +295,3 @@ def cut_layout(lay: Layout, parts: dict) -> Layout:
     if lay == compact(lay.shape):
         return compact(shape)
     return Layout._make(shape, lay.stride)
-
-
-def is_ref_var(v: Any) -> bool:
-    return type(v) is not Literal and is_ref(v.type)
