@@ -1,6 +1,7 @@
 """CPU: lowering and cute.compile time of every lowered pt.kernel (tests/kernel/lower_cases.py), and the SASS of the
 K-looped tiled matmul kernel against the GEMM template at the same 128x128x64 tile (relu(x @ w + bias), bf16 in,
-f32 accumulate): instruction counts by opcode, whole kernel."""
+f32 accumulate): instruction counts by opcode, whole kernel and mainloop, at K = 256 and 1024.
+Run from the repository root as ``PYTHONPATH=. python benchmarks/kernel_lower.py`` (this tree's ``patches``)."""
 
 import re
 import sys
@@ -11,12 +12,28 @@ import patches as pt
 from patches.layouts import make_layout
 from patches.lower import TileConfig
 
-OPCODES = ("HGMMA", "UTMALDG", "LDG", "STG", "LDS", "STS", "BAR", "FFMA", "FADD")
+OPCODES = ("HGMMA", "UTMALDG", "UTMASTG", "LDG", "STG", "LDS", "STS", "BAR", "FFMA", "FADD")
+INSTR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", flags=re.M)
+
+
+def mainloop(sass: str) -> int:
+    """Instructions of the mainloop: the widest backward branch's body that holds an HGMMA."""
+    ins = [(int(a, 16), text) for a, text in INSTR.findall(sass)]
+    best = 0
+    for addr, text in ins:
+        m = re.search(r"\bBRA\s+(?:`?\(?\.?L?_?x?_?)?0x([0-9a-f]+)", text)
+        if not m or int(m.group(1), 16) >= addr:
+            continue
+        body = [t for a, t in ins if int(m.group(1), 16) <= a <= addr]
+        if any("HGMMA" in t for t in body):
+            best = max(best, len(body))
+    return best
 
 
 def counts(exe) -> dict:
     out = exe.counts(*OPCODES)
-    out["total"] = len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", exe.sass, flags=re.M))
+    out["total"] = len(INSTR.findall(exe.sass))
+    out["mainloop"] = mainloop(exe.sass)
     return out
 
 
@@ -39,17 +56,32 @@ def main() -> None:
         mods[label] = exe
         print(f"{label:24s} {lower_ms:9.1f} {exe.compile_seconds:10.2f} {res['registers']:5d} {res['spills']:6d}  "
               f"{exe.counts('HGMMA')['HGMMA']}")
-    m = n = k = 256
+    for k in (256, 1024):                              # 4 and 16 k-tiles of 64
+        compare(mods["tiled_matmul"] if k == 256 else None, k)
+
+
+def template_gemm(m: int, n: int, k: int):
     types = (pt.tensor("bf16", make_layout((m, k), (1, m))), pt.tensor("bf16", make_layout((k, n), (1, k))),
              pt.tensor("f32", n))                     # the template fuses an f32 bias (not an astype of a bf16 one)
-    gemm = pt.lower(pt.stage(lambda x, w, b: pt.relu(pt.matmul(x, w, preferred_element_type="f32") + b).astype("bf16"),
+    return pt.lower(pt.stage(lambda x, w, b: pt.relu(pt.matmul(x, w, preferred_element_type="f32") + b).astype("bf16"),
                              *types),
                     config=TileConfig(128, 128)).compile()
-    ours, theirs = counts(mods["tiled_matmul"]), counts(gemm)
-    print("\nSASS of the tiled matmul kernel (lowered) vs the GEMM template, same tile (128x128x64), whole kernel:")
-    print(f"{'opcode':8s} {'lowered':>8s} {'template':>9s}")
-    for op in (*OPCODES, "total"):
-        print(f"{op:8s} {ours[op]:8d} {theirs[op]:9d}")
+
+
+def compare(exe, k: int) -> None:
+    from tests.kernel import lower_cases as C
+
+    if exe is None:
+        kern, types = C.tiled_matmul(K=k)
+        exe = pt.lower(pt.stage(kern, *types)).compile()
+    ours, theirs = counts(exe), counts(template_gemm(256, 256, k))
+    print(f"\nSASS of the tiled matmul kernel (lowered) vs the GEMM template, 256x256x{k}, same tile (128x128x64):")
+    print("instructions by opcode over the whole kernel, the whole kernel, and the mainloop (the loop around the HGMMAs):")
+    print(f"{'opcode':8s} {'lowered':>8s} {'template':>9s} {'ratio':>6s}")
+    for op in (*OPCODES, "total", "mainloop"):
+        r = f"{ours[op] / theirs[op]:6.2f}" if theirs[op] else "     -"
+        print(f"{op:8s} {ours[op]:8d} {theirs[op]:9d} {r}")
+    print(f"spills: lowered {exe.resources['spills']}, registers {exe.resources['registers']}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from ...layouts import LayoutError
 from ...staging import Literal
 from ..errors import LoweringError
 from ..names import sanitize
-from .values import Block, RefVal, Scalar, dsl_dtype
+from .values import Accumulated, Block, RefVal, Scalar, Staged, dsl_dtype
 from .writer import Writer
 
 # prim name -> rule(ctx, eqn, inputs as Scalar/Block/RefVal) -> list of output values
@@ -35,11 +35,15 @@ def rule(*names: str) -> Callable:
 class Ctx:
     """What rules share: the writer, the kernel's name (for messages), its grid and the program ids."""
 
-    def __init__(self, name: str, grid: tuple) -> None:
+    def __init__(self, name: str, grid: tuple, args: tuple = (), stages: tuple = ()) -> None:
         self.w = Writer()
         self.name = name
         self.grid = grid
         self.where: list[str] = []
+        self.args = args                    # the kernel's Args (a TMA view reads their layouts)
+        self.stages = stages                # stages per pipelined loop, in emission order (1 on the measuring pass)
+        self.special: dict[int, Callable] = {}   # id(eqn) -> a rule for that one equation (set by a loop's plan)
+        self.tma_stores: set[int] = set()   # id(set eqn) of whole output blocks a TMA store may write
 
     def fail(self, reason: str) -> LoweringError:
         err = LoweringError(f"{' / '.join(self.where)}: {reason}" if self.where else reason)
@@ -84,7 +88,7 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
     for k, e in enumerate(prog.eqns):
         ctx.where.append(f"{label} equation {k} ({e.prim.name})")
         try:
-            fn = RULES.get(e.prim.name)
+            fn = ctx.special.get(id(e)) or RULES.get(e.prim.name)
             if fn is None:
                 raise ctx.fail(f"{sanitize(describe(e))} has no kernel lowering rule")
             ctx.w.comment(describe(e))
@@ -109,4 +113,4 @@ def _done(ctx: Ctx, x: Any) -> Any:
     return MATERIALIZE[0](ctx, x) if isinstance(x, Block) and x.lazy is not None else x
 
 
-__all__ = ["Block", "Ctx", "RULES", "RefVal", "Scalar", "lower_program", "rule"]
+__all__ = ["Accumulated", "Block", "Ctx", "Staged", "RULES", "RefVal", "Scalar", "lower_program", "rule"]

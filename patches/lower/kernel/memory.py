@@ -4,6 +4,7 @@ cannot), and the shared-memory exchange that redistributes a block's elements am
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...layouts import Layout, LayoutError, composition, cosize
@@ -121,11 +122,20 @@ def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any, tv: Layout | None 
         return x if x.tv == tv else retv(ctx, x, tv)
     name = ctx.w.fresh()
     ctx.w.emit(f"{name} = cute.full(({tv_values(tv)},), {x.expr}, {dsl_dtype(x.dtype, 'broadcast')})")
-    return Block(name, x.dtype, shape, n, tv)
+    return Block(name, x.dtype, shape, n, tv, splat=x.expr if _LITERAL.match(x.expr) else None)
+
+
+_LITERAL = re.compile(r"^cutlass\.\w+\(-?[0-9.e+-]+\)$")   # a constant: valid anywhere in the kernel
 
 
 def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
-    """``x`` held by another thread-value layout: through the exchange buffer."""
+    """``x`` held by another thread-value layout: through the exchange buffer (a splat is just made again)."""
+    if x.splat is not None:
+        return as_block(ctx, Scalar(x.splat, x.dtype), x.n, x.shape, tv)
+    if x.lazy is not None:          # a view not yet moved: write its source, read the view by ``tv``
+        src, lin, lout, _ = x.lazy
+        buf = to_exchange(ctx, src, lin)
+        return from_exchange(ctx, buf, src.dtype, lout, x.shape, tv=tv)
     lay = compact_index(x.shape)
     buf = to_exchange(ctx, x, lay)
     return from_exchange(ctx, buf, x.dtype, lay, x.shape, tv=tv)

@@ -1,5 +1,6 @@
 """Lowering rules of the grid and control flow: ``program_id`` (the CTA's block index, extra grid axes folded into
-z), ``num_programs`` and ``extent`` (static ints), ``fori_loop`` (a ``cutlass.range`` loop, carries in registers)
+z), ``num_programs`` and ``extent`` (static ints), ``fori_loop`` (a ``cutlass.range`` loop, carries in registers;
+the register holders ``mainloop`` builds on)
 and ``cond`` (a uniform ``if``/``else``, results in registers)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .context import Ctx, lower_program, rule
-from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+from .values import Accumulated, Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
 from .writer import Writer
 
 
@@ -32,16 +33,18 @@ def _extent(ctx: Ctx, e: Any, ins: list) -> list:
     return [Scalar(f"cutlass.Int32({v})", "i32")]
 
 
-def _holders(ctx: Ctx, types: list, vals: list, tvs: list) -> list:
-    """Register buffers for loop carries / branch results (blocks held by ``tvs``), initialized from ``vals``."""
+def _holders(ctx: Ctx, types: list, vals: list, tvs: list, shapes: list | None = None) -> list:
+    """Register buffers for loop carries / branch results (blocks held by ``tvs``, of fragment shape ``shapes``
+    where given), initialized from ``vals``."""
     out = []
-    for t, tv in zip(types, tvs):
+    shapes = shapes or [None] * len(types)
+    for t, tv, sh in zip(types, tvs, shapes):
         name = ctx.w.fresh("carry")
         dt = dsl_dtype(t.dtype, "carry")
-        ctx.w.emit(f"{name} = cute.make_rmem_tensor(({1 if t.rank == 0 else tv_values(tv)},), {dt})")
+        ctx.w.emit(f"{name} = cute.make_rmem_tensor({sh if sh else (1 if t.rank == 0 else tv_values(tv),)!r}, {dt})")
         out.append(name)
     if vals:
-        _put(ctx, out, types, vals, tvs)
+        _put(ctx, out, types, vals, tvs, shapes)
     return out
 
 
@@ -51,26 +54,30 @@ def _scalar(ctx: Ctx, x: Any) -> Scalar:
     return x
 
 
-def _put(ctx: Ctx, names: list, types: list, vals: list, tvs: list) -> None:
+def _put(ctx: Ctx, names: list, types: list, vals: list, tvs: list, shapes: list | None = None) -> None:
     from .memory import as_block
 
-    for name, t, v, tv in zip(names, types, vals, tvs):
-        if t.rank == 0:
+    for name, t, v, tv, sh in zip(names, types, vals, tvs, shapes or [None] * len(names)):
+        if isinstance(v, Accumulated):
+            if v.holder != name:
+                raise ctx.fail("a wgmma accumulated into another carry's registers")
+        elif t.rank == 0:
             ctx.w.emit(f"{name}[0] = {_scalar(ctx, v).expr}")
         else:
             n = static_size(t.shape, "carry")
-            ctx.w.emit(f"{name}.store({as_block(ctx, v, n, t.shape, tv).name})")
+            b = as_block(ctx, v, n, t.shape, tv).name
+            ctx.w.emit(f"{name}.store({b}.reshape({sh!r}))" if sh else f"{name}.store({b})")
 
 
-def _take(ctx: Ctx, names: list, types: list, tvs: list) -> list:
+def _take(ctx: Ctx, names: list, types: list, tvs: list, shapes: list | None = None) -> list:
     out = []
-    for name, t, tv in zip(names, types, tvs):
+    for name, t, tv, sh in zip(names, types, tvs, shapes or [None] * len(names)):
         v = ctx.w.fresh()
         if t.rank == 0:
             ctx.w.emit(f"{v} = {name}[0]")
             out.append(Scalar(v, t.dtype))
         else:
-            ctx.w.emit(f"{v} = {name}.load()")
+            ctx.w.emit(f"{v} = {name}.load()" + (f".reshape(({tv_values(tv)},))" if sh else ""))
             out.append(Block(v, t.dtype, t.shape, static_size(t.shape, "carry"), tv))
     return out
 
@@ -79,15 +86,15 @@ def _default_tvs(types: list) -> list:
     return [None if t.rank == 0 else block_tv(static_size(t.shape, "carry")) for t in types]
 
 
-def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list) -> list:
+def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list, carry: list | None = None) -> list:
     """How the loop's carries are held: as the body returns them (an accumulator of a wgmma keeps its layout), found
     by lowering the body once into a scratch writer."""
     tvs = _default_tvs(types)
     real = ctx.w
     ctx.w = Writer()
     try:
-        carry = [Scalar("probe", t.dtype) if t.rank == 0 else Block("probe", t.dtype, t.shape,
-                 static_size(t.shape, "carry"), tv) for t, tv in zip(types, tvs)]
+        carry = carry or [Scalar("probe", t.dtype) if t.rank == 0 else Block("probe", t.dtype, t.shape,
+                          static_size(t.shape, "carry"), tv) for t, tv in zip(types, tvs)]
         outs = lower_program(ctx, body, [Scalar("k", "i32"), *consts, *carry], "fori_body")
     finally:
         ctx.w = real
@@ -95,7 +102,9 @@ def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list) -> list:
 
 
 @rule("fori_loop")
-def _fori(ctx: Ctx, e: Any, ins: list) -> list:
+def plain_loop(ctx: Ctx, e: Any, ins: list) -> list:
+    """A ``cutlass.range`` loop, carries in registers (patches.lower.kernel.mainloop plans loops that read wgmma
+    operands or accumulate, and falls back to this)."""
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
     if type(lo) is not int or type(hi) is not int:
         raise ctx.fail(f"loop bounds {lo}..{hi} are symbolic; kernels lower at static shapes")

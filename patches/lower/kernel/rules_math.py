@@ -5,13 +5,14 @@ and the block ``matmul`` (SIMT: products from the exchange buffer, accumulated i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...layouts import Layout
 from ...staging.types import compact, layout_of_modes, mode_layouts
-from .context import MATERIALIZE, Ctx, rule
+from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
-from .values import Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
+from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
 
 UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
          "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
@@ -35,8 +36,14 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     if blocks:      # all blocks held alike: the first held by a wgmma layout (an accumulator) wins
         from .memory import retv
 
-        target = next((b.tv for b in blocks if b.tv != block_tv(b.n)), blocks[0].tv)
-        ins = [retv(ctx, x, target) if isinstance(x, Block) and x.tv != target else x for x in ins]
+        if all(b.lazy is not None for b in blocks):
+            ins = [materialize(ctx, x) if isinstance(x, Block) and x.lazy is not None else x for x in ins]
+            blocks = [x for x in ins if isinstance(x, Block)]
+        held = [b for b in blocks if b.lazy is None]
+        target = next((b.tv for b in held if b.tv != block_tv(b.n)), held[0].tv)
+        # a lazy view (a broadcast) is read straight into the target layout: one move, not two
+        ins = [retv(ctx, x, target) if isinstance(x, Block) and (x.tv != target or x.lazy is not None) else x
+               for x in ins]
         blocks = [x for x in ins if isinstance(x, Block)]
     w = ctx.w
     if not blocks and op in FOLD and all(x.static is not None for x in ins):
@@ -92,6 +99,9 @@ ELEMENTWISE = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "logist
                "div", "maximum", "minimum", "pow", "where", *COMPARE]
 
 
+TAKES_LAZY.update(ELEMENTWISE)
+
+
 @rule(*ELEMENTWISE)
 def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
     return [elementwise(ctx, e.prim.name, ins, e.outputs[0].type.dtype)]
@@ -115,23 +125,30 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     """A view reads the input's storage through its own layout: write the input to the exchange buffer at its
     layout's offsets, read the output at the view's offsets."""
     x, t_in, t_out = ins[0], e.inputs[0].type, e.outputs[0].type
+    if isinstance(x, Staged) and e.prim.name == "transpose" and e.params["perm"] == (1, 0):
+        return [replace(x, transposed=not x.transposed)]     # a TMA stage read the other way round: no move
     n = static_size(t_out.shape, e.prim.name) if t_out.rank else 1
     if isinstance(x, Scalar):
         return [as_block(ctx, x, n, t_out.shape)] if t_out.rank else [x]
     if t_out.rank == 0:
         raise ctx.fail("a view of a block to rank 0")
+    if e.prim.name == "broadcast" and x.splat is not None:
+        return [as_block(ctx, Scalar(x.splat, x.dtype), n, t_out.shape)]
     if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
         return [Block(x.name, x.dtype, t_out.shape, n, x.tv)]     # a size-1 mode added: same elements, same order
     if e.prim.name == "transpose" and t_in.rank == 2 and e.params["perm"] == (1, 0):
         # Moved only if a use needs it: a wgmma operand is written to shared memory from the source's registers.
-        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout))]
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout, "transpose"))]
+    if e.prim.name == "broadcast" and x.lazy is None:
+        # Moved when used: elementwise work reads it straight into its partner's thread-value layout.
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout, "broadcast"))]
     buf = to_exchange(ctx, x, t_in.layout)
     return [from_exchange(ctx, buf, x.dtype, t_out.layout, t_out.shape)]
 
 
 def materialize(ctx: Ctx, b: Block) -> Block:
     """A lazily transposed block moved between threads (write the source at its layout, read the view's)."""
-    src, lin, lout = b.lazy
+    src, lin, lout, _ = b.lazy
     ctx.w.comment(f"the transpose of {src.name}, moved between threads for this use")
     buf = to_exchange(ctx, src, lin)
     return from_exchange(ctx, buf, src.dtype, lout, b.shape)

@@ -10,8 +10,9 @@ from typing import Any
 
 from ...layouts import Layout
 from ...layouts.hopper import wgmma_smem_layout
-from .context import RULES, Ctx, rule
-from .values import Block, dsl_dtype, static_size, tv_values
+from . import rules_math  # noqa: F401 (registers the SIMT matmul rule this one falls back to)
+from .context import MATERIALIZE, RULES, Ctx, rule
+from .values import Accumulated, Block, Staged, dsl_dtype, static_size, tv_values
 
 MMA_DTYPES = ("bf16", "f16")
 _simt = RULES["matmul"]
@@ -39,54 +40,112 @@ def fits_wgmma(ta: Any, tb: Any, to: Any) -> str | None:
 @rule("matmul")
 def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
-    if fits_wgmma(ta, tb, to) is not None or not all(isinstance(x, Block) for x in ins):
+    if fits_wgmma(ta, tb, to) is not None or not all(isinstance(x, (Block, Staged)) for x in ins):
         from .context import _done
 
         return _simt(ctx, e, [_done(ctx, x) for x in ins])
-    a, b = ins
+    return wgmma(ctx, e, ins)
+
+
+def tiled_mma(ctx: Ctx, dtype: str, n: int, a_major: str, b_major: str) -> str:
+    """The call of the builder of one warpgroup's tiled wgmma (64 x n atoms) with the operands' majorness."""
+    dt = dsl_dtype(dtype, "matmul")
+    am, bm = (f"OperandMajorMode.{x.upper()}" for x in (a_major, b_major))
+    return ctx.w.builder(("mma", dtype, n, a_major, b_major), "tiled_mma",
+                         f"sm90_utils.make_trivial_tiled_mma({dt}, {dt}, {am}, {bm}, cutlass.Float32, (1, 1, 1), "
+                         f"tiler_mn=(64, {n}))",
+                         f"wgmma {dtype} -> f32, A {a_major.upper()}-major, B {b_major.upper()}-major, one warpgroup, "
+                         f"64x{n} atoms")
+
+
+def acc_shape(m: int, n: int) -> tuple:
+    """The shape of a thread's accumulator fragment of an m x n block (CuTe's partition_C of one warpgroup)."""
+    return ((2, 2, n // 8), m // 64, 1)
+
+
+def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True, accumulate: str = "True") -> list:
+    """The wgmmas of a block matmul. Operands held in registers go to K-major swizzled buffers; a Staged operand
+    is read where its TMA stage holds it. With ``acc`` (a register holder of the accumulator's fragment shape) the
+    product is added to it (no add; ``accumulate`` False overwrites it, as a first iteration does for a zero carry)
+    and, unless ``wait``, left in flight: an Accumulated value."""
+    ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
     w = ctx.w
     m, k = (static_size(s, "matmul") for s in ta.shape)
     n = static_size(tb.shape[1], "matmul")
     dt = dsl_dtype(ta.dtype, "matmul")
-    la, lb = wgmma_smem_layout(ta.dtype, "k", (m, k), 1), wgmma_smem_layout(ta.dtype, "k", (n, k), 1)
-    sa, sb, mma = w.fresh("sA"), w.fresh("sB"), w.fresh("mma")
-    for name, lay, what in ((sa, la, f"A ({m}, {k})"), (sb, lb, f"B as ({n}, {k})")):
+    ops, regs = [], []
+    for x, role, rows, cols, kept in ((ins[0], "A", m, k, "m"), (ins[1], "B", k, n, "n")):
+        if isinstance(x, Staged):
+            if x.role != role or x.transposed:
+                raise ctx.fail(f"a TMA-staged block planned as operand {x.role} is used as operand {role}")
+            ops.append((x.smem, x.stage, x.major))
+            continue
+        mn = rows if role == "A" else cols
+        lay = wgmma_smem_layout(ta.dtype, "k", (mn, k), 1)
+        name = w.fresh("sA" if role == "A" else "sB")
+        what = f"{role} ({mn}, {k})" if role == "A" else f"B as ({mn}, {k})"
         build = w.composed(lay, f"wgmma operand {what}, K-major, from patches.layouts.hopper.wgmma_smem_layout")
-        w.smem.append((name, f"smem.allocate_tensor({dt}, {build}.outer, 1024, {build}.inner)", f"wgmma operand {what}"))
+        w.alloc(name, f"smem.allocate_tensor({dt}, {build}.outer, 1024, {build}.inner)", f"wgmma operand {what}",
+                mn * k * 2)
+        ops.append((name, "0", "k"))
+        regs.append((x, name, rows, cols, kept))
     acc_tv = accumulator_tv(m, n)
-    tiled = w.builder(("mma", ta.dtype, n), "tiled_mma",
-                      f"sm90_utils.make_trivial_tiled_mma({dt}, {dt}, OperandMajorMode.K, OperandMajorMode.K, "
-                      f"cutlass.Float32, (1, 1, 1), tiler_mn=(64, {n}))",
-                      f"wgmma {ta.dtype} -> f32, A and B K-major, one warpgroup, 64x{n} atoms")
+    tiled = tiled_mma(ctx, ta.dtype, n, ops[0][2], ops[1][2])
     w.checks.append((tiled[:-2], "accumulator", (m, n, acc_tv)))
     w.layout(acc_tv, f"the wgmma accumulator of a {m}x{n} block: (thread, value) -> element", "acc_tv")
-    w.emit("cute.arch.barrier()   # earlier wgmmas have read the operand buffers")
-    _to_smem(ctx, a, sa, m, k, "m")
-    _to_smem(ctx, b, sb, k, n, "n")
-    w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the async proxy')
-    w.emit("cute.arch.barrier()")
+    if regs:
+        w.emit("cute.arch.barrier()   # earlier wgmmas have read the operand buffers")
+        for x, name, rows, cols, kept in regs:
+            _to_smem(ctx, x, name, rows, cols, kept)
+        w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the async proxy')
+        w.emit("cute.arch.barrier()")
+    mma = w.fresh("mma")
     w.emit(f"{mma} = {tiled}")
     w.emit(f"{mma}_thr = {mma}.get_slice(tidx)")
-    w.emit(f"{mma}_a = {mma}.make_fragment_A({mma}_thr.partition_A({sa}))")
-    w.emit(f"{mma}_b = {mma}.make_fragment_B({mma}_thr.partition_B({sb}))")
-    w.emit(f"{mma}_c = cute.make_rmem_tensor({mma}_thr.partition_C(cute.make_identity_tensor(({m}, {n}))).shape, "
-           "cutlass.Float32)")
-    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, False)")
+    w.emit(f"{mma}_a = {mma}.make_fragment_A({mma}_thr.partition_A({ops[0][0]}))")
+    w.emit(f"{mma}_b = {mma}.make_fragment_B({mma}_thr.partition_B({ops[1][0]}))")
+    c = acc or f"{mma}_c"
+    if acc is None:
+        w.emit(f"{c} = cute.make_rmem_tensor({acc_shape(m, n)!r}, cutlass.Float32)")
+    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, {accumulate if acc is not None else False})")
     w.emit("warpgroup.fence()")
     w.emit(f"for kb in cutlass.range_constexpr({k // 16}):   # wgmma k = 16")
-    w.emit(f"    cute.gemm({mma}, {mma}_c, {mma}_a[(None, None, kb, 0)], {mma}_b[(None, None, kb, 0)], {mma}_c)")
+    w.emit(f"    cute.gemm({mma}, {c}, {mma}_a[(None, None, kb, {ops[0][1]})], {mma}_b[(None, None, kb, {ops[1][1]})], "
+           f"{c})")
     w.emit(f"    {mma}.set(warpgroup.Field.ACCUMULATE, True)")
     w.emit("warpgroup.commit_group()")
-    w.emit("warpgroup.wait_group(0)")
+    if wait:
+        w.emit("warpgroup.wait_group(0)")
+    if acc is not None:
+        return [Accumulated(acc)]
     name = w.fresh()
-    w.emit(f"{name} = {mma}_c.load().reshape(({tv_values(acc_tv)},))")
+    w.emit(f"{name} = {c}.load().reshape(({tv_values(acc_tv)},))")
     return [Block(name, "f32", to.shape, m * n, acc_tv)]
+
+
+def stage_operand(ctx: Ctx, x: Block, role: str, dtype: str, rows: int, cols: int) -> Staged:
+    """Write a register block that does not change across a loop into its K-major wgmma buffer once, before the
+    loop: the wgmmas of every iteration read it there (A is (rows, cols) = (M, K), B is (K, N))."""
+    w = ctx.w
+    mn, k = (rows, cols) if role == "A" else (cols, rows)
+    lay = wgmma_smem_layout(dtype, "k", (mn, k), 1)
+    name = w.fresh("sA" if role == "A" else "sB")
+    build = w.composed(lay, f"wgmma operand {role} ({mn}, {k}), K-major, staged once before its loop")
+    w.alloc(name, f"smem.allocate_tensor({dsl_dtype(dtype, 'matmul')}, {build}.outer, 1024, {build}.inner)",
+            f"loop-invariant wgmma operand {role} ({mn}, {k})", mn * k * 2)
+    w.emit("cute.arch.barrier()   # earlier wgmmas have read the operand buffer")
+    _to_smem(ctx, x, name, rows, cols, "m" if role == "A" else "n")
+    w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the async proxy')
+    w.emit("cute.arch.barrier()")
+    return Staged(name, "0", "k", dtype, role, mn, k)
 
 
 def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> None:
     """Block ``x`` (rows, cols) into a K-major operand buffer: A (m, k) as is, B (k, n) as (n, k). A lazily
     transposed block is written from its source's registers, the coordinates swapped: no exchange."""
     w = ctx.w
+    if x.lazy is not None and x.lazy[3] != "transpose":
+        x = MATERIALIZE[0](ctx, x)
     if x.lazy is not None:
         x = x.lazy[0]
         rows, cols, kept = cols, rows, ("n" if kept == "m" else "m")

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...layouts import Layout, zipped_divide
+from ...staging.kernel.refs import Dyn
 from ...staging.types import layout_of_modes, mode_layouts
 from .context import Ctx, rule
 from .memory import add_offsets, load, offset_of, select, store
 from .rules_math import elementwise
-from .values import RefVal, Scalar
+from .tma import store_block
+from .values import Block, Origin, RefVal, Scalar, static_size
 
 
 def _ref(ctx: Ctx, x: Any) -> RefVal:
@@ -29,6 +31,8 @@ def _get(ctx: Ctx, e: Any, ins: list) -> list:
 @rule("set")
 def _set(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
+    if id(e) in ctx.tma_stores and store_block(ctx, ref, ins[1], store):
+        return []
     off, sel = select(ctx, ref, e.params["index"], ins[2:])
     store(ctx, ref, off, sel, ins[1], f"set {ref.space}")
     return []
@@ -38,17 +42,38 @@ def _set(ctx: Ctx, e: Any, ins: list) -> list:
 def _addupdate(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
     off, sel = select(ctx, ref, e.params["index"], ins[2:])
-    old = load(ctx, ref, off, sel, f"addupdate {ref.space}")
+    x = ins[1]       # the old elements are read by the value's own thread-value layout: no exchange
+    old = load(ctx, ref, off, sel, f"addupdate {ref.space}", x.tv if isinstance(x, Block) and x.n == _n(sel) else None)
     new = elementwise(ctx, "add", [old, ins[1]], ref.dtype)
     store(ctx, ref, off, sel, new, f"addupdate {ref.space}")
     return []
+
+
+def _n(sel: Layout) -> int | None:
+    return static_size(sel.shape, "addupdate") if sel.shape != () else None
 
 
 @rule("ref_slice")
 def _slice(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
     off, sel = select(ctx, ref, e.params["index"], ins[1:])
-    return [RefVal(ref.ptr, off, sel, ref.dtype, ref.space)]
+    return [RefVal(ref.ptr, off, sel, ref.dtype, ref.space, _sliced(ref.origin, e.params["index"], ins[1:]))]
+
+
+def _sliced(origin: Origin | None, index: tuple, dyn: list) -> Origin | None:
+    """The origin of ``ref.at[index]``: ``:`` and ``ds`` keep a mode (``ds`` moves its start), an integer drops it
+    (then the origin is not followed)."""
+    if origin is None or any(ix.kind == "at" for ix in index):
+        return None
+    for m, ix in enumerate(index):
+        if ix.kind == "ds":
+            start = dyn[ix.start.k] if isinstance(ix.start, Dyn) else ix.start
+            if isinstance(start, Scalar):
+                start = start.static if start.static is not None else start.expr
+            if not isinstance(start, (int, str)):
+                return None
+            origin = origin.shifted(m, start, 1)
+    return origin
 
 
 def block_offset(ctx: Ctx, rest: Layout, coords: list) -> list:
@@ -73,4 +98,18 @@ def _tile(ctx: Ctx, e: Any, ins: list) -> list:
         kept = [m for k, m in enumerate(mode_layouts(tile)) if k not in sq]
         tile = layout_of_modes(kept) if kept else Layout._make((), ())
     off = add_offsets(ctx, ref.off, block_offset(ctx, rest, ins[1:]))
-    return [RefVal(ref.ptr, off, tile, ref.dtype, ref.space)]
+    return [RefVal(ref.ptr, off, tile, ref.dtype, ref.space, _tiled(ref, e.params, ins[1:]))]
+
+
+def _tiled(ref: RefVal, p: dict, coords: list) -> Origin | None:
+    """The origin of block ``coords`` of ``ref`` tiled by ``p["tiler"]`` (per-mode ints, nothing squeezed)."""
+    tiler = p["tiler"]
+    if ref.origin is None or p["squeezed"] or type(tiler) is not tuple or len(tiler) != len(ref.origin.terms) \
+            or len(coords) != len(tiler) or not all(type(t) is int for t in tiler):
+        return None
+    origin = ref.origin
+    for m, (c, t) in enumerate(zip(coords, tiler)):
+        if not isinstance(c, Scalar):
+            return None
+        origin = origin.shifted(m, c.static if c.static is not None else c.expr, t)
+    return origin

@@ -13,10 +13,11 @@ from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from ..names import comment_block
-from . import rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
+from . import mainloop, rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
-from .values import THREADS, RefVal, Scalar, dsl_dtype
+from .tma import choose_stages
+from .values import THREADS, Origin, RefVal, Scalar, dsl_dtype
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,23 @@ def _full(layout: Any) -> tuple:
 
 
 def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
-    """The CuTe DSL source of one ``kernel`` equation and its KernelSpec."""
+    """The CuTe DSL source of one ``kernel`` equation and its KernelSpec: lowered once with one stage per pipelined
+    loop to measure the shared memory everything else takes, then with the stages that fit."""
+    ctx = _lower(e, module_name, ())
+    if ctx.w.pipelines:
+        fixed = ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
+        ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines)))
+    spec = ctx.spec
+    return _module(ctx, spec, e), spec
+
+
+def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     p = e.params
     grid = _static_grid(p["grid"])
-    ctx = Ctx(p["name"], grid)
+    args = tuple(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), "in" if k < len(p["in_specs"]) else "out",
+                     t.layout) for k, (m, t) in enumerate(zip(list(p["in_specs"]) + list(p["out_specs"]),
+                                                               [v.type for v in e.inputs] + [v.type for v in e.outputs])))
+    ctx = Ctx(p["name"], grid, args, stages)
     ctx.where.append(f"kernel {p['name']}")
     w = ctx.w
     specs = list(p["in_specs"]) + list(p["out_specs"])
@@ -118,14 +132,14 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
                                f"index map of {m.label}")
         rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
         off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
-        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem")
+        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
         if m.ref_type.space == GMEM:
             ref = window
         else:
             name = f"s{k}"
             lay = w.layout(m.ref_type.layout, f"staged block of {m.label}", "smem")
-            w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
-                           f"{m.label} staged in {m.ref_type.space}"))
+            w.alloc(name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
+                    f"{m.label} staged in {m.ref_type.space}", _bytes(m.ref_type.layout, t.dtype))
             ref = RefVal(f"{name}.iterator", "0", m.ref_type.layout, t.dtype, "smem")
             if role == "in":
                 store(ctx, ref, "0", ref.layout, load(ctx, window, window.off, window.layout, "stage in"), "stage in")
@@ -145,10 +159,13 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
             raise ctx.fail(f"scratch {j} is in GMEM; give scratch buffers SMEM or RMEM")
         name = f"scratch{j}"
         lay = w.layout(st.layout, f"scratch {j}", "smem")
-        w.smem.append((name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}"))
+        w.alloc(name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}",
+                _bytes(st.layout, st.dtype))
         refs.append(RefVal(f"{name}.iterator", "0", st.layout, st.dtype, "smem"))
     if zero_outputs or any(m.ref_type.space != GMEM for m in specs):
         w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
+    if not zero_outputs:
+        ctx.tma_stores = _whole_block_sets(body, n_in, len(p["out_specs"]), specs)
     w.comment("The kernel body.")
     lower_program(ctx, body, refs, "body")
     if writeback:
@@ -158,8 +175,45 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
     if seq:
         w.emit("cute.arch.barrier()   # this point's writes are seen by the next point of the arbitrary axes")
         w.depth -= len(seq)
-    spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
-    return _module(ctx, spec, e), spec
+    ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
+    return ctx
+
+
+def _bytes(layout: Any, dtype: str) -> int:
+    return int(cosize(layout)) * {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "u32": 4, "bf16": 2, "f16": 2, "i16": 2}.get(
+        dtype, 1)
+
+
+def _origin(m: Any, t: Any, coords: list, k: int) -> Origin | None:
+    """Where the block of operand ``k`` starts in the argument, per mode (block coordinate times block extent),
+    when the carving is the plain ``zipped_divide`` of a rank-2 layout of flat modes (else None: no TMA)."""
+    vl = t.layout
+    if m.squeezed or m.carved.rank != 2 or vl.rank != 2 or type(vl.shape) is not tuple or len(coords) != 2:
+        return None
+    tile, rest = mode_layouts(m.carved)
+    if tile.rank != 2 or rest.rank != 2:
+        return None
+    terms = []
+    for d in range(2):
+        b, s, ts = mode_layouts(tile)[d], vl.stride[d], mode_layouts(rest)[d]
+        c = coords[d]
+        if type(b.shape) is not int or b.stride != s or type(ts.shape) is not int or \
+                (ts.shape > 1 and ts.stride != b.shape * s) or not isinstance(c, Scalar):
+            return None
+        terms.append(((c.static if c.static is not None else c.expr, b.shape),))
+    return Origin(k, tuple(terms))
+
+
+def _whole_block_sets(body: Any, n_in: int, n_out: int, specs: list) -> set:
+    """The ``set`` equations that write a whole output block, at the top level, as the only use of that output."""
+    out = set()
+    for j in range(n_in, n_in + n_out):
+        ref = body.params[j]
+        uses = [q for q in body.eqns if any(x is ref for x in q.inputs)]
+        if len(uses) == 1 and uses[0].prim.name == "set" and \
+                all(ix.kind == "all" for ix in uses[0].params["index"]) and specs[j].ref_type.space == GMEM:
+            out.add(id(uses[0]))
+    return out
 
 
 def _window_layout(m: Any) -> Layout:
@@ -186,13 +240,18 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     text = str(Program([], [], list(e.inputs), [e], list(e.outputs)))
     L.extend(comment_block(text, "#   "))
     L += ["", "import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute",
-          "import cutlass.memory", "import cutlass.utils.hopper_helpers as sm90_utils",
-          "from cutlass.cute.nvgpu import OperandMajorMode, warpgroup", "", f"THREADS = {THREADS}", "", ""]
+          "import cutlass.memory", "import cutlass.pipeline as pipeline", "import cutlass.utils.hopper_helpers as sm90_utils",
+          "from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warp, warpgroup",
+          "from cutlass.tensor_utils import LayoutEnum", "", f"THREADS = {THREADS}", "", ""]
     L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
     L += w.builder_lines()
-    L += ["@cute.jit", f"def host({params}, stream: cuda.CUstream):", '    """Launch one CTA per grid point."""',
-          f"    kernel({', '.join(names)}).launch(grid=({gx}, {gy}, {gz}), block=[THREADS, 1, 1], stream=stream)",
-          "", "", "@cute.kernel", f"def kernel({params}):", '    """One grid point per CTA."""',
+    kparams = params + "".join(f", {n}: {a}" for n, a in w.kernel_params)
+    kargs = ", ".join(names + [n for n, _ in w.kernel_params])
+    L += ["@cute.jit", f"def host({params}, stream: cuda.CUstream):",
+          '    """Build the TMA descriptors (if any) and launch one CTA per grid point."""']
+    L += ["    " + ln for ln in w.host]
+    L += [f"    kernel({kargs}).launch(grid=({gx}, {gy}, {gz}), block=[THREADS, 1, 1], stream=stream)",
+          "", "", "@cute.kernel", f"def kernel({kparams}):", '    """One grid point per CTA."""',
           "    tidx, _, _ = cute.arch.thread_idx()"]
     L += ["    " + ln for ln in _pid_lines(spec.grid, list(spec.parallel))]
     if w.smem or w.exchange:
@@ -202,5 +261,6 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     for dt, n in w.exchange.items():
         L.append(f"    xch_{dt} = smem.allocate_tensor({dsl_dtype(dt, 'exchange')}, cute.make_layout({n}), 16)"
                  "   # moves elements between threads")
+    L += ["    " + ln for ln in w.prologue]
     L += w.lines
     return "\n".join(L) + "\n"

@@ -56,6 +56,7 @@ class Block:
     n: int
     tv: Any = None
     lazy: Any = None     # a transpose not yet done: (the source Block, its layout, the view's layout)
+    splat: str | None = None    # every element is this scalar expression (held by any layout at no cost)
 
     def __post_init__(self) -> None:
         if self.tv is None:
@@ -84,14 +85,70 @@ def tv_owners(tv: Layout) -> int:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a GMEM Ref sits in its kernel argument, in the argument's own coordinates (what a TMA box needs):
+    argument ``arg`` (a rank-2 tensor of flat modes), and per mode the terms ``expr * factor`` of its first
+    coordinate (``expr`` an int or an i32 expression; ``factor`` a static int the coordinate is a multiple of)."""
+
+    arg: int
+    terms: tuple          # per mode: tuple of (expr, factor)
+
+    def shifted(self, mode: int, expr: Any, factor: int) -> Origin:
+        terms = list(self.terms)
+        terms[mode] = (*terms[mode], (expr, factor))
+        return Origin(self.arg, tuple(terms))
+
+    def tile_index(self, mode: int, box: int) -> str | None:
+        """The coordinate of mode ``mode`` in units of ``box`` as an expression, or None when it is not a multiple."""
+        static, dyn = 0, []
+        for expr, factor in self.terms[mode]:
+            if isinstance(expr, int):
+                static += expr * factor
+            elif factor % box:
+                return None
+            else:
+                dyn.append(expr if factor == box else f"{expr} * {factor // box}")
+        if static % box:
+            return None
+        parts = dyn + ([str(static // box)] if static or not dyn else [])
+        return " + ".join(f"({p})" if " " in p else p for p in parts)
+
+
+@dataclass(frozen=True)
 class RefVal:
-    """A Ref: element ``c`` lives at ``ptr + off + layout(c)``; ``off`` is an expression (0 when static)."""
+    """A Ref: element ``c`` lives at ``ptr + off + layout(c)``; ``off`` is an expression (0 when static).
+    ``origin``: its place in a kernel argument, when known (TMA boxes are addressed by coordinates)."""
 
     ptr: str
     off: str
     layout: Any
     dtype: str
     space: str
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A block a TMA pipeline stage holds in shared memory, as a wgmma reads it: the staged buffer ``smem`` (modes
+    (MN, K, stage), ``major`` "k" or "mn"), the stage ``stage`` (an expression), and the role it was planned for
+    (``"A"`` or ``"B"`` of a matmul, after ``transposed`` transposes)."""
+
+    smem: str
+    stage: str
+    major: str
+    dtype: str
+    role: str
+    mn: int
+    k: int
+    transposed: bool = False
+
+
+@dataclass(frozen=True)
+class Accumulated:
+    """A value a wgmma accumulated into a register holder (a loop carry or a register-accumulated addupdate): it
+    lives there and is read only after the loop, when the wgmmas have completed."""
+
+    holder: str
 
 
 MAX_PER_THREAD = 128     # register values per thread a block may take

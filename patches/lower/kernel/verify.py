@@ -7,7 +7,14 @@ CuTe DSL trace the module's builder functions are called and evaluated thread by
   (thread, value) to the offset of the element that thread holds: ``sel(tv(t, v))``;
 * every swizzled operand buffer is ``wgmma_smem_layout``'s layout at every coordinate;
 * every tiled MMA's accumulator, partitioned by CuTe over an identity tensor, holds in each register the element
-  the accumulator layout the kernel uses says (``rules_mma.accumulator_tv``).
+  the accumulator layout the kernel uses says (``rules_mma.accumulator_tv``);
+* every TMA descriptor and its box partition (the module's ``make_tma`` and ``tma_boxes`` builders, on a fake
+  argument) moves, for a box coordinate and a stage, exactly the box's elements of the argument, each to the
+  shared-memory offset of its (row, column, stage) in the staged layout: what the kernel's indexing
+  ``boxes[(None, i, j)]`` / ``stages[(None, s)]`` and the numpy model assume;
+* every register -> shared memory tiling (stmatrix, ``make_r2s``) stores register ``r`` of thread ``t`` (in the
+  order the kernel copies them: the retiled fragment) at the shared-memory offset of the accumulator element
+  ``accumulator_tv(t, r)``, every element exactly once.
 """
 
 from __future__ import annotations
@@ -45,6 +52,13 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
     for name, kind, payload in spec.checks:
         if kinds is not None and kind not in kinds:
             continue
+        if kind == "tma":
+            chk = report.check(f"{name}: TMA boxes {payload[3]} -> the staged layout")
+            try:
+                _tma(K, name, *payload, chk)
+            except Exception as err:  # noqa: BLE001 (CuTe refusing the objects is a finding, not a crash)
+                chk.fail(f"the descriptor's boxes cannot be walked: {err}")
+            continue
         built = getattr(K, name)()
         if kind == "layout":
             _same_layout(built, payload, report.check(f"{name}: the patches layout {payload}"))
@@ -54,6 +68,8 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
             _offsets(built, *payload, report.check(f"{name}: (thread, value) -> offset of the element held"))
         elif kind == "composed":
             _composed(built, payload, report.check(f"{name}: the swizzled operand layout {payload}"))
+        elif kind == "r2s":
+            _r2s(built, *payload, K, report.check(f"{name}: stmatrix stores each accumulator register at its element"))
         elif kind == "accumulator":
             _accumulator(built, *payload, report.check(f"{name}: wgmma registers hold the accumulator layout's elements"))
 
@@ -137,4 +153,72 @@ def _accumulator(tiled_mma: Any, m: int, n: int, tv: Any, c: Any) -> None:
             if (mm, nn) != (e % m, e // m):
                 c.fail(f"thread {t} register {v}: wgmma writes ({mm}, {nn}), the kernel takes it for "
                        f"({e % m}, {e // m})")
+    c.elements += m * n
+
+
+def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, box: tuple, stages: int, dtype: str,
+         c: Any) -> None:
+    """Walk the TMA boxes of one descriptor: box coordinates (0, 0) and the last, at the first and last stage."""
+    import cutlass
+    import cutlass.cute as cute
+
+    from ..verify.evaluate import basis_modes, in_modes, offsets, values
+    from .values import DSL_DTYPES
+
+    dt = getattr(cutlass, DSL_DTYPES[dtype].split(".")[1])
+    m = cute.make_tensor(cute.make_ptr(dt, 0, cute.AddressSpace.gmem, assumed_align=16), cute.make_layout(extent))
+    atom, coords = getattr(K, atom_name)(m)
+    lay = getattr(K, smem_name)()
+    outer = lay.outer if hasattr(lay, "outer") else lay
+    sbuf = cute.make_tensor(cute.make_ptr(dt, 0, cute.AddressSpace.smem, assumed_align=1024), outer)
+    st, g = getattr(K, boxes_name)(atom, coords, sbuf)
+    want_off = offsets(outer)
+    n = box[0] * box[1]
+    last = tuple(int(cute.size(coords, mode=[i])) // box[i] - 1 for i in range(2))
+    for tile in ((0, 0), last):
+        for stage in sorted({0, stages - 1}):
+            soff = offsets(st.layout)[stage * n:(stage + 1) * n]
+            crd = in_modes(values(g[(None, *tile)]), basis_modes(coords), (0, 0))
+            if len(soff) != n or len(crd) != n:
+                c.fail(f"box {tile} stage {stage}: {len(crd)} elements moved, the box has {n}")
+                continue
+            for o, (x, y) in zip(soff.tolist(), crd.tolist()):
+                i, j = x - tile[0] * box[0], y - tile[1] * box[1]
+                if not (0 <= i < box[0] and 0 <= j < box[1]):
+                    c.fail(f"box {tile} stage {stage}: brings ({x}, {y}), outside the box")
+                    continue
+                want = int(want_off[i + box[0] * j + n * stage])
+                if o != want:
+                    c.fail(f"box {tile} stage {stage}: ({x}, {y}) lands at smem offset {o}, the staged layout puts "
+                           f"element ({i}, {j}) at {want}")
+            c.elements += n
+
+
+def _r2s(r2s: Any, m: int, n: int, unit: int, order: str, K: Any, c: Any) -> None:
+    import cutlass.cute as cute
+
+    from ..verify.evaluate import values
+    from .rules_mma import accumulator_tv
+
+    sC = cute.make_tensor(0, cute.make_layout((m, n), stride=(1, m) if unit == 0 else (n, 1)))
+    tv = accumulator_tv(m, n)
+    regs = getattr(K, order)()                 # the register the kernel puts at each source position
+    seen, cover = np.zeros(m * n, np.int64), np.zeros(m * n, np.int64)
+    for t in range(THREADS):
+        # The source side says where a thread's values land (stmatrix is warp-collective: the destination side
+        # holds the addresses this thread gives for its warp's rows); the destinations must still cover the tile.
+        got = values(r2s.get_slice(t).partition_S(sC))
+        np.add.at(cover, values(r2s.get_slice(t).partition_D(sC)), 1)
+        if len(got) != len(regs):
+            c.fail(f"thread {t}: {len(got)} smem destinations for {len(regs)} registers")
+            return
+        for v, (r, o) in enumerate(zip(regs, got.tolist())):
+            e = int(tv((t, int(r))))
+            want = e if unit == 0 else (e % m) * n + e // m
+            seen[o] += 1
+            if o != want:
+                c.fail(f"thread {t} value {v} (register {r}): stored at offset {o}, element ({e % m}, {e // m}) "
+                       f"is at {want}")
+    for o in np.argwhere((seen != 1) | (cover != 1))[:4].reshape(-1):
+        c.fail(f"shared-memory offset {int(o)} receives {int(seen[o])} values, addressed {int(cover[o])} times")
     c.elements += m * n

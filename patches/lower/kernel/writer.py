@@ -23,6 +23,10 @@ class Writer:
         self.smem: list[tuple[str, str, str]] = []                  # (name, allocation expression, doc)
         self.prologue: list[str] = []
         self.checks: list[tuple] = []     # (builder name, kind, payload): what the verifier establishes
+        self.smem_bytes = 0                # bytes of the allocations in ``smem`` (1024-aligned each)
+        self.pipelines: list = []          # patches.lower.kernel.tma.Pipe, in emission order
+        self.host: list[str] = []          # host lines before the launch (TMA descriptors)
+        self.kernel_params: list[tuple[str, str]] = []     # extra kernel parameters (name, annotation)
 
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
@@ -51,19 +55,25 @@ class Writer:
         key = (stem, code)
         if key not in self.builders:
             name = f"{stem}_{len(self.builders)}"
-            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"))
+            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"), "")
             self.checks.append((name, "layout", layout))
             if check is not None:
                 self.checks.append((name, *check))
         return f"{self.builders[key][0]}()"
 
-    def builder(self, key: tuple, stem: str, code: str, doc: str, check: Any = None) -> str:
-        """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA)."""
+    def builder(self, key: tuple, stem: str, code: str, doc: str, check: Any = None, params: str = "") -> str:
+        """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA);
+        with ``params``, the builder's name (the caller passes the arguments)."""
         if key not in self.builders:
-            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc))
+            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc), params)
             if check is not None:
                 self.checks.append((self.builders[key][0], *check))
-        return f"{self.builders[key][0]}()"
+        return self.builders[key][0] if params else f"{self.builders[key][0]}()"
+
+    def alloc(self, name: str, code: str, doc: str, nbytes: int) -> None:
+        """A shared-memory allocation at the kernel's start, counted against the SMEM budget."""
+        self.smem.append((name, code, doc))
+        self.smem_bytes += -(-nbytes // 1024) * 1024
 
     def composed(self, layout: Any, why: str, stem: str = "smem") -> str:
         """A named builder of a swizzled (composed) layout: ``cute.make_composed_layout(swizzle, offset, outer)``."""
@@ -79,6 +89,7 @@ class Writer:
 
     def builder_lines(self) -> list[str]:
         out = []
-        for name, code, doc in self.builders.values():
-            out += [f"def {name}():", f'    """{doc}"""', f"    return {code}", "", ""]
+        for name, code, doc, params in self.builders.values():
+            body = code if "\n" in code else f"return {code}"
+            out += [f"def {name}({params}):", f'    """{doc}"""'] + ["    " + ln for ln in body.split("\n")] + ["", ""]
         return out

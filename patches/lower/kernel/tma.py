@@ -1,0 +1,316 @@
+"""TMA data movement of a lowered kernel: the pipelined mainloop a ``fori_loop`` becomes when it reads wgmma
+operand blocks (patches.lower.kernel.plan), and TMA stores of output blocks.
+
+A pipeline is PipelineTmaAsync-style, as in the GEMM template: one full and one empty mbarrier per stage; warp 0
+fills the stages ahead (a TMA box per planned read, the transaction count the sum of their bytes); every warp
+waits for a stage, its wgmmas read the swizzled stage (``wgmma_smem_layout`` of the read's majorness, taken from
+the argument's strides), and releases it. The number of stages comes from the shared-memory budget (the kernel is
+lowered twice: once to measure, once with the stages that fit). Every TMA object comes from a builder function of
+the module (host descriptors, the per-stage boxes), so the numpy model (``simulate``) runs the same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...layouts import Layout, LayoutError
+from ...layouts.hopper import wgmma_smem_layout
+from ..config import SMEM_CAPACITY
+from .context import Ctx
+from .values import Origin, RefVal, Staged, dsl_dtype, tv_values
+
+BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
+MAX_STAGES = 8
+TMA_DTYPES = ("bf16", "f16")
+
+
+@dataclass
+class Pipe:
+    """A pipelined mainloop: its name, the bytes one stage of all its reads takes, and the loop's trip count."""
+
+    name: str
+    per_stage: int
+    trips: int
+
+
+def choose_stages(fixed: int, pipes: list) -> list[int]:
+    """Stages per pipeline: as many as the shared memory left by everything else holds (all pipelines alike, at
+    most the trip count and MAX_STAGES, at least one)."""
+    per = sum(p.per_stage + 16 for p in pipes)
+    fit = max(1, (SMEM_CAPACITY - fixed - 1024 * (len(pipes) + 1)) // per)
+    return [max(1, min(fit, MAX_STAGES, p.trips)) for p in pipes]
+
+
+def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tuple[Layout, list] | str:
+    """The argument under ``ref`` viewed with modes ``modes`` (a permutation of its two), and the coordinate of
+    ``ref``'s origin in units of ``box`` per view mode; or why a TMA box cannot move it."""
+    if ref.space != "gmem" or ref.origin is None:
+        return "not a block of a kernel argument with a known origin"
+    if dtype not in BYTES:
+        return f"dtype {dtype}"
+    vl = ctx.args[ref.origin.arg].value_layout
+    shape, stride = vl.shape, vl.stride
+    if type(shape) is not tuple or len(shape) != 2 or not all(type(x) is int for x in (*shape, *stride)):
+        return f"the argument's layout {vl} is not two flat static modes"
+    view = Layout._make(tuple(shape[m] for m in modes), tuple(stride[m] for m in modes))
+    nbytes = BYTES[dtype]
+    if 1 not in view.stride:
+        return f"the argument's layout {vl} has no unit-stride mode"
+    other = view.stride[1 - view.stride.index(1)]
+    inner = box[view.stride.index(1)]
+    if other * nbytes % 16 or inner * nbytes % 16 or any(b > 256 or b < 1 for b in box):
+        return f"box {box} of the layout {vl}: TMA needs 16-byte strides and rows, at most 256 per mode"
+    tiles = [ref.origin.tile_index(m, b) for m, b in zip(modes, box)]
+    if any(t is None for t in tiles):
+        return "the block's origin is not a multiple of the box"
+    return view, tiles
+
+
+def _atom_builder(ctx: Ctx, op: str, view: Layout, smem: str, box: tuple, why: str) -> str:
+    gview = ctx.w.layout(view, f"{why}: the argument as a tensor", "gview")
+    code = (f"cpasync.make_tiled_tma_atom(cpasync.{op}(), cute.make_tensor(m.iterator, {gview}), "
+            f"cute.slice_({smem}, (None, None, 0)), {box!r})")
+    return ctx.w.builder(("tma", op, gview, smem, box), "make_tma", code, f"TMA {why}: boxes {box}", params="m")
+
+
+def _boxes_builder(ctx: Ctx, box: tuple) -> str:
+    code = (f"g = cute.local_tile(coords, {box!r}, (None, None))\n"
+            "return cpasync.tma_partition(atom, 0, cute.make_layout(1), cute.group_modes(s, 0, 2), "
+            "cute.group_modes(g, 0, 2))")
+    return ctx.w.builder(("boxes", box), "tma_boxes", code,
+                         f"TMA boxes {box}: (smem stage views, global boxes by box coordinates)",
+                         params="atom, coords, s")
+
+
+def _tma_check(ctx: Ctx, atom_builder: str, boxes: str, smem: str, view: Layout, box: tuple, stages: int,
+               dtype: str) -> None:
+    """What patches.lower.kernel.verify walks: the descriptor's boxes against the staged layout."""
+    from ...layouts import cosize
+
+    ctx.w.checks.append((atom_builder, "tma", (boxes, smem.removesuffix("()"), int(cosize(view)), box, stages, dtype)))
+
+
+def _descriptor(ctx: Ctx, name: str, builder: str, arg: int) -> None:
+    w = ctx.w
+    w.host.append(f"{name}, {name}_c = {builder}(m{arg})")
+    w.kernel_params += [(name, "cute.CopyAtom"), (f"{name}_c", "cute.Tensor")]
+    warp_idx(ctx)
+    w.prologue += ["if warp_idx == 0:", f"    cpasync.prefetch_descriptor({name})"]
+
+
+def warp_idx(ctx: Ctx) -> str:
+    if "warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())" not in ctx.w.prologue:
+        ctx.w.prologue.insert(0, "warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())")
+    return "warp_idx"
+
+
+@dataclass
+class Site:
+    """A pipelined loop being emitted: the pipeline's names, its reads (with their box coordinates as functions
+    of the iteration), the stages and how many iterations the consumer keeps a stage after reading it."""
+
+    pipe: str
+    stages: int
+    lo: int
+    hi: int
+    lag: int
+    loads: list          # (atom, global boxes, stage views, [box coordinate per view mode, "@IT@" the iteration])
+    staged: dict         # id(get eqn) -> Staged
+
+    def producer(self, ctx: Ctx, it: str) -> None:
+        """Warp 0 fills the next stage with iteration ``it``'s boxes."""
+        w, p = ctx.w, self.pipe
+        w.emit(f"{p}.producer_acquire({p}_put)")
+        w.emit(f"{p}_bar = {p}.producer_get_barrier({p}_put)")
+        for atom, boxes, stages, tiles in self.loads:
+            coord = ", ".join(t.replace("@IT@", it) for t in tiles)
+            w.emit(f"cute.copy({atom}, {boxes}[(None, {coord})], {stages}[(None, {p}_put.index)], tma_bar_ptr={p}_bar)")
+        w.emit(f"{p}.producer_commit({p}_put)")
+        w.emit(f"{p}_put.advance()")
+
+    def prologue(self, ctx: Ctx) -> None:
+        w = ctx.w
+        n = min(self.stages, self.hi - self.lo)
+        w.emit(f"if warp_idx == 0:   # fill {n} stage(s) ahead")
+        with w.indent():
+            w.emit(f"for {self.pipe}_q in cutlass.range({n}, unroll=1):")
+            with w.indent():
+                self.producer(ctx, f"{self.lo} + {self.pipe}_q")
+
+    def begin(self, ctx: Ctx) -> None:
+        p = self.pipe
+        ctx.w.emit(f"{p}.consumer_wait({p}_get)   # this iteration's boxes have landed")
+        ctx.w.emit(f"{p}_stage = {p}_get.index")
+
+    def end(self, ctx: Ctx, k: str) -> None:
+        """Release the stage the wgmmas are done with and let warp 0 refill it ``stages`` iterations ahead."""
+        w, p = ctx.w, self.pipe
+        if self.lag:
+            w.emit("warpgroup.wait_group(1)   # the previous iteration's wgmmas are done: its stage is free")
+            w.emit(f"if {k} > {self.lo}:")
+            w.depth += 1
+        w.emit(f"{p}.consumer_release({p}_free)")
+        w.emit(f"{p}_free.advance()")
+        ahead = f"{k} + {self.stages - self.lag}"
+        w.emit(f"if warp_idx == 0 and {ahead} < {self.hi}:")
+        with w.indent():
+            self.producer(ctx, ahead)
+        if self.lag:
+            w.depth -= 1
+        w.emit(f"{p}_get.advance()")
+
+    def after(self, ctx: Ctx) -> None:
+        if self.lag:
+            w, p = ctx.w, self.pipe
+            w.emit("warpgroup.wait_group(0)")
+            w.emit(f"{p}.consumer_release({p}_free)   # the last stage")
+            w.emit(f"{p}_free.advance()")
+
+
+def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int) -> Site | None:
+    """Set up the pipeline of a loop's planned reads (``refs``: the RefVal each reads); None when none of them
+    can be moved by TMA (the loop then lowers as before). Reads that cannot are dropped from the plan."""
+    w = ctx.w
+    index = len(w.pipelines)
+    p = f"pipe{index}"
+    stages = ctx.stages[index] if index < len(ctx.stages) else 1
+    ok = []
+    for r, ref in zip(reads, refs):
+        if ref.origin is None or ctx.args[ref.origin.arg].role != "in":
+            continue            # only kernel inputs: an output may be written (zeroed) by the generic proxy
+        t = r.eqn.outputs[0].type
+        ext = [int(s) for s in t.shape]
+        box = (ext[r.mn_mode], ext[r.k_mode])
+        got = tma_view(ctx, ref, (r.mn_mode, r.k_mode), box, t.dtype) if t.dtype in TMA_DTYPES else "dtype"
+        if isinstance(got, str) or r.a % r.size or r.b % r.size:
+            continue
+        view, tiles = got
+        major = "k" if view.stride[1] == 1 else "mn"
+        try:
+            lay = wgmma_smem_layout(t.dtype, major, box, stages)
+        except LayoutError:
+            continue
+        ok.append((r, ref, view, tiles, major, lay, box))
+    if not ok:
+        return None
+    loads, staged, per_stage = [], {}, 0
+    for j, (r, ref, view, tiles, major, lay, box) in enumerate(ok):
+        dt = r.eqn.outputs[0].type.dtype
+        why = f"{r.role} operand {box} ({major.upper()}-major) of pipeline {index}"
+        smem = w.composed(lay, f"{why}, {stages} stages, from patches.layouts.hopper.wgmma_smem_layout")
+        buf = f"{p}_s{j}"
+        nbytes = box[0] * box[1] * BYTES[dt]
+        per_stage += nbytes
+        w.alloc(buf, f"smem.allocate_tensor({dsl_dtype(dt, 'tma')}, {smem}.outer, 1024, {smem}.inner)",
+                f"{stages} stages of {why}", 0)     # counted by choose_stages
+        atom = f"tma{index}_{j}"
+        make = _atom_builder(ctx, "CopyBulkTensorTileG2SOp", view, smem, box, why)
+        _descriptor(ctx, atom, make, ref.origin.arg)
+        boxes = _boxes_builder(ctx, box)
+        _tma_check(ctx, make, boxes, smem, view, box, stages, dt)
+        w.prologue.append(f"{buf}_st, {buf}_g = {boxes}({atom}, {atom}_c, {buf})")
+        moving = r.eqn.params["index"][r.mode]
+        steps = list(tiles)
+        pos = (r.mn_mode, r.k_mode).index(r.mode)
+        a, b = r.a // r.size, r.b // r.size
+        steps[pos] = f"{tiles[pos]} + {a} * (@IT@)" + (f" + {b}" if b else "")
+        loads.append((atom, f"{buf}_g", f"{buf}_st", steps))
+        staged[id(r.eqn)] = Staged(buf, f"{p}_stage", major, dt, r.role, box[0], box[1], r.transposed)
+        w.comment(f"{r.role} block ds({moving.size}) of mode {r.mode} -> TMA box {box}, {major.upper()}-major")
+    w.pipelines.append(Pipe(p, per_stage, hi - lo))
+    w.alloc(f"{p}_bars", f"smem.allocate_array(cutlass.Int64, {2 * stages})", f"full/empty mbarriers of {p}", 0)
+    warp_idx(ctx)
+    w.prologue += [
+        f"{p} = pipeline.PipelineTmaAsync.create(barrier_storage={p}_bars, num_stages={stages}, "
+        "producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), "
+        "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32), "
+        f"tx_count={per_stage}, cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)))   # {per_stage} bytes per stage",
+        f"{p}_put = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, {stages})",
+        f"{p}_get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, {stages})",
+        f"{p}_free = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, {stages})"]
+    return Site(p, stages, lo, hi, lag, loads, staged)
+
+
+def store_block(ctx: Ctx, ref: RefVal, x: Any, store: Any) -> bool:
+    """``ref[...] = x`` for a whole output block as registers -> shared memory -> one TMA store, when TMA can
+    move the block (else False: the caller stores from registers)."""
+    from .values import Block
+
+    if not isinstance(x, Block) or ref.layout.rank != 2:
+        return False
+    box = tuple(int(s) for s in ref.layout.shape)
+    got = tma_view(ctx, ref, (0, 1), box, ref.dtype)
+    if isinstance(got, str):
+        return False
+    view, tiles = got
+    w = ctx.w
+    k = len([n for n, _ in w.kernel_params if n.startswith("tmaout")])
+    unit = view.stride.index(1)
+    slay = Layout._make((*box, 1), (1, box[0], 0) if unit == 0 else (box[1], 1, 0))
+    smem = w.layout(slay, "an output block staged for its TMA store", "out_smem")
+    buf = f"out{k}_s"
+    w.alloc(buf, f"smem.allocate_tensor({dsl_dtype(ref.dtype, 'tma store')}, {smem}, 128)",
+            f"the output block for its TMA store ({box}, {'M' if unit == 0 else 'N'} contiguous as in memory)",
+            box[0] * box[1] * BYTES.get(ref.dtype, 4))
+    atom = f"tmaout{k}"
+    make = _atom_builder(ctx, "CopyBulkTensorTileS2GOp", view, smem, box, "store of an output block")
+    _descriptor(ctx, atom, make, ref.origin.arg)
+    boxes = _boxes_builder(ctx, box)
+    _tma_check(ctx, make, boxes, smem, view, box, 1, ref.dtype)
+    w.prologue.append(f"{buf}_st, {buf}_g = {boxes}({atom}, {atom}_c, {buf})")
+    flat = Layout._make(box, slay.stride[:2])
+    w.comment(f"registers -> shared memory -> TMA store of the {box} block")
+    if not _stmatrix(ctx, x, buf, box, unit, ref.dtype):
+        store(ctx, RefVal(f"{buf}.iterator", "0", flat, ref.dtype, "smem"), "0", flat, x, "stage out")
+    w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the TMA')
+    w.emit("cute.arch.barrier()")
+    w.emit("if warp_idx == 0:")
+    with w.indent():
+        w.emit(f"cute.copy({atom}, {buf}_st[(None, 0)], {buf}_g[(None, {', '.join(tiles)})])")
+        w.emit("cute.arch.cp_async_bulk_commit_group()")
+        w.emit("cute.arch.cp_async_bulk_wait_group(0, read=True)")
+    return True
+
+
+def _stmatrix(ctx: Ctx, x: Any, buf: str, box: tuple, unit: int, dtype: str) -> bool:
+    """A 16-bit block held as a wgmma accumulator goes to shared memory by ``stmatrix`` (transposed for an
+    M-contiguous block), tiled by CuTe in the accumulator's order as the GEMM template's epilogue does."""
+    from .rules_mma import accumulator_tv, tiled_mma
+
+    m, n = box
+    if dtype not in ("bf16", "f16") or m % 64 or n % 16 or n > 256 or x.tv != accumulator_tv(m, n):
+        return False
+    w = ctx.w
+    mma = tiled_mma(ctx, dtype, n, "k", "k")
+    dt = dsl_dtype(dtype, "stmatrix")
+    enum = "COL_MAJOR" if unit == 0 else "ROW_MAJOR"
+    code = (f"cute.make_tiled_copy_S(sm90_utils.get_smem_store_op(LayoutEnum.{enum}, {dt}, cutlass.Float32), "
+            f"cute.make_tiled_copy_C_atom(cute.make_copy_atom(warp.StMatrix8x8x16bOp({unit == 0}, 4), "
+            f"cutlass.Float16), {mma}))")
+    r2s = w.builder(("r2s", dtype, m, n, unit), "make_r2s", code,
+                    f"registers -> shared memory of a {m}x{n} {dtype} accumulator block: stmatrix, "
+                    f"{'M' if unit == 0 else 'N'} contiguous, tiled in the accumulator's order")
+    perm_code = (f"ident = cute.make_identity_tensor(({m}, {n}))\n"
+                 f"src = {r2s}.get_slice(0).partition_S(ident)\n"
+                 f"acc = {mma}.get_slice(0).partition_C(ident)\n"
+                 "where = {tuple(int(x) for x in acc[r]): r for r in range(cute.size(acc))}\n"
+                 "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]")
+    perm = w.builder(("r2s_perm", dtype, m, n, unit), "r2s_order", perm_code,
+                     "the accumulator register each value of the stmatrix source fragment takes (the same for every "
+                     "thread: read off thread 0's coordinates)")
+    w.checks.append((r2s[:-2], "r2s", (m, n, unit, perm[:-2])))
+    frag, sm = w.fresh("frag"), f"{buf}[(None, None, 0)]"
+    w.emit(f"{frag} = cute.make_rmem_tensor(({tv_values(x.tv)},), {dt})")
+    w.emit(f"{frag}.store({x.name})")
+    w.emit(f"{frag}_r2s = {r2s}")
+    w.emit(f"{frag}_thr = {frag}_r2s.get_slice(tidx)")
+    w.emit(f"{frag}_order = {perm}")
+    w.emit(f"{frag}_out = cute.make_rmem_tensor(cute.make_layout(cute.shape({frag}_thr.partition_S({sm}))), {dt})")
+    w.emit(f"for v in cutlass.range_constexpr({tv_values(x.tv)}):   # the accumulator's registers in stmatrix order")
+    w.emit(f"    {frag}_out[v] = {frag}[{frag}_order[v]]")
+    w.emit(f"cute.copy({frag}_r2s, {frag}_out, {frag}_thr.partition_D({sm}))")
+    return True
+
+
+__all__ = ["Origin", "Pipe", "Site", "choose_stages", "open_pipeline", "store_block", "tma_view"]
