@@ -92,10 +92,13 @@ def test_a_program_of_one_kernel_call_is_still_its_kernel_module():
 
 
 def test_a_kernel_the_lowering_refuses_refuses_the_whole_program():
-    k, types = C.quickstart_matmul()                                  # a 512x1024 block: too large to lower
-    prog = pt.stage(lambda a, b: pt.reduce_sum(k(a, b).astype("f32")), *types)
-    with pytest.raises(pt.LoweringError, match=r"equation kernel matmul_kernel\(.*\) cannot be lowered: kernel "
-                                               r"matmul_kernel / body equation 0 \(get\): a block of 524288"):
+    def total(x_ref, o_ref):          # a 512x1024 block reduced whole: past the register budget, not fitted
+        o_ref[0] = pt.reduce_sum(x_ref[...])
+    k = pt.kernel(total, pt.tensor("f32", 1), grid=(1,), in_specs=[pt.BlockSpec((512, 1024), lambda i: (0, 0))],
+                  out_specs=pt.BlockSpec((1,), lambda i: (0,)))
+    prog = pt.stage(lambda x: k(pt.exp(x)) * 2.0, pt.tensor("f32", (512, 1024)))     # glue before and after
+    with pytest.raises(pt.LoweringError, match=r"equation kernel total\(.*\) cannot be lowered: kernel total / "
+                                               r"body equation 0 \(get\): a block value of 512x1024"):
         pt.lower(prog)
     v, vtypes = C.vector_add(1024, 256)
     with pytest.raises(pt.LoweringError, match=r"equation kernel add_kernel\(.*\): operand 0 is a broadcast"):
