@@ -385,6 +385,7 @@ def measure(root: Path, k: dict, runs: int, warmup: int, compile_peer: bool) -> 
     row["peer"] = PEER_NAME.get(k["role"], "torch.matmul")
     row["peer_ms"] = time_fn([peer(k, s.values()) for s in sets], runs, warmup)
     if compile_peer and k["role"] == "mlp_step":
+        print("ROW " + json.dumps(row), flush=True)          # kept should torch.compile outlast the time limit
         try:
             fn = torch.compile(lambda p: mlp_eager(p, k["lr"]))
             row["compile_ms"] = time_fn([lambda s=s: fn(s.values()) for s in sets], runs, warmup)
@@ -404,6 +405,26 @@ def child(root: Path, label: str, a) -> int:
                "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
     print("ROW " + json.dumps(row), flush=True)
     return 0
+
+
+def _text(x) -> str:
+    return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+
+
+def run_child(cmd: list, limit: float, base: dict) -> dict:
+    """The last row a child printed; on a crash its exit status and stderr, on a hang the time limit."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        out, err, note = p.stdout, p.stderr, f"exit {p.returncode}"
+    except subprocess.TimeoutExpired as e:
+        out, err, note = _text(e.stdout), _text(e.stderr), f"timed out after {limit:.0f} s (a hang?)"
+    lines = [x for x in out.splitlines() if x.startswith("ROW ")]
+    if lines:
+        row = json.loads(lines[-1][4:])
+        if note.startswith("timed out"):
+            row["error"] = (row.get("error", "") + " " + note).strip()
+        return row
+    return {**base, "error": f"{note}: {err.strip()[-300:]}"}
 
 
 def parse_args(argv: list | None = None):
@@ -456,13 +477,7 @@ def main(argv: list | None = None) -> int:
         else:
             cmd = [sys.executable, __file__, str(root), "--child", k["label"], "--runs", str(a.runs),
                    "--warmup", str(a.warmup)] + ([] if a.compile else ["--no-compile"])
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=min(a.kernel_limit, left - 5))
-                line = [x for x in p.stdout.splitlines() if x.startswith("ROW ")]
-                rows.append(json.loads(line[-1][4:]) if line else
-                            {**base, "error": f"exit {p.returncode}: {p.stderr.strip()[-300:]}"})
-            except subprocess.TimeoutExpired:
-                rows.append({**base, "error": "timed out (a hang?)"})
+            rows.append(run_child(cmd, min(a.kernel_limit, left - 5), base))
         r = rows[-1]
         print(f"  {r['label']}: " + (f"err {r['max_err']:.1e}, {r.get('ms', 0):.3f} ms, peer {r.get('peer_ms', 0):.3f} ms"
                                      if "max_err" in r else r.get("error", "")), flush=True)

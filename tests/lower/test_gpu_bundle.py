@@ -100,3 +100,21 @@ def test_quick_bundle_exports_every_kind(tmp_path):
             assert {a["param"] for a in k["args"] if not a["output"]} == set(range(len(k["params"])))
             assert sum(a["output"] for a in k["args"]) == len(k["outputs"])
     assert json.loads((tmp_path / "b" / "manifest.json").read_text())["kernels"][0]["label"] == "gemm_4096_default"
+
+
+def test_one_failing_kernel_is_a_row_and_the_run_goes_on(tmp_path):
+    """run_child keeps a child's last row, reports a crash with its stderr and a hang as a time-out."""
+    base = {"label": "k", "ok": False}
+    py = [sys.executable, "-c"]
+    row = run.run_child(py + ["print('ROW {\"label\": \"k\", \"ok\": true}')"], 30, base)
+    assert row == {"label": "k", "ok": True}
+    row = run.run_child(py + ["import sys; sys.stderr.write('illegal address'); sys.exit(3)"], 30, base)
+    assert row["ok"] is False and row["error"].startswith("exit 3") and "illegal address" in row["error"]
+    row = run.run_child(py + ["import time; print('ROW {\"label\": \"k\", \"ok\": true}', flush=True); "
+                              "time.sleep(30)"], 2, base)
+    assert row["ok"] is True and "timed out" in row["error"]
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "build.sh").write_text("true\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "build.sh").write_text("echo 'nvcc: not found' >&2; exit 1\n")
+    assert run.build_all(tmp_path) == {"bad": "nvcc: not found"}
