@@ -411,10 +411,22 @@ def _text(x) -> str:
     return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
 
 
+def child_env() -> dict:
+    """The environment for the children: the CUDA runtime nvcc linked the loaders against on the library path."""
+    import shutil
+
+    env = dict(os.environ)
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        libs = [str(Path(nvcc).resolve().parents[1] / d) for d in ("lib64", "lib")]
+        env["LD_LIBRARY_PATH"] = ":".join(libs + [env.get("LD_LIBRARY_PATH", "")]).rstrip(":")
+    return env
+
+
 def run_child(cmd: list, limit: float, base: dict) -> dict:
     """The last row a child printed; on a crash its exit status and stderr, on a hang the time limit."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=child_env())
         out, err, note = p.stdout, p.stderr, f"exit {p.returncode}"
     except subprocess.TimeoutExpired as e:
         out, err, note = _text(e.stdout), _text(e.stderr), f"timed out after {limit:.0f} s (a hang?)"
