@@ -10,6 +10,7 @@ from typing import Any
 
 from ...layouts import Layout
 from ...staging.types import compact, layout_of_modes, mode_layouts
+from . import shuffle
 from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
 from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
@@ -176,7 +177,9 @@ INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')"}
 
 @rule("reduce_sum", "reduce_max")
 def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
-    """Each thread reduces its output elements over the reduced modes, reading the exchange buffer."""
+    """Per-thread partials, warp shuffles and a cross-warp combine where the block's thread-value layout allows
+    (``shuffle.plan``); else each thread reduces its output elements over the reduced modes from the exchange
+    buffer."""
     x, axes = ins[0], e.params["axes"]
     t_in, t_out = e.inputs[0].type, e.outputs[0].type
     if isinstance(x, Scalar):
@@ -184,6 +187,12 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     cd = exchange_dtype(x.dtype)
     if cd == "i32" and e.prim.name == "reduce_max":
         raise ctx.fail("reduce_max of integers is not lowered")
+    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
+    shape = t_in.shape if type(t_in.shape) is tuple else (t_in.shape,)
+    p = shuffle.plan(x, shape, tuple(axes)) if isinstance(x, Block) else None
+    if p is not None:
+        return [shuffle.emit(ctx, x, p, combine, INIT[e.prim.name], cd, t_out.dtype,
+                             t_out.shape if t_out.rank else None)]
     modes = mode_layouts(compact(t_in.shape))
     kept = [m for k, m in enumerate(modes) if k not in axes]
     red = layout_of_modes([m for k, m in enumerate(modes) if k in axes])
@@ -191,7 +200,6 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     buf = to_exchange(ctx, x, compact(t_in.shape))
     w = ctx.w
     dt = dsl_dtype(cd, "reduce")
-    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
     red_l = w.layout(red, "the reduced modes (element offsets)", "reduced")
     acc = w.fresh("acc")
     if not kept:
