@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...layouts import Layout, coalesce
+from ...layouts import inttuple as it
 from .context import Ctx
 from .values import THREADS, Block, Scalar, block_tv, dsl_dtype, tv_owners, tv_values
 
@@ -28,7 +29,8 @@ FULL_MASK = 0xFFFFFFFF
 class ShufflePlan:
     """How a reduction runs: value ``v`` adds into slot ``slots(v)``; lane offsets ``offsets`` are butterflied;
     ``replicas`` warps hold partials of the same outputs (combined through shared memory at ``write(t, s)``,
-    ``n_out * k`` apart, by the threads with ``tidx & writer_mask == 0``); ``direct``: no combine is needed and
+    ``n_out * k`` apart, by the threads with ``tidx & writer_mask == 0``; ``own(t, s)``: the output in thread
+    ``t``'s slot ``s``); ``direct``: no combine is needed and
     thread ``t``'s slot ``s`` is output ``block_tv(n_out)(t, s)`` already."""
 
     slots: Layout
@@ -36,6 +38,7 @@ class ShufflePlan:
     offsets: tuple
     replicas: int
     write: Layout
+    own: Layout
     writer_mask: int
     n_out: int
     direct: bool
@@ -125,7 +128,8 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     for j, b in enumerate(warps):
         k += ((np.arange(THREADS) >> b) & 1) << j
     write = fit_bits(P + n_out * k[:, None]) if S == _pow2(S) else None
-    if write is None:
+    own = fit_bits(P) if write is not None else None
+    if own is None:
         return None
     direct = False
     if not warps and kept:
@@ -133,7 +137,7 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
         if tv_values(bt) == S and tv_owners(bt) == THREADS:
             direct = all(int(bt((t, s))) == P[t, s] for t in range(THREADS) for s in range(S))
     mask = sum(1 << b for b in lanes)
-    return ShufflePlan(slots, S, tuple(1 << b for b in lanes), 1 << len(warps), write, mask, n_out, direct)
+    return ShufflePlan(slots, S, tuple(1 << b for b in lanes), 1 << len(warps), write, own, mask, n_out, direct)
 
 
 def _pow2(n: int) -> int:
@@ -163,10 +167,11 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
             shfl = f"cute.arch.shuffle_sync_bfly({acc}[s], offset={off}, mask={FULL_MASK:#x})"
             w.emit(f"    {acc}[s] = " + op.format(a=f"{acc}[s]", b=shfl))
     n_out = p.n_out
+    held = (acc, p.write) if p.replicas == 1 and shape is not None and out_dtype == cd == "f32" else None
     if p.direct:
         name = w.fresh()
         w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(out_dtype, 'reduce')})" if out_dtype != cd else ""))
-        return Block(name, out_dtype, shape, n_out)
+        return Block(name, out_dtype, shape, n_out, held=held)
     buf = w.need_exchange(cd, n_out * p.replicas)
     at = w.layout(p.write, "(thread, slot) -> where its partial goes (output + outputs * warp replica)", "partial_at")
     w.emit("cute.arch.barrier()   # earlier readers of the exchange buffer are done")
@@ -202,4 +207,57 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
         w.emit(f"{name} = {res}[0]" + conv)
         return Scalar(name, out_dtype)
     w.emit(f"{name} = {res}.load()" + conv)
-    return Block(name, out_dtype, shape, n_out)
+    if p.replicas > 1 and out_dtype == cd == "f32":     # every lane also combines its own slots, in the same order
+        own_at = w.layout(p.own, "(thread, slot) -> the output it holds", "partial_own")
+        if p.n_slots > 1 and type(p.own.shape) is tuple and p.own.stride[1] == 1:    # consecutive: vector loads
+            h = w.fresh("own")
+            vec = "{a} + {b}" if "+" in op else "cute.where({a} > {b}, {a}, {b})"
+            w.emit(f"{h} = cute.make_tensor({buf}.iterator, {own_at})[(tidx, None)].load()   # this lane's outputs")
+            for k in range(1, p.replicas):
+                hk = w.fresh("own")
+                w.emit(f"{hk} = cute.make_tensor({buf}.iterator + {k * n_out}, {own_at})[(tidx, None)].load()")
+                w.emit(f"{h} = " + vec.format(a=h, b=hk))
+            w.emit(f"{acc}.store({h})")
+        else:
+            w.emit(f"for s in cutlass.range_constexpr({p.n_slots}):   # this lane's outputs, for broadcasts back")
+            w.emit(f"    {acc}[s] = {buf}[{own_at}((tidx, s))]")
+            w.emit(f"    for k in cutlass.range_constexpr(1, {p.replicas}):")
+            w.emit(f"        {acc}[s] = " + op.format(a=f"{acc}[s]", b=f"{buf}[{own_at}((tidx, s)) + k * {n_out}]"))
+        held = (acc, p.own)
+    return Block(name, out_dtype, shape, n_out, held=held)
+
+
+def gather(ctx: Ctx, x: Block, tv: Layout) -> Block | None:
+    """The lazy broadcast ``x`` of a value in the registers of the lanes that reduced it (``held``), held by ``tv``
+    with no move (value ``v`` of every thread reads one slot), or None when ``tv`` asks for elements a thread does
+    not hold."""
+    src, lin, lout, _ = x.lazy
+    acc, at = src.held
+    if tv_owners(tv) != THREADS or src.dtype != "f32":
+        return None
+    where: dict = {}
+    for i in range(src.n):                              # the source's storage offset -> its logical index
+        where.setdefault(int(lin(i)), i)
+    if len(where) != src.n:
+        return None
+    V, S = tv_values(tv), int(it.product(at.shape[1]))
+    slot = np.full(V, -1, dtype=np.int64)
+    for t in range(THREADS):
+        own = {int(at((t, s))): s for s in range(S)}
+        for v in range(V):
+            s = own.get(where.get(int(lout(int(tv((t, v))))), -1))
+            if s is None or slot[v] not in (-1, s):
+                return None
+            slot[v] = s
+    lay = fit_bits(slot)
+    if lay is None:
+        return None
+    w = ctx.w
+    name, r = w.fresh(), w.fresh("bc")
+    g = w.layout(lay, "value -> the slot of the reducing lanes' registers it reads", "bcast")
+    w.comment(f"the broadcast of {src.name}, from the registers of the lanes that reduced it")
+    w.emit(f"{r} = cute.make_rmem_tensor(({V},), cutlass.Float32)")
+    w.emit(f"for v in cutlass.range_constexpr({V}):")
+    w.emit(f"    {r}[v] = {acc}[{g}(v)]")
+    w.emit(f"{name} = {r}.load()")
+    return Block(name, src.dtype, x.shape, x.n, tv)
