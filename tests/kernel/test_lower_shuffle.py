@@ -84,6 +84,16 @@ def test_a_wrong_shuffle_offset_computes_a_wrong_answer():
     assert not np.allclose(got, want, rtol=1e-3)        # rows mixed into each other's max and sum
 
 
+def test_broadcasts_back_read_the_reducing_lanes_registers_and_a_wrong_read_is_caught():
+    mod, x, want = _softmax()
+    assert mod.source.count("from the registers of the lanes that reduced it") == 2
+    assert "tv_offsets" not in mod.source.split("# reduce_max")[1].split("# set")[0]    # no exchange of a block
+    old = "xch_f32.iterator + 8, "         # the second warp's partials of this lane's rows
+    assert old in mod.source
+    bad = KernelModule(mod.spec, mod.source.replace(old, "xch_f32.iterator + 0, "), 0.0, kind="kernel")
+    assert not np.allclose(simulate_module(bad, x)[0], want, rtol=1e-3)
+
+
 def test_a_partial_warp_mask_is_not_modeled_silently():
     mod, x, _ = _softmax()
     bad = KernelModule(mod.spec, mod.source.replace("mask=0xffffffff", "mask=0xffff"), 0.0, kind="kernel")
