@@ -1,6 +1,8 @@
-"""The scheduler on the acceptance programs: kernels in the schedule against one kernel per equation, HBM bytes
+"""The scheduler on the acceptance programs (f32 and bf16) and on programs using the numpy surface (slices,
+concatenate, argmax, reshape, integer ops): kernels in the schedule against one kernel per equation, HBM bytes
 the schedule moves against the unfused count (every equation reads its inputs from and writes its outputs to
-memory; views are free in both), and the lowering time (schedule plus emitting every kernel's source).
+memory; views -- transpose, broadcast, slice, reshape, tile -- are free in both), and the lowering time (schedule
+plus emitting every kernel's source).
 
 On a GPU (torch with CUDA), the MLP training step also runs against torch eager and torch.compile on the same
 shapes. Run: ``python benchmarks/schedule.py`` (add ``--gpu-size`` for batch 4096, width 4096 on a GPU).
@@ -13,8 +15,9 @@ import time
 import numpy as np
 
 import patches as pt
+from patches.layouts import make_layout
 from patches.lower.fusion import VIEWS, Graph
-from patches.lower.programs import ACCEPTANCE
+from patches.lower.programs import ACCEPTANCE, ACCEPTANCE_BF16
 from patches.lower.schedule import nbytes
 from patches.staging import Var
 
@@ -51,15 +54,36 @@ def lowering_seconds(fn, reps: int = 3) -> float:
     return statistics.median(times)
 
 
+def _x(m=512, n=768, dtype="f32"):
+    return pt.tensor(dtype, make_layout((m, n), (n, 1)))
+
+
+SURFACE = {   # programs from the numpy surface (f32 unless named)
+    "slice+concat fwd": lambda: pt.stage(lambda a, b: pt.exp(pt.concatenate([a[:, :384], b[:, 384:]], axis=1)),
+                                         _x(), _x()),
+    "slice+concat grad": lambda: pt.stage(pt.grad(lambda a, b: pt.reduce_sum(
+        pt.exp(pt.concatenate([a[:, :384], b[:, 384:]], axis=1)))), _x(), _x()),
+    "logsumexp grad": lambda: pt.stage(pt.grad(lambda a: pt.reduce_sum(pt.logsumexp(a, axis=1))), _x()),
+    "argmax of softmax": lambda: pt.stage(lambda a: pt.argmax(pt.softmax(a, axis=1), axis=1), _x()),
+    "reshape+tile grad": lambda: pt.stage(pt.grad(lambda a: pt.reduce_sum(
+        pt.exp(pt.tile(pt.reshape(a, (384, 1024)), (8, 8))))), _x()),
+    "int floordiv/mod": lambda: pt.stage(lambda a: pt.mod(pt.floordiv(a, 7) + pt.iota("i32", (512, 768), 1), 13),
+                                         _x(dtype="i32")),
+}
+
+
 def main() -> None:
-    head = ("program", "equations", "kernels", "eqn/kernel", "unfused MB", "schedule MB", "fusion ratio", "lower ms")
+    head = ("program", "dtype", "equations", "kernels", "eqn/kernel", "unfused MB", "schedule MB", "fusion ratio",
+            "lower ms")
     rows = []
-    for name, fn in ACCEPTANCE.items():
+    progs = [(n, "f32", f) for n, f in ACCEPTANCE.items()] + [(n, "bf16", f) for n, f in ACCEPTANCE_BF16.items()]
+    progs += [(n, "", f) for n, f in SURFACE.items()]
+    for name, dtype, fn in progs:
         prog = fn()
         mod = pt.lower(prog)
         eqns = sum(e.prim.name not in VIEWS for e in mod.program.eqns)
         ub, sb = unfused_bytes(mod.program), schedule_bytes(mod)
-        rows.append((name, eqns, len(mod.kernels), f"{eqns / len(mod.kernels):.1f}", f"{ub / 2**20:.1f}",
+        rows.append((name, dtype, eqns, len(mod.kernels), f"{eqns / len(mod.kernels):.1f}", f"{ub / 2**20:.1f}",
                      f"{sb / 2**20:.1f}", f"{ub / sb:.2f}", f"{lowering_seconds(fn) * 1e3:.0f}"))
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layouts import Layout
 from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import StagingError, fail
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
-from ..staging.kernel.control import I32, conform_to, stage_body
+from ..staging.kernel.control import I32, cond, conform_to, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
+from ..staging.symbols import is_symbolic
+from ..staging.types import compact
 from .jvp import jvp_rules
-from .kernel_eval import bind_fori, dce, lean_kernel, used_params
+from .kernel_eval import bind_fori, dce, eval_eqn, lean_kernel, used_params
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
@@ -58,9 +61,10 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
         elif prim is fori_p:
             outs = _jvp_fori(ps, ts, **e.params)
         elif prim is cond_p:
-            if any(t is not None for t in ts):
-                raise fail("jvp", "differentiating through cond/when inside a kernel body is not supported yet")
-            outs = [(o, None) for o in bind_multi(prim, *ps, **e.params)]
+            if all(t is None for t in ts):
+                outs = [(o, None) for o in eval_eqn(e, ps, None, None)]
+            else:
+                outs = _jvp_cond(e, ps, ts)
         elif all(t is None for t in ts):
             outs = [(o, None) for o in bind_multi(prim, *ps, **e.params)]
         else:
@@ -76,6 +80,31 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
             env[id(v)] = o
     res = [read(a) for a in prog.outputs]
     return [r[0] for r in res], [r[1] for r in res]
+
+
+def _jvp_cond(e: Any, ps: list, ts: list) -> list:
+    """A branch with tangents: the primal ``cond`` as is, then a tangent ``cond`` on the same predicate whose
+    branches are the branches' JVPs returning only the tangents (every float output gets one), so that the
+    tangent branch is linear in its tangent operands, as the transpose needs."""
+    n = e.params["n_true"]
+    t_prog, f_prog = e.params["true"], e.params["false"]
+    if ts[0] is not None:
+        raise fail("jvp", "a cond predicate cannot carry a tangent", get_aval(ps[0]))
+    primal = eval_eqn(e, ps, None, None)
+    diff = [k for k, v in enumerate(e.outputs) if is_differentiable(v.type)]
+
+    def branch(prog: Program, args: list, tangs: list) -> Any:
+        def fn() -> tuple:
+            outs_p, outs_t = jvp_body(prog, args, tangs)
+            return tuple(outs_t[k] if outs_t[k] is not None else _zeros(outs_p[k]) for k in diff)
+        return fn
+
+    tangent = cond(ps[0], branch(t_prog, ps[1:1 + n], ts[1:1 + n]), branch(f_prog, ps[1 + n:], ts[1 + n:]))
+    tangent = [] if tangent is None else list(tangent) if isinstance(tangent, tuple) else [tangent]
+    res = [(o, None) for o in primal]
+    for k, t in zip(diff, tangent):
+        res[k] = (res[k][0], t)
+    return res
 
 
 TANGENT_LOOP = "fori_tangent"  # the name of a tangent-only loop body: all its carries are linear
@@ -141,6 +170,14 @@ def _conform(t: Any, like: Any) -> Any:
     return P.copy(t, want.layout)
 
 
+def _block_layout(layout: Any) -> Any:
+    """The layout of a scratch block standing for an output block: the block's own, unless that is a window
+    whose coordinates share offsets (a padded block larger than its operand), which a buffer cannot be."""
+    if isinstance(layout, Layout) and not is_symbolic(layout) and not is_injective(layout):
+        return compact(layout.shape)
+    return layout
+
+
 def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
                 body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
     if dimension_semantics:
@@ -157,7 +194,7 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
     t_ops = [_conform(tangents[k], primals[k]) for k in tin]
     in_maps = tuple(in_specs) + tuple(in_specs[k] for k in tin)
     out_maps = tuple(out_specs[k] for k in tout)
-    blocks = [Scratch(m.ref_type.layout, m.ref_type.dtype, RMEM).type for m in out_specs]
+    blocks = [Scratch(_block_layout(m.ref_type.layout), m.ref_type.dtype, RMEM).type for m in out_specs]
     n, ni, no = len(in_specs), len(tin), len(tout)
 
     def tangent_body(*refs: Any) -> None:

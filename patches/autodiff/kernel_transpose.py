@@ -21,7 +21,7 @@ from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import StagingError, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
-from ..staging.kernel import addupdate_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
+from ..staging.kernel import addupdate_p, cond, cond_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
 from ..staging.kernel.control import I32, bind_loop, extent, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
@@ -29,6 +29,7 @@ from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
+from .kernel_padding import check_padded_body, cropped, unpadded
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 
@@ -108,6 +109,8 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
                 acc(e.inputs[1], bind(get_p, r.ct, *[read_env(env, a) for a in e.inputs[2:]], **e.params))
         elif e.prim is fori_p:
             _transpose_fori(e, env, lrefs, lin, cts, acc, point, grid)
+        elif e.prim is cond_p:
+            _transpose_cond(e, env, lrefs, lin, cts, acc, point, grid)
         else:
             outs = [cts.pop(id(v), None) for v in e.outputs]
             if all(c is None for c in outs):
@@ -158,6 +161,43 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
         acc(a, c)
     for k, c in zip(lin_consts, outs[len(carry_types):]):
         acc(ins[k], c)
+
+
+def _transpose_cond(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: Any, point: list, grid: tuple) -> None:
+    """A ``cond`` on the same (primal) predicate whose branches are the branches' transposes; each returns the
+    cotangents of every linear operand of either branch (zeros for the other branch's)."""
+    n, t_prog, f_prog = e.params["n_true"], e.params["true"], e.params["false"]
+    if id(e.inputs[0]) in lin or id(e.inputs[0]) in lrefs:
+        raise _unsupported("a cond whose predicate depends on differentiated values")
+    pred = read_env(env, e.inputs[0])
+
+    def args_of(ins: list) -> list:
+        return [lrefs[id(a)] if id(a) in lrefs else LIN if id(a) in lin else read_env(env, a) for a in ins]
+    t_args, f_args = args_of(e.inputs[1:1 + n]), args_of(e.inputs[1 + n:])
+    ct_out = [cts.pop(id(v), None) for v in e.outputs]
+    t_lin = [k for k, x in enumerate(t_args) if x is LIN]
+    f_lin = [k for k, x in enumerate(f_args) if x is LIN]
+    t_types = [e.inputs[1 + k].type for k in t_lin]
+    f_types = [e.inputs[1 + n + k].type for k in f_lin]
+
+    def branch(prog: Program, args: list, mine: list, first: bool) -> Any:
+        def fn() -> tuple:
+            res = transpose_body(prog, args, list(ct_out), point, grid)
+            own = [res[k] if res[k] is not None else zeros_of(t) for k, t in zip(mine, t_types if first else f_types)]
+            t_part = own if first else [zeros_of(t) for t in t_types]
+            f_part = [zeros_of(t) for t in f_types] if first else own
+            return (*t_part, *f_part)
+        return fn
+    if not t_lin and not f_lin:
+        cond(pred, lambda: (transpose_body(t_prog, t_args, list(ct_out), point, grid), None)[1],
+             lambda: (transpose_body(f_prog, f_args, list(ct_out), point, grid), None)[1])
+        return
+    outs = cond(pred, branch(t_prog, t_args, t_lin, True), branch(f_prog, f_args, f_lin, False))
+    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    for k, c in zip(t_lin, outs[:len(t_lin)]):
+        acc(e.inputs[1 + k], c)
+    for k, c in zip(f_lin, outs[len(t_lin):]):
+        acc(e.inputs[1 + n + k], c)
 
 
 def _restricted(m: BlockMapping, axes: list, ngrid: int) -> BlockMapping:
@@ -237,8 +277,10 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
     if all(c is None for c in cts):
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
-    return [_backward_kernel(k, list(operands), cts, base, grid, in_specs, out_specs, body) if is_linear(x) else None
-            for k, x in enumerate(operands)]
+    check_padded_body(body, list(operands), in_specs, base)
+    ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
+    return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
+            if is_linear(x) else None for k, x in enumerate(operands)]
 
 
 transpose_rules[kernel_p] = _kernel_transpose

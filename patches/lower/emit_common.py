@@ -136,9 +136,8 @@ def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:
     if spec.extra_outputs:
         out.append(f"{indent}    if m0 < ext_m and n0 < ext_n:   # further outputs: stored from registers, in bounds only")
         for eo in spec.extra_outputs:
-            idx = [("m0", "n0", "l")[c] if c is not None else "0" for c in eo.coords]
-            index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-            out.append(f"{indent}        {eo.name}[{index}] = {store_code(arg(eo.value), eo.dtype)}")
+            out.append(f"{indent}        {eo.name}[extra_index_{eo.name}(m0, n0, l)] = "
+                       f"{store_code(arg(eo.value), eo.dtype)}")
     if spec.epilogue:
         out.append(f"{indent}    acc[i] = v{len(spec.epilogue) - 1}")
     return out
@@ -310,6 +309,10 @@ def builder_lines(spec: GemmSpec) -> list[str]:
         L += [f"def side_index_{si.name}(m, n, l):",
               f'    """Where the epilogue reads side input {si.name} for output element (m, n, l)."""',
               f"    return {side_index_code(si)}", "", ""]
+    for eo in spec.extra_outputs:
+        L += [f"def extra_index_{eo.name}(m, n, l):",
+              f'    """Where the epilogue stores further output {eo.name} for output element (m, n, l)."""',
+              f"    return {side_index_code(eo)}", "", ""]
     return L
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
 from .config import DTYPE_BYTES
-from .emit_common import CUTLASS_DTYPES, DTYPES, lit, op_code, store_code
+from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
 from .names import comment_block
-from .simt_spec import SimtSpec
+from .simt_spec import SimtSpec, kind_of
+from .simt_views import split_index
 
 WARPS = 4
 INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))", "min": "cutlass.Float32(float('inf'))"}
@@ -47,7 +48,7 @@ def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
     stride a multiple of 16 bytes (each row's chunks start 16-byte aligned)."""
     from .analyze import _divisor
 
-    if len(spec.col_modes) != 1 or dtype not in DTYPE_BYTES:
+    if len(spec.col_modes) != 1 or dtype not in DTYPE_BYTES or any(isinstance(s, tuple) for s in _strides(layout)):
         return False
     c = spec.col_modes[0]
     stride = _strides(layout)
@@ -59,13 +60,13 @@ def _row_vector(layout, coords: tuple, dtype: str, spec: SimtSpec) -> bool:
 def vector_reads(spec: SimtSpec) -> set:
     """Reads whose row is contiguous (unit column stride) and 16-byte aligned at every row start: full chunks load
     each lane's VEC columns with one vector access (LDG.128)."""
-    return {i for i, r in enumerate(spec.reads) if _row_vector(r.layout, r.coords, r.dtype, spec)}
+    return {i for i, r in enumerate(spec.reads) if not r.access and _row_vector(r.layout, r.coords, r.dtype, spec)}
 
 
 def out_vector(spec: SimtSpec) -> bool:
     """Whether full chunks store the output with vector accesses (the only output, row-contiguous and aligned)."""
     return (not spec.extra_outputs and not spec.out_is_row and spec.out_dtype in CUTLASS_DTYPES
-            and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec))
+            and not spec.outputs[0].split and _row_vector(spec.out_layout, spec.out_coords, spec.out_dtype, spec))
 
 
 def _reads_of(spec: SimtSpec, r: tuple) -> set:
@@ -75,23 +76,139 @@ def _reads_of(spec: SimtSpec, r: tuple) -> set:
     return {a[1] for a in refs if a[0] == "in"}
 
 
-def _index(coords: tuple, free: object = None) -> str:
-    """The coordinate tuple of an argument: its modes' domain coordinates, 0 for size-1 modes, None for ``free``."""
-    idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
+def _index(coords: tuple, free: object = None, split: tuple = ()) -> str:
+    """The coordinate tuple of an argument: its modes' domain coordinates, 0 for size-1 modes, None for ``free``;
+    with ``split`` (leaf extents per mode) a hierarchical mode's coordinate is split into its leaves'."""
+    if split:
+        idx = [x for c, leaves in zip(coords, split) for x in split_index(None if c is None else f"d{c}", leaves)]
+    else:
+        idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
     return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
 
 
-def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset()) -> str:
-    if a[0] == "in" and a[1] in vec:
-        return f"g{a[1]}[v].to(cutlass.Float32)"
-    if a[0] == "v":
-        return f"v{a[1]}"
-    if a[0] == "red":
-        return f"red{a[1]}"
+def _tensor(spec: SimtSpec, i: int) -> str:
+    """The tensor read i indexes: its argument, or the view of it the read goes through."""
+    rd = spec.reads[i]
+    return f"a{rd.name[1:]}" if rd.access else rd.name
+
+
+def access_lines(spec: SimtSpec, indent: str) -> list[str]:
+    """Views of arguments (slices, reshapes, tiles, embeds' operands): the argument's storage at an offset, read
+    through the view's flattened layout."""
+    out = []
+    for i, rd in enumerate(spec.reads):
+        if rd.access:
+            off, lay = rd.access[0], rd.access[1]
+            shape = lay.shape if isinstance(lay.shape, tuple) else (lay.shape,)
+            stride = lay.stride if isinstance(lay.stride, tuple) else (lay.stride,)
+            out.append(f"{indent}{_tensor(spec, i)} = cute.make_tensor({rd.name}.iterator + {off}, "
+                       f"cute.make_layout({shape!r}, stride={stride!r}))   # a view of {rd.name}")
+    return out
+
+
+def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
+    """Step j, an embed: the operand's coordinates from the output's (per leaf of the map, combined per operand
+    mode), masked where the map does not reach."""
+    if spec.steps[j].gather[1] == "flat":
+        return _embed_flat(spec, j, indent)
+    r, y_leaves, out_leaves = spec.steps[j].gather
+    xs = [split_index(None if c is None else f"d{c}", leaves)[pos] for c, leaves, pos, _ in out_leaves]
+    lines = []
+    for q, (k, step, n, _, _) in enumerate(y_leaves):
+        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {out_leaves[k][3]}, 0) // {step}) % {n}")
+    lines.append(f"{indent}ok{j} = {F1}")
+    for k, (_, _, _, start) in enumerate(out_leaves):
+        parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
+        rebuilt = " + ".join(parts) if parts else "0"
+        lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
+    if isinstance(r, tuple):                       # a constant placed by the map
+        lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))")
+        return lines
+    idx = []
+    for mode, leaves in enumerate(spec.reads[r].split):
+        parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
+        idx += split_index(" + ".join(parts) if parts else None, leaves)
+    index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
+                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    return lines
+
+
+def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
+    """Step j, an embed whose map is a bijection onto a range: the output's colexicographic index, in range, read at
+    the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
+    r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
+    terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
+    sel = "cutlass.Float32(cutlass.select_({0}, {1}, {2}))"
+    lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
+             f"{indent}ok{j} = {sel.format(f'i{j} >= 0', F1, F0)} * {sel.format(f'i{j} < {n}', F1, F0)}",
+             f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
+    if isinstance(r, tuple):                       # a constant placed by the map
+        return lines[:2] + [f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))"]
+    rd = spec.reads[r]
+    parts, prefix = [], 1
+    for ln, st in inv_leaves:
+        parts.append(f"((ic{j} // {prefix}) % {ln}) * {st}")
+        prefix *= ln
+    lines.append(f"{indent}jj{j} = {' + '.join(parts) or '0'}   # the operand's index: the map's right inverse")
+    idx, prefix = [], 1
+    for mode, (ext, leaves) in enumerate(zip(y_modes, rd.split)):
+        coord = f"(jj{j} // {prefix})" + ("" if mode == len(y_modes) - 1 else f" % {ext}")
+        idx += split_index(coord, leaves)
+        prefix *= ext
+    index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
+                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    return lines
+
+
+def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
+    """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
     if a[0] == "lit":
-        return lit(a[1])
-    rd = spec.reads[a[1]]
-    return f"{rd.name}[{_index(rd.coords)}].to(cutlass.Float32)"
+        return f"cutlass.Int32({int(a[1])})" if want == "i" else lit(a[1])
+    have = kind_of(a, spec.reads, spec.steps)
+    if a[0] == "in":
+        rd = spec.reads[a[1]]
+        base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
+        return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else 'cutlass.Float32'})"
+    code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}"}[a[0]]
+    if want == "f" and have == "i":
+        return f"cutlass.Float32({code})"
+    if want == "i" and have == "f":
+        return f"({code}).to(cutlass.Int32)"
+    return code
+
+
+def _int_division(j: int, op: str, a: str, b: str, indent: str) -> list[str]:
+    """Floor division (or modulo) of Int32 values as numpy's, from the quotient of magnitudes (no reliance on how
+    ``//`` rounds negative operands): negated, and one less when the signs differ and it is inexact."""
+    sel = "cutlass.Int32(cutlass.select_({0}, {1}, {2}))"
+    return [f"{indent}a{j}, b{j} = {a}, {b}",
+            f"{indent}am{j}, bm{j} = {sel.format(f'a{j} < 0', f'-a{j}', f'a{j}')}, {sel.format(f'b{j} < 0', f'-b{j}', f'b{j}')}",
+            f"{indent}q{j} = am{j} // bm{j}",
+            f"{indent}r{j} = {sel.format(f'q{j} * bm{j} == am{j}', 'cutlass.Int32(0)', 'cutlass.Int32(1)')}",
+            f"{indent}q{j} = {sel.format(f'(a{j} ^ b{j}) < 0', f'-q{j} - r{j}', f'q{j}')}",
+            f"{indent}v{j} = {f'q{j}' if op == 'floordiv' else f'a{j} - q{j} * b{j}'}   # {op}"]
+
+
+def step_code(op: str, args: list, dtype: str, kind: str) -> str:
+    """One step's expression: integer steps in Int32, floor division and modulo; the rest as the GEMM epilogue's."""
+    if op == "floordiv":
+        return f"cute.math.floor({args[0]} / {args[1]})"
+    if op == "mod":
+        return f"{args[0]} - cute.math.floor({args[0]} / {args[1]}) * {args[1]}"
+    if kind != "i":
+        return op_code(op, args, dtype)
+    if op == "where":
+        return f"cutlass.Int32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
+    if op == "astype":
+        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Int32)"
+    if op in ("abs", "relu"):
+        neg = "-" + args[0] if op == "abs" else "cutlass.Int32(0)"
+        return f"cutlass.Int32(cutlass.select_({args[0]} < 0, {neg}, {args[0]}))"
+    if op in ("maximum", "minimum"):
+        return f"cutlass.{op[:3]}({args[0]}, {args[1]})"
+    return op_code(op, args, dtype)
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:
@@ -102,8 +219,15 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
     out = []
     for j in sorted(need - (done or set())):
         st = spec.steps[j]
-        args = [_arg(spec, a, vec) for a in st.args]
-        out.append(f"{indent}v{j} = {op_code(st.op, args, st.dtype)}   # {st.note}")
+        if st.gather:
+            out += _embed(spec, j, indent)
+            continue
+        kinds = st.arg_kinds or ("f",) * len(st.args)
+        args = [_arg(spec, a, vec, k) for a, k in zip(st.args, kinds)]
+        if st.kind == "i" and st.op in ("floordiv", "mod"):
+            out += _int_division(j, st.op, *args, indent)
+            continue
+        out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
     if done is not None:
         done |= need
     return out
@@ -147,7 +271,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done: set = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}        ", vec, done)
-        x = _arg(spec, r, vec)
+        x = _arg(spec, r, vec, None if store else "f")
         if vstore:
             out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
             oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
@@ -162,7 +286,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}            ", frozenset(), done)
-        out += [ln.format(x=_arg(spec, r), ind=f"{i}            ") for ln in body]
+        out += [ln.format(x=_arg(spec, r, frozenset(), None if store else "f"), ind=f"{i}            ") for ln in body]
     return out
 
 
@@ -252,6 +376,7 @@ def emit_simt(spec: SimtSpec) -> str:
     w("    lane = tidx % THREADS")
     w("    row = row_of(bidx, tidx)")
     extents("    ")
+    L.extend(access_lines(spec, "    "))
     w(f"    ext_c = {' * '.join(f'e{c}' for c in spec.col_modes) or '1'}")
     w("    chunks = (ext_c + CHUNK - 1) // CHUNK")
     w("    full = ext_c // CHUNK")
@@ -284,9 +409,10 @@ def emit_simt(spec: SimtSpec) -> str:
             L.extend(_compute(spec, o.result, "        ", frozenset(), done))
         w("        if lane == 0:")
         for o in rows:
-            w(f"            {o.name}[{_index(o.coords) if o.coords else '0'}] = {store_code(_arg(spec, o.result), o.dtype)}")
+            w(f"            {o.name}[{_index(o.coords, split=o.split) if o.coords else '0'}] = "
+              f"{store_code(_arg(spec, o.result), o.dtype)}")
     if full:
         w("        # Output pass: compute every element of the row and store it, rounded once.")
-        L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords) + "] = "
+        L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords, split=o.split) + "] = "
                                             + store_code("{x}", o.dtype)]) for o in full], store=True))
     return "\n".join(L) + "\n"

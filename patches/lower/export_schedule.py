@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..layouts import flatten
 from ..staging import Var
 from ..staging.types import modes_of
 
@@ -80,8 +81,9 @@ def export_schedule(exe: Any, directory: Path) -> Path:
     names.update({id(b.var): b.name for b in s.buffers})
     values = []
     for v in [b.var for b in s.buffers] + [o for o in s.program.outputs if isinstance(o, Var)]:
-        values.append({"name": names[id(v)], "dtype": v.type.dtype, "shape": [str(x) for x in modes_of(v.type.shape)],
-                       "stride": [str(x) for x in modes_of(v.type.layout.stride)]})
+        lay = flatten(v.type.layout)                   # hierarchical modes: one dimension per leaf
+        values.append({"name": names[id(v)], "dtype": v.type.dtype, "shape": [str(x) for x in modes_of(lay.shape)],
+                       "stride": [str(x) for x in modes_of(lay.stride)]})
     kernels = []
     for k, kexe in zip(s.kernels, exe.executables):
         kexe.export(directory / k.name)

@@ -3,7 +3,9 @@
 Walking the equations in order, each one joins a kernel that produces one of its inputs when that kernel can
 still be analyzed with it, or opens a new kernel:
 
-* views (``transpose``, ``broadcast``) are free: no kernel, each consumer reads through them;
+* views (``transpose``, ``broadcast``, and ``slice``/``view``/``tile`` of a buffer or parameter) are free: no
+  kernel, each consumer reads through them (a view of a value computed in the same kernel cuts it there);
+  generators (``iota``) are computed by each kernel that reads them;
 * a ``matmul`` opens a GEMM kernel; an elementwise equation on its result (and on parameters or earlier buffers
   read through views: a bias, a residual, a mask) joins it as epilogue, which may then have several outputs;
 * reductions and elementwise chains join a SIMT kernel, until a reduction over a different set of modes (or
@@ -23,7 +25,8 @@ from typing import Any
 from ..staging import Eqn, Literal, Program, Var
 from .errors import LoweringError
 
-VIEWS = ("transpose", "broadcast")
+VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
+GENERATORS = ("iota",)        # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul",
                 "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
 
@@ -48,6 +51,15 @@ class Graph:
 
     def is_view(self, e: Eqn) -> bool:
         return e.prim.name in VIEWS
+
+    def is_free(self, e: Eqn) -> bool:
+        """Views and generators: no kernel of their own."""
+        return e.prim.name in VIEWS or e.prim.name in GENERATORS
+
+    def generator(self, x: Any) -> Eqn | None:
+        """The generator equation (iota) producing ``x``, if any."""
+        p = self.producer.get(id(x)) if isinstance(x, Var) else None
+        return p if p is not None and p.prim.name in GENERATORS else None
 
     def root(self, x: Any) -> Any:
         """The variable (or literal) a view chain starts from."""
@@ -77,16 +89,18 @@ def _reaches(groups: list, start: int, target: int) -> bool:
     return False
 
 
-def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()) -> tuple[list, dict]:
+def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset(),
+              solo: set = frozenset()) -> tuple[list, dict]:
     """Groups of the program's non-view equations and ``owner`` (id of a computed variable -> group index).
 
     ``fits(group, eqn)`` tries the analysis of the group with ``eqn`` added; equations in ``isolate`` (by id) get
-    a kernel of their own and take no consumers.
+    a kernel of their own and take no consumers; an equation on parameters only may join the latest SIMT kernel
+    (horizontal fusion: it adds no dependency) unless it is in ``solo``.
     """
     groups: list[Group] = []
     owner: dict[int, int] = {}
     for e in prog.eqns:
-        if graph.is_view(e):
+        if graph.is_free(e):
             continue
         srcs = []
         for x in e.inputs:
@@ -94,8 +108,10 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
             if isinstance(r, Var) and id(r) in owner and owner[id(r)] not in srcs:
                 srcs.append(owner[id(r)])
         target = None
+        horizontal = not srcs and groups and groups[-1].kind == "simt" and id(e) not in solo
+        cands = [len(groups) - 1] if horizontal else srcs
         if e.prim.name != "matmul" and id(e) not in isolate:
-            for g in sorted(srcs, reverse=True):
+            for g in sorted(cands, reverse=True):
                 if any(id(q) in isolate for q in groups[g].eqns):
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):
@@ -162,8 +178,9 @@ def rematerialize(groups: list, owner: dict, graph: Graph, nbytes: Any, accepts:
                 r = graph.root(x)
                 if isinstance(r, Var) and id(r) not in mine:
                     ext[id(r)] = r
-        cands = [r for r in ext.values() if id(r) in owner and owner[id(r)] != g
-                 and graph.producer[id(r)].prim.name in cheap]
+        operands = {id(graph.root(x)) for e in grp.eqns if e.prim.name == "matmul" for x in e.inputs}
+        cands = [r for r in ext.values() if id(r) in owner and owner[id(r)] != g and id(r) not in operands
+                 and graph.producer[id(r)].prim.name in cheap]      # a GEMM loads its operands: they stay buffers
         if not cands:
             continue
         chain, anchors = _chain_back(graph, cands, mine, cheap)

@@ -146,6 +146,13 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
     return out
 
 
+def evaluate_shape(v: Any, x: Any) -> np.ndarray:
+    """An empty array of the logical shape ``x`` has as the value of ``v`` (a scalar is stored as one element)."""
+    from ..staging.types import modes_of
+
+    return np.empty(np.shape(x) if modes_of(v.type.shape) else ())
+
+
 def _logical(t: Any) -> tuple:
     from ..staging.types import logical_shape
 
@@ -211,6 +218,30 @@ class Schedule:
             outs = outs if len(k.program.outputs) > 1 else [outs]
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = x
+        res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
+        return tree_unflatten(prog.out_tree, res)
+
+    def simulate_kernels(self, *args: Any) -> Any:
+        """Run the schedule on the CPU through each kernel's tile-level model (the GEMM's tiles, f32 accumulation
+        and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype), passing
+        buffers between them: what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
+        from .simulate import simulate
+        from .simulate_simt import simulate_simt
+
+        leaves, _ = tree_flatten(args)
+        prog = self.program
+        if len(leaves) != len(prog.params):
+            raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
+        env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
+        for k in self.kernels:
+            ins = [env[id(p)] for p in k.program.params]
+            if k.kind == "gemm":
+                outs = simulate(k.spec, *ins, every=True)
+            else:
+                outs = simulate_simt(k.spec, *ins)
+                outs = outs if isinstance(outs, list) else [outs]
+            for v, x in zip(k.program.outputs, outs):
+                env[id(v)] = np.asarray(x).reshape(tuple(int(n) for n in np.shape(evaluate_shape(v, x))))
         res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
         return tree_unflatten(prog.out_tree, res)
 

@@ -2,9 +2,11 @@
 and backward), causal single-head attention (forward and backward). The scheduler's tests, the demo and
 benchmarks/schedule.py use them.
 
-All are f32: the derivative of a bf16 program with Python-scalar constants does not stage yet (a weak-type
-issue in staging), so the matmuls run as tf32 wgmma.
+Each takes ``dtype``: "f32" (matmuls as tf32 wgmma) or "bf16" (bf16 wgmma; Python-scalar constants are weakly
+typed, so they take bf16 too). ``ACCEPTANCE`` holds the f32 programs, ``ACCEPTANCE_BF16`` the bf16 ones.
 """
+
+from functools import partial
 
 import numpy as np
 
@@ -27,8 +29,9 @@ def mlp(x, w1, b1, w2, b2):
     return pt.relu(gelu(x @ w1 + b1) @ w2 + b2)
 
 
-def mlp_types(m=256, k=128, h=256, n=64):
-    return (row_major(m, k), row_major(k, h), pt.tensor(F, h), row_major(h, n), pt.tensor(F, n), row_major(m, n))
+def mlp_types(m=256, k=128, h=256, n=64, dtype=F):
+    return (row_major(m, k, dtype), row_major(k, h, dtype), pt.tensor(dtype, h), row_major(h, n, dtype),
+            pt.tensor(dtype, n), row_major(m, n, dtype))
 
 
 def _mse(m, n):
@@ -38,19 +41,19 @@ def _mse(m, n):
     return loss
 
 
-def mlp_forward(m=256, k=128, h=256, n=64):
-    x, w1, b1, w2, b2, _ = mlp_types(m, k, h, n)
+def mlp_forward(m=256, k=128, h=256, n=64, dtype=F):
+    x, w1, b1, w2, b2, _ = mlp_types(m, k, h, n, dtype)
     return pt.stage(mlp, x, w1, b1, w2, b2)
 
 
-def mlp_backward(m=256, k=128, h=256, n=64):
-    x, w1, b1, w2, b2, y = mlp_types(m, k, h, n)
+def mlp_backward(m=256, k=128, h=256, n=64, dtype=F):
+    x, w1, b1, w2, b2, y = mlp_types(m, k, h, n, dtype)
     return pt.stage(pt.grad(_mse(m, n), argnums=(0, 1, 2, 3)), w1, b1, w2, b2, x, y)
 
 
-def mlp_step(m=256, k=128, h=256, n=64, lr=0.1):
+def mlp_step(m=256, k=128, h=256, n=64, lr=0.1, dtype=F):
     """One SGD step: the loss, and every parameter minus lr times its gradient."""
-    x, w1, b1, w2, b2, y = mlp_types(m, k, h, n)
+    x, w1, b1, w2, b2, y = mlp_types(m, k, h, n, dtype)
     loss = _mse(m, n)
 
     def step(w1, b1, w2, b2, x, y):
@@ -68,12 +71,13 @@ def _softmax_rows(x, r, c):
     return e / pt.broadcast(pt.reduce_sum(e, 1), (r, c), (0,))
 
 
-def softmax_forward(r=512, c=1000):
-    return pt.stage(lambda x: _softmax_rows(x, r, c), row_major(r, c))
+def softmax_forward(r=512, c=1000, dtype=F):
+    return pt.stage(lambda x: _softmax_rows(x, r, c), row_major(r, c, dtype))
 
 
-def softmax_backward(r=512, c=1000):
-    return pt.stage(pt.grad(lambda x, g: pt.reduce_sum(_softmax_rows(x, r, c) * g)), row_major(r, c), row_major(r, c))
+def softmax_backward(r=512, c=1000, dtype=F):
+    return pt.stage(pt.grad(lambda x, g: pt.reduce_sum(_softmax_rows(x, r, c) * g)), row_major(r, c, dtype),
+                    row_major(r, c, dtype))
 
 
 def _layernorm(x, g, b, r, c, eps=1e-5):
@@ -84,16 +88,17 @@ def _layernorm(x, g, b, r, c, eps=1e-5):
     return xc * pt.broadcast(inv, (r, c), (0,)) * pt.broadcast(g, (r, c), (1,)) + pt.broadcast(b, (r, c), (1,))
 
 
-def layernorm_forward(r=512, c=768):
-    return pt.stage(lambda x, g, b: _layernorm(x, g, b, r, c), row_major(r, c), pt.tensor(F, c), pt.tensor(F, c))
+def layernorm_forward(r=512, c=768, dtype=F):
+    return pt.stage(lambda x, g, b: _layernorm(x, g, b, r, c), row_major(r, c, dtype), pt.tensor(dtype, c),
+                    pt.tensor(dtype, c))
 
 
-def layernorm_backward(r=512, c=768):
+def layernorm_backward(r=512, c=768, dtype=F):
     """dx, dgamma, dbeta of sum(layernorm(x) * dy)."""
     def loss(x, g, b, dy):
         return pt.reduce_sum(_layernorm(x, g, b, r, c) * dy)
-    return pt.stage(pt.grad(loss, argnums=(0, 1, 2)), row_major(r, c), pt.tensor(F, c), pt.tensor(F, c),
-                    row_major(r, c))
+    return pt.stage(pt.grad(loss, argnums=(0, 1, 2)), row_major(r, c, dtype), pt.tensor(dtype, c),
+                    pt.tensor(dtype, c), row_major(r, c, dtype))
 
 
 def _attention(q, k, v, mask, s, d):
@@ -102,19 +107,19 @@ def _attention(q, k, v, mask, s, d):
     return _softmax_rows(scores, s, s) @ v
 
 
-def attention_types(s=1024, d=64):
-    return row_major(s, d), row_major(s, d), row_major(s, d), row_major(s, s, "bool")
+def attention_types(s=1024, d=64, dtype=F):
+    return row_major(s, d, dtype), row_major(s, d, dtype), row_major(s, d, dtype), row_major(s, s, "bool")
 
 
-def attention_forward(s=1024, d=64):
-    return pt.stage(lambda q, k, v, m: _attention(q, k, v, m, s, d), *attention_types(s, d))
+def attention_forward(s=1024, d=64, dtype=F):
+    return pt.stage(lambda q, k, v, m: _attention(q, k, v, m, s, d), *attention_types(s, d, dtype))
 
 
-def attention_backward(s=1024, d=64):
+def attention_backward(s=1024, d=64, dtype=F):
     """dQ, dK, dV of sum(attention(q, k, v) * do)."""
     def loss(q, k, v, m, do):
         return pt.reduce_sum(_attention(q, k, v, m, s, d) * do)
-    return pt.stage(pt.grad(loss, argnums=(0, 1, 2)), *attention_types(s, d), row_major(s, d))
+    return pt.stage(pt.grad(loss, argnums=(0, 1, 2)), *attention_types(s, d, dtype), row_major(s, d, dtype))
 
 
 def causal(s):
@@ -127,3 +132,4 @@ ACCEPTANCE = {
     "layernorm_forward": layernorm_forward, "layernorm_backward": layernorm_backward,
     "attention_forward": attention_forward, "attention_backward": attention_backward,
 }
+ACCEPTANCE_BF16 = {name: partial(fn, dtype="bf16") for name, fn in ACCEPTANCE.items()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layouts import flatten
 from ..staging.pytree import tree_unflatten
 from ..staging.types import modes_of
 from .errors import LoweringError
@@ -41,8 +42,9 @@ def _bind(prog: Any, tensors: tuple) -> dict:
 def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
     import torch
 
-    shape = tuple(_ints(s, env) for s in modes_of(var.type.shape))
-    stride = tuple(_ints(d, env) for d in modes_of(var.type.layout.stride))
+    lay = flatten(var.type.layout)                  # hierarchical modes: one torch dimension per leaf
+    shape = tuple(_ints(s, env) for s in modes_of(lay.shape))
+    stride = tuple(_ints(d, env) for d in modes_of(lay.stride))
     dtype = getattr(torch, TORCH_DTYPES[var.type.dtype])
     if storage is None:
         return torch.empty_strided(shape, stride, dtype=dtype, device=device)

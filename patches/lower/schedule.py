@@ -19,12 +19,14 @@ import sympy
 from ..layouts import Layout, cosize, make_layout
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
-from ..staging.types import TensorType, modes_of
+from ..staging.types import TensorType, mode_size, modes_of
 from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
-from .fusion import EPILOGUE_OPS, Graph, Group, literal_only, order, partition, rematerialize
+from .expand import expand
+from .fusion import EPILOGUE_OPS, VIEWS, Graph, Group, literal_only, order, partition, rematerialize
 from .simt_spec import analyze_simt
+from .simt_views import ACCESS_VIEWS
 
 ITEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4,
               "u32": 4, "i64": 8, "u64": 8}
@@ -52,6 +54,7 @@ class KernelPlan:
     kind: str
     program: Program
     fuses: tuple
+    group: int = -1           # the fusion group it was cut from (-1: a copy kernel)
 
 
 def _eqn_text(e: Eqn) -> str:
@@ -79,15 +82,25 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    return Program([], [], prog.params, k_major(eqns), outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+    return Program([], [], prog.params, k_major(expand(eqns)), outputs, prog.in_tree, prog.out_tree, prog.name).dce()
 
 
 def k_major(eqns: list) -> list:
     """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
-    K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows)."""
+    K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows). So is an
+    operand read through a slice, reshape or tile (TMA loads a parameter or buffer through transposes only)."""
     out = []
+    producer = {id(v): e for e in eqns for v in e.outputs}
+
+    def accessed(x: Any) -> bool:
+        while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
+            if producer[id(x)].prim.name in ACCESS_VIEWS:
+                return True
+            x = producer[id(x)].inputs[0]
+        return False
+
     for e in eqns:
-        if e.prim.name != "matmul" or e.inputs[0].type.dtype != "f32":
+        if e.prim.name != "matmul" or e.inputs[0].type.dtype != "f32" and not any(map(accessed, e.inputs)):
             out.append(e)
             continue
         ins = []
@@ -95,7 +108,8 @@ def k_major(eqns: list) -> list:
             lay = x.type.layout
             shape, stride = modes_of(lay.shape), modes_of(lay.stride)
             kmode = 1 if role == "a" else 0
-            if any(isinstance(s, tuple) for s in shape) or _unit(stride[kmode]):
+            nested = any(isinstance(s, tuple) for s in shape)
+            if nested or not accessed(x) and (x.type.dtype != "f32" or _unit(stride[kmode])):
                 ins.append(x)
                 continue
             other = 1 - kmode
@@ -103,7 +117,7 @@ def k_major(eqns: list) -> list:
             st[kmode], st[other] = 1, shape[kmode]
             if len(shape) == 3:
                 st[2] = shape[0] * shape[1]
-            y = Var(TensorType("f32", make_layout(tuple(shape), tuple(st))))
+            y = Var(TensorType(x.type.dtype, make_layout(tuple(shape), tuple(st))))
             out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
             ins.append(y)
         out.append(Eqn(e.prim, ins, e.params, e.outputs))
@@ -148,7 +162,10 @@ class Builder:
             for v in self.graph.chain(x):
                 body[id(v)] = v
             r = self.graph.root(x)
-            if isinstance(r, Var) and id(r) not in mine and all(r is not q for q in ext):
+            gen = self.graph.generator(r)
+            if gen is not None:
+                body[id(gen)] = gen
+            elif isinstance(r, Var) and id(r) not in mine and all(r is not q for q in ext):
                 ext.append(r)
 
         for e in eqns:
@@ -165,27 +182,44 @@ class Builder:
         eqns = sorted(eqns, key=lambda q: self.index[id(q)])
         used = {id(x) for q in eqns for x in q.inputs} | {id(self.graph.root(x)) for q in eqns for x in q.inputs}
         outs = [v for q in group.eqns for v in q.outputs if id(v) not in used] or [group.eqns[-1].outputs[0]]
-        return self._analyzes(group, eqns, outs)
+        return self._analyzes(group, eqns, outs) is not None
 
-    def _analyzes(self, group: Group, eqns: list, outs: list) -> bool:
-        """Whether the group's kernel analysis accepts these equations with these outputs."""
+    def _analyzes(self, group: Group, eqns: list, outs: list) -> Any:
+        """The group's kernel analysis of these equations with these outputs (its spec), or None if refused."""
         if group.kind == "gemm":
             outs = _storable(group, outs)
         try:
-            _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
+            return _analyze(group.kind, self.sub_program(eqns, outs, "trial"), self.config, "trial")
         except LoweringError:
-            return False
-        return True
+            return None
+
+    def _frontier(self, eqns: list) -> list:
+        used = {id(x) for q in eqns for x in q.inputs}
+        used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
+        return [v for q in eqns for v in q.outputs if id(v) not in used] or [eqns[-1].outputs[0]]
 
     def trial(self, group: Group, e: Eqn) -> bool:
         """Whether ``e`` can join ``group``: the kernel analysis accepts the group with it (outputs: its frontier)."""
         if group.kind == "gemm" and e.prim.name not in EPILOGUE_OPS:
             return False
         eqns = group.eqns + [e]
-        used = {id(x) for q in eqns for x in q.inputs}
-        used |= {id(self.graph.root(x)) for q in eqns for x in q.inputs}
-        outs = [v for q in eqns for v in q.outputs if id(v) not in used] or [e.outputs[0]]
-        return self._analyzes(group, eqns, outs)
+        return self._analyzes(group, eqns, self._frontier(eqns)) is not None
+
+    def wasteful(self, groups: list, plans: list) -> set:
+        """Equations on parameters only that joined a SIMT kernel whose domain (rows x columns) then exceeds every
+        tensor it reads or writes: their modes never met the kernel's, so it would redo its work for each of their
+        elements (an outer product of domains). Their ids; the next partition gives them kernels of their own."""
+        out: set = set()
+        for p in plans:
+            if p.kind != "simt" or p.group < 0:
+                continue
+            spec = analyze_simt(p.program, "check")
+            largest = max([_elements(v) for v in list(p.program.params) + list(p.program.outputs)], key=_order)
+            if _smaller_bytes(largest, spec.rows * spec.cols):
+                mine = {id(v) for e in groups[p.group].eqns for v in e.outputs}
+                out |= {id(e) for e in groups[p.group].eqns
+                        if not any(isinstance(r, Var) and id(r) in mine for r in map(self.graph.root, e.inputs))}
+        return out
 
 
 def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, list, list, dict]:
@@ -194,11 +228,16 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
     prog = prepare(prog)
     b = Builder(prog, config)
     isolate: set = set()
-    for _ in range(len(prog.eqns) + 1):
-        groups, owner = partition(prog, b.graph, b.trial, isolate)
-        plans, bad = _cut(prog, b, groups, owner)
+    solo: set = set()
+    for _ in range(2 * len(prog.eqns) + 2):
+        groups, owner = partition(prog, b.graph, b.trial, isolate, solo)
+        plans, bad, repl = _cut(prog, b, groups, owner)
         if bad is None:
-            break
+            waste = b.wasteful(groups, plans) - solo
+            if not waste:
+                break
+            solo |= waste
+            continue
         g, err = bad
         if len(groups[g].eqns) == 1 or all(id(e) in isolate for e in groups[g].eqns):
             e = groups[g].eqns[-1]
@@ -211,9 +250,10 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         trial = [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups]
         if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
             continue
-        cand, bad = _cut(prog, b, trial, owner)
+        cand, bad, crepl = _cut(prog, b, trial, owner)
         if bad is None and _smaller_bytes(traffic(cand), best):
-            groups, plans, best = trial, cand, traffic(cand)
+            groups, plans, best, repl = trial, cand, traffic(cand), crepl
+    prog.outputs = [repl.get(id(o), o) for o in prog.outputs]     # outputs copied by copy kernels
     plans = [_named(p) for p in plans]
     buffers = _buffers(prog, plans)
     return prog, plans, buffers, {"schedule": time.perf_counter() - t0}
@@ -224,6 +264,18 @@ def traffic(plans: list) -> Any:
     return sum(nbytes(v) for p in plans for v in list(p.program.params) + list(p.program.outputs))
 
 
+def _elements(v: Var) -> Any:
+    n: Any = 1
+    for m in modes_of(v.type.shape):
+        n = n * mode_size(m)
+    return n
+
+
+def _order(a: Any) -> Any:
+    d = sympy.sympify(a)
+    return int(d.subs({s: 1 << 20 for s in d.free_symbols}))
+
+
 def _smaller_bytes(a: Any, b: Any) -> bool:
     d = sympy.sympify(b) - sympy.sympify(a)
     return bool(d.subs({s: 1 << 20 for s in d.free_symbols}) > 0)
@@ -232,11 +284,12 @@ def _smaller_bytes(a: Any, b: Any) -> bool:
 def _named(p: KernelPlan) -> KernelPlan:
     name = f"{p.kind}_{next(_ids)}"
     p.program.name = name
-    return KernelPlan(name, p.kind, p.program, p.fuses)
+    return KernelPlan(name, p.kind, p.program, p.fuses, p.group)
 
 
-def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any]:
-    """Kernel plans for the groups (run order), or (group index, error) for the first one the analysis refuses."""
+def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any, dict]:
+    """Kernel plans for the groups (run order), or (group index, error) for the first one the analysis refuses;
+    and the program outputs that copy kernels produce (id of the output -> the copy's result)."""
     g_of_out: dict[int, list] = {}
     wanted: dict[int, list] = {g: [] for g in range(len(groups))}
 
@@ -254,7 +307,10 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     extra: list = []
     for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
         r = b.graph.root(o) if isinstance(o, Var) else o
-        if isinstance(r, Var) and id(r) in owner:
+        if isinstance(r, Var) and id(r) in owner and _accesses(b.graph, o):
+            want(owner[id(r)], r)                    # a slice/reshape/tile of a kernel value: stored, then copied
+            extra.append(o)
+        elif isinstance(r, Var) and id(r) in owner:
             want(owner[id(r)], o)
             g_of_out.setdefault(id(o), []).append(owner[id(r)])
         elif isinstance(o, Var):
@@ -274,20 +330,28 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         try:
             _analyze(kind, sub, b.config, name)
         except LoweringError as err:
-            return [], (g, err)
-        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns)))
+            return [], (g, err), {}
+        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns), g))
+    repl: dict = {}
     for o in extra:                                  # a parameter (or a view of one) returned as is: a copy kernel
         out = Var(TensorType(o.type.dtype, _dense(o.type.layout)))
         copy = Eqn(copy_p, [o], {"layout": out.type.layout}, [out])
         name = f"simt_copy{len(plans)}"
-        sub = Program([], [], [b.graph.root(o)], b.graph.chain(o) + [copy], [out], name=name)
+        root, gen = b.graph.root(o), b.graph.generator(b.graph.root(o))
+        sub = Program([], [], [] if gen else [root], ([gen] if gen else []) + b.graph.chain(o) + [copy], [out],
+                      name=name)
         try:
             analyze_simt(sub, name)
         except LoweringError as err:
             raise LoweringError(f"output {o.type} (a parameter view) cannot be copied: {err}") from err
         plans.append(KernelPlan(name, "simt", sub, ("copy",)))
-        prog.outputs[prog.outputs.index(o)] = out
-    return plans, None
+        repl[id(o)] = out
+    return plans, None, repl
+
+
+def _accesses(graph: Graph, o: Any) -> bool:
+    """Whether ``o`` is read from its root through a slice, view or tile (not a per-mode transpose/broadcast)."""
+    return isinstance(o, Var) and any(e.prim.name in ACCESS_VIEWS for e in graph.chain(o))
 
 
 def _live(groups: list, owner: dict, b: Builder, wanted: dict) -> set:

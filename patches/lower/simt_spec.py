@@ -15,16 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layouts import Layout
+from ..layouts import Layout, flatten
 from ..staging import Literal, Program
-from ..staging.types import modes_of
+from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
+from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, static_layout, view_access
 
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy"}
+ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy", "floordiv", "mod"}
+INT_DTYPES = ("i8", "u8", "i16", "u16", "i32")      # computed exactly in Int32 (u32 values do not fit)
+INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class Read:
     dtype: str
     layout: Layout
     coords: tuple
+    access: tuple = ()         # (offset, layout, the parameter's layout): read through a view of the argument
+    split: tuple = ()          # per accessed top-level mode, its leaf extents (a hierarchical mode is split)
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,9 @@ class Step:
     args: tuple
     dtype: str
     note: str
+    gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
+    kind: str = "f"            # "f": computed in f32; "i": an integer computed exactly in Int32
+    arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class Out:
     is_row: bool
     coords: tuple
     shape: tuple
+    split: tuple = ()          # per output mode, its leaf extents when a mode is hierarchical (the argument is flat)
 
 
 @dataclass(frozen=True)
@@ -89,12 +98,13 @@ class SimtSpec:
     out_coords: tuple = ()     # domain mode per output mode (None: size 1)
     out_shape: tuple = ()      # the program's output shape (() for a scalar)
     extra_outputs: tuple = ()  # Out records of the program's further outputs (mOut1, mOut2, ...)
+    out_split: tuple = ()      # the first output's leaf extents per mode (hierarchical modes; see Out.split)
 
     @property
     def outputs(self) -> tuple:
         """Every output as an Out record, the first one (``mOut``) from the fields above."""
         first = Out("mOut", self.result, self.out_dtype, self.out_layout, self.out_is_row, self.out_coords,
-                    self.out_shape)
+                    self.out_shape, self.out_split)
         return (first,) + tuple(self.extra_outputs)
 
     def kernel_operands(self) -> tuple:
@@ -172,6 +182,52 @@ def _walk_back(cl: _Classes, reduced: list, var: dict, outputs: list) -> None:
                     together |= cs2
 
 
+def kind_of(a: tuple, reads: list, steps: list) -> str:
+    """"i" for an integer value computed exactly (an integer read, an integer step, a domain coordinate), "lit" for
+    a literal (it takes its consumer's kind), else "f"."""
+    if a[0] == "in":
+        return "i" if reads[a[1]].dtype in INT_DTYPES else "f"
+    if a[0] == "v":
+        return steps[a[1]].kind
+    return {"dom": "i", "lit": "lit"}.get(a[0], "f")
+
+
+def _kinds(e: Any, kinds: list) -> tuple:
+    """(kind of the step, kind of each argument): integer arithmetic stays in Int32 (numpy's wrapping, floor
+    division and modulo); comparisons of integers compare exactly; everything else is f32."""
+    nm, dt = e.prim.name, e.outputs[0].type.dtype
+    if nm in ("floordiv", "mod") and dt[0] in "iu" and dt not in INT_DTYPES:
+        raise LoweringError(f"equation {nm}({', '.join(str(x.type) for x in e.inputs)}): {dt} values do not fit the "
+                            "kernel's Int32 arithmetic")
+    if dt in INT_DTYPES and nm in INT_OPS:
+        if nm == "where":
+            return "i", ("f", "i", "i")
+        if nm == "astype":
+            return "i", (kinds[0] if kinds[0] != "lit" else "i",)
+        return "i", ("i",) * len(kinds)
+    if nm in COMPARE and all(k in ("i", "lit") for k in kinds) and "i" in kinds:
+        return "f", ("i",) * len(kinds)
+    if nm == "astype" and kinds[0] == "i" and dt != "bool":
+        return "f", ("i",)
+    return "f", ("f",) * len(kinds)
+
+
+def _read_values(prog: Program) -> set:
+    """Ids of the values the kernel evaluates per domain point: operands of computing equations and outputs, and
+    (backwards) the operands of transposes/broadcasts of those; a view's or embed's operand is read through a layout
+    instead, so its modes need no domain."""
+    used = {id(o) for o in prog.outputs}
+    for e in reversed(prog.eqns):
+        nm = e.prim.name
+        if nm in ACCESS_VIEWS or nm == "embed":
+            continue
+        if nm in ("transpose", "broadcast") and id(e.outputs[0]) not in used:
+            continue
+        used |= {id(x) for x in e.inputs}
+        used |= {id(v) for v in e.outputs}
+    return used
+
+
 def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
     prog = prog.dce()
@@ -183,7 +239,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     var: dict[int, list] = {}          # id(value) -> mode variable per mode (None for size-1 modes)
 
     def new_vars(v: Any) -> list:
-        return [None if _is_one(s) else cl.fresh(s) for s in modes_of(v.type.shape)]
+        return [None if _is_one(s) else cl.fresh(s) for s in map(mode_size, modes_of(v.type.shape))]
 
     def vars_of(x: Any) -> list:
         if isinstance(x, Literal):
@@ -208,6 +264,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                 if xv[i] is not None and ov[d] is not None:
                     cl.union(xv[i], ov[d], nm)
             var[id(out)] = ov
+        elif nm in ACCESS_VIEWS or nm in ("embed", "iota"):
+            var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
         elif nm in REDUCE:
             xv = vars_of(e.inputs[0])
             axes = tuple(e.params["axes"])
@@ -225,7 +283,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             var[id(out)] = ov
         else:
             raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
-                                "transpose/broadcast views, reduce_sum/reduce_max/reduce_min)")
+                                "views, embed, iota, reduce_sum/reduce_max/reduce_min)")
 
     def classes(vs: list) -> list:
         return [None if v is None else cl.find(v) for v in vs]
@@ -262,11 +320,11 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         row_modes = tuple(dict.fromkeys(c for oc in [outs_cls[widest]] + outs_cls for c in oc
                                         if c is not None and c not in col_modes))
     domain = set(row_modes) | set(col_modes)
-    live = {c for vs in var.values() for c in classes(vs) if c is not None}
+    live = {c for i in _read_values(prog) for c in classes(var.get(i, [])) if c is not None}
     if live - domain:
         raise LoweringError("a mode of the program reaches neither the output nor a reduction (no domain to walk it)")
 
-    src: dict[int, tuple] = {id(v): (i, tuple(range(len(modes_of(v.type.shape)))))
+    src: dict[int, tuple] = {id(v): (i, tuple(range(len(modes_of(v.type.shape)))), ())
                              for i, v in enumerate(prog.params)}
     ref: dict[int, tuple] = {}
     reads: list[Read] = []
@@ -274,37 +332,89 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     steps: list[Step] = []
     reductions: list[tuple] = []
 
+    def read(p: int, acc: tuple, coords: tuple) -> int:
+        """The index of the read of parameter ``p`` (through access ``acc``) at these coordinates."""
+        key = (p, acc, coords)
+        if key not in read_of:
+            param = prog.params[p]
+            if param.type.dtype not in DTYPES:
+                raise LoweringError(f"parameter {p} is {param.type.dtype}; the SIMT kernel reads {', '.join(DTYPES)}")
+            if acc:
+                static_layout(param.type.layout, f"parameter {p}")
+                access, split = (acc[0], flatten(acc[1]), param.type.layout), leaf_sizes(acc[1])
+            else:
+                _flat_modes(param.type.layout, "parameter")
+                access, split = (), ()
+            read_of[key] = len(reads)
+            reads.append(Read(f"mX{len(reads)}", p, param.type.dtype, flatten(param.type.layout), coords, access, split))
+        return read_of[key]
+
+    def source(x: Any) -> tuple:
+        """(param, mode map, access) of a parameter view; a hierarchical parameter is read through an access."""
+        p, pm, acc = src[id(x)]
+        if not acc and any(isinstance(m, tuple) for m in modes_of(prog.params[p].type.shape)):
+            acc = (0, static_layout(prog.params[p].type.layout, f"parameter {p}"))
+        return p, pm, acc
+
     def value(x: Any, ctx: str) -> tuple:
         if isinstance(x, Literal):
             return ("lit", float(x.value))
         if id(x) in ref:
             return ref[id(x)]
         if id(x) in src:
-            p, pm = src[id(x)]
+            p, pm, acc = source(x)
             vc = classes(var[id(x)])
-            coords = [None] * len(modes_of(prog.params[p].type.shape))
-            pshape = modes_of(prog.params[p].type.shape)
+            pshape = modes_of(acc[1].shape if acc else prog.params[p].type.shape)
+            coords = [None] * len(pshape)
             for i, q in enumerate(pm):
-                if q is not None and not _is_one(pshape[q]):
+                if q is not None and not _is_one(mode_size(pshape[q])):
                     coords[q] = vc[i]
-            key = (p, tuple(coords))
-            if key not in read_of:
-                param = prog.params[p]
-                _flat_modes(param.type.layout, "parameter")
-                if param.type.dtype not in DTYPES:
-                    raise LoweringError(f"parameter {p} is {param.type.dtype}; the SIMT kernel reads {', '.join(DTYPES)}")
-                read_of[key] = len(reads)
-                reads.append(Read(f"mX{len(reads)}", p, param.type.dtype, param.type.layout, tuple(coords)))
-            return ("in", read_of[key])
+            return ("in", read(p, acc, tuple(coords)))
         raise LoweringError(f"{ctx}: operand {x.type} is neither a parameter view nor a value of the chain")
 
     for e in prog.eqns:
         nm = e.prim.name
-        x = e.inputs[0]
         out = e.outputs[0]
+        if nm == "iota":                           # the coordinate of a domain mode
+            d = e.params["dimension"]
+            c = classes(var[id(out)])[d]
+            if not isinstance(cl.size[c] if c is not None else 1, int) or c is not None and cl.size[c] > 1 << 24:
+                raise LoweringError(f"equation iota: extent {cl.size[c]} is symbolic or past 2**24 (exact in f32)")
+            ref[id(out)] = ("lit", 0.0) if c is None else ("dom", c)
+            continue
+        x = e.inputs[0]
+        if nm in ACCESS_VIEWS:
+            if ref.get(id(x), ("",))[0] == "lit":   # a view of a constant is the constant
+                ref[id(out)] = ref[id(x)]
+                continue
+            if id(x) not in src:
+                raise LoweringError(f"equation {nm}({x.type}): a view of a value computed in this kernel (the view "
+                                    "is free when read from a buffer, so the schedule cuts the kernel here)")
+            p, _, acc = src[id(x)]                 # x's layout indexes the parameter's storage (at acc's offset)
+            off, lay = view_access(e, static_layout(x.type.layout, f"equation {nm}"), acc[0] if acc else 0)
+            src[id(out)] = (p, tuple(range(len(modes_of(out.type.shape)))), (off, lay))
+            continue
+        if nm == "embed":
+            constant = ref.get(id(x), ("",))[0] == "lit"     # a broadcast constant (a reduction's cotangent)
+            if id(x) not in src and not constant:
+                raise LoweringError(f"equation embed({x.type}): its operand is computed in this kernel (embed reads "
+                                    "a buffer through its map, so the schedule cuts the kernel here)")
+            y_lay = static_layout(x.type.layout, "equation embed")
+            try:
+                gather = embed_gather(e, y_lay, classes(var[id(out)]))
+            except LoweringError:                  # not a mixed radix: a map onto a contiguous range (a reshape's)
+                gather = embed_flat(e, classes(var[id(out)]))
+            if constant:
+                r: Any = ref[id(x)]
+            else:
+                p, _, acc = src[id(x)]
+                r = read(p, (acc[0] if acc else 0, y_lay), ())
+            steps.append(Step("embed", (), "", _note(e), (r, *gather)))
+            ref[id(out)] = ("v", len(steps) - 1)
+            continue
         if nm in ("transpose", "broadcast"):
             if id(x) in src:
-                p, pm = src[id(x)]
+                p, pm, acc = src[id(x)]
                 n_out = len(modes_of(out.type.shape))
                 if nm == "transpose":
                     new = tuple(pm[q] for q in e.params["perm"])
@@ -313,7 +423,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                     for i, d in enumerate(e.params["dims"]):
                         new_l[d] = pm[i]
                     new = tuple(new_l)
-                src[id(out)] = (p, new)
+                src[id(out)] = (p, new, acc)
             else:
                 ref[id(out)] = value(x, nm)        # a computed value is evaluated per domain point: views are free
             continue
@@ -327,7 +437,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")
         args = tuple(value(a, nm) for a in e.inputs)
-        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e)))
+        kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps) for a in args])
+        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds))
         ref[id(out)] = ("v", len(steps) - 1)
 
     outs = []
@@ -337,14 +448,18 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             raise LoweringError(f"output dtype {outv.type.dtype}: the SIMT kernel stores {', '.join(DTYPES)}")
         out_shape = modes_of(outv.type.shape)
         out_layout = outv.type.layout if out_shape else Layout(1, 1)
+        split = ()
+        if any(isinstance(m, tuple) for m in out_shape):    # hierarchical: a flat argument, coordinates split
+            split = leaf_sizes(static_layout(out_layout, "output"))
+            out_layout = flatten(out_layout)
         _flat_modes(out_layout, "output")
         is_row = bool(reductions) and not ({c for c in oc if c is not None} & set(col_modes))
         outs.append(Out("mOut" if k == 0 else f"mOut{k}", result, outv.type.dtype, out_layout, is_row, tuple(oc),
-                        tuple(out_shape)))
+                        tuple(out_shape), split))
     sizes = {c: cl.size[c] for c in domain}
     extents = {}
-    cands = [(k, m, c) for k, oc in enumerate(outs_cls) for m, c in enumerate(oc)]
-    cands += [(len(outs) + i, m, c) for i, r in enumerate(reads) for m, c in enumerate(r.coords)]
+    cands = [(k, m, c) for k, oc in enumerate(outs_cls) for m, c in enumerate(oc) if not outs[k].split]
+    cands += [(len(outs) + i, m, c) for i, r in enumerate(reads) for m, c in enumerate(r.coords) if not r.access]
     for c in sorted(domain):
         hit = next(((a, m) for a, m, k in cands if k == c), None)
         if hit is None and not isinstance(sizes[c], int):
@@ -367,4 +482,4 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                     program_text=str(prog), n_params=len(prog.params), vec=vec,
                     row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
                     extents=tuple((c, extents[c]) for c in dom), out_coords=o0.coords,
-                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]))
+                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]), out_split=o0.split)

@@ -66,8 +66,9 @@ def _kernel_view(x: np.ndarray, perm: tuple, batched: bool) -> np.ndarray:
     return v if batched else v[..., None]
 
 
-def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.ndarray:
-    """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output."""
+def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bool = False) -> Any:
+    """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output (with
+    ``every``, all of the program's outputs in order: the further ones stored from the epilogue's registers)."""
     cfg = spec.config
     a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched)     # (M, K, L)
     b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched)     # (N, K, L)
@@ -75,6 +76,8 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.nda
     N = b.shape[0]
     tm, tn, tk = cfg.tile
     out = np.full((M, N, L), np.nan, np.float32)
+    extras = [np.full(tuple(1 if c is None else (M, N, L)[c] for c in eo.coords), np.nan, np.float32)
+              for eo in spec.extra_outputs] if every else []
     k_tiles = -(-K // tk)
     for bx, by, bz in tile_order(spec, M, N, L):
         acc = np.zeros((tm, tn), np.float32)
@@ -89,13 +92,23 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None) -> np.nda
         m = np.arange(bx * tm, (bx + 1) * tm)[:, None] + np.zeros((1, tn), int)
         n = np.arange(by * tn, (by + 1) * tn)[None, :] + np.zeros((tm, 1), int)
         coords = (np.minimum(m, M - 1), np.minimum(n, N - 1), np.full_like(m, bz))
-        acc = epilogue(spec, acc, coords, args)
+        raw = acc
+        acc, vals = epilogue(spec, acc, coords, args, with_values=True)
         res = round_to(acc, spec.c_dtype)
         rm, rn = min(tm, M - bx * tm), min(tn, N - by * tn)
         if rm > 0 and rn > 0:                          # the TMA store clips to the tensor
             out[bx * tm:bx * tm + rm, by * tn:by * tn + rn, bz] = res[:rm, :rn]
+            for eo, x in zip(spec.extra_outputs, extras):     # stored from registers, in bounds only
+                v = raw if eo.value == ("acc",) else vals[eo.value[1]]
+                v = np.broadcast_to(round_to(v, eo.dtype), (tm, tn))[:rm, :rn]
+                kc = (m[:rm, :rn], n[:rm, :rn], np.full((rm, rn), bz))
+                x[tuple(np.zeros((rm, rn), int) if c is None else kc[c] for c in eo.coords)] = v
     inv = np.argsort(spec.c.perm)
-    return np.transpose(out if spec.batched else out[..., 0], inv)
+    main = np.transpose(out if spec.batched else out[..., 0], inv)
+    if not every:
+        return main
+    rest = iter(extras)
+    return [main if i == spec.out_index else next(rest) for i in range(len(spec.extra_outputs) + 1)]
 
 
 def tile_order(spec: GemmSpec, m: int, n: int, batch: int) -> list[tuple[int, int, int]]:
@@ -136,8 +149,9 @@ def persistent_schedule(cfg: TileConfig, m: int, n: int, batch: int, sms: int = 
     return walks
 
 
-def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.ndarray:
-    """The epilogue steps on an f32 tile, in order; side inputs read at (clamped) kernel coordinates."""
+def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple, with_values: bool = False) -> Any:
+    """The epilogue steps on an f32 tile, in order; side inputs read at (clamped) kernel coordinates. Returns the
+    stored value (and, ``with_values``, every step's value)."""
     vals: list = []
 
     def get(a: tuple) -> np.ndarray:
@@ -149,9 +163,12 @@ def epilogue(spec: GemmSpec, acc: np.ndarray, coords: tuple, args: tuple) -> np.
             return np.float32(a[1])
         si = spec.inputs[a[1]]
         x = np.asarray(args[si.param], np.float32)
+        if si.dtype in ("bf16", "f16"):               # the argument holds values of its dtype
+            x = round_to(x, si.dtype)
         idx = tuple(coords[c] if c is not None else 0 for c in si.coords)
         return x[idx] if idx else np.full_like(acc, x.reshape(()))
 
     for st in spec.epilogue:
         vals.append(step(st.op, [get(a) for a in st.args], st.dtype))
-    return vals[-1] if vals else acc
+    final = vals[-1] if vals else acc
+    return (final, vals) if with_values else final

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
 from .emit_simt import WARPS, _needed, threads, tv_layout
-from .simt_spec import SimtSpec
+from .simt_spec import INT_DTYPES, SimtSpec, kind_of
+from .simt_views import split_numpy
 from .simulate import round_to, step
 
 
@@ -41,6 +43,19 @@ def _coords(index: np.ndarray, modes: tuple, ext: dict) -> dict:
     return out
 
 
+def accessed(x: Any, rd: Any, leaves: bool = False) -> np.ndarray:
+    """The values read ``rd`` sees through its access: the parameter's storage (built from its logical array and
+    layout) at the access's offset and layout; one axis per top-level mode, or with ``leaves`` one per leaf."""
+    off, flat, root = rd.access
+    st = np.zeros(max(1, int(cosize(root))), np.float64)          # f64: integers stay exact
+    st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float64).reshape(-1, order="F")
+    shape = tuple(n for mode in rd.split for n in mode)
+    vals = st[off + evaluate(flat, points(int(size(flat))))].reshape(shape, order="F")
+    if leaves:
+        return vals
+    return vals.reshape(tuple(int(np.prod(mode)) for mode in rd.split), order="F")
+
+
 def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
     the kernel has several)."""
@@ -55,38 +70,142 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     d = {**_coords(r, spec.row_modes, ext), **_coords(c, spec.col_modes, ext)}
     reds: list = []
 
-    def get(a: tuple, vals: list) -> Any:
+    def raw(a: tuple, vals: list) -> Any:
         if a[0] == "v":
             return vals[a[1]]
         if a[0] == "red":
             return reds[a[1]][:, None]
         if a[0] == "lit":
             return np.float32(a[1])
+        if a[0] == "dom":
+            return d[a[1]]
         rd = spec.reads[a[1]]
-        x = np.asarray(args[rd.param], np.float32)
+        if rd.access:
+            x = accessed(args[rd.param], rd)
+        else:
+            x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float64)
+        if rd.dtype in ("bf16", "f16", "f32"):           # the argument holds values of its dtype
+            x = round_to(np.asarray(x, np.float32), rd.dtype)
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
-    def evaluate_ref(ref: tuple) -> np.ndarray:
+    def get(a: tuple, vals: list, want: str | None = "f") -> Any:
+        """Value ``a`` as f32 ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
+        x = raw(a, vals)
+        have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps)
+        if want == "i" and have != "i":
+            return np.trunc(np.asarray(x, np.float64)).astype(np.int64)
+        if want == "f" or want is None and have != "i":
+            return np.asarray(x, np.float32)
+        return np.asarray(x, np.int64)
+
+    def compute(st: Any, vals: list) -> Any:
+        kinds = st.arg_kinds or ("f",) * len(st.args)
+        xs = [get(a, vals, k) for a, k in zip(st.args, kinds)]
+        if st.kind == "i":
+            return int_step(st.op, xs, st.dtype)
+        if st.op in ("floordiv", "mod"):
+            with np.errstate(all="ignore"):
+                q = np.floor(np.float32(xs[0]) / np.float32(xs[1]))
+                return (q if st.op == "floordiv" else xs[0] - q * xs[1]).astype(np.float32)
+        return step(st.op, xs, st.dtype)
+
+    def gather(st: Any) -> np.ndarray:
+        zero = np.zeros((rows, cols), np.int64)
+        if isinstance(st.gather[0], tuple):           # a constant placed by the map
+            rd, y = None, np.full((1,) * 8, np.float32(st.gather[0][1]))
+        else:
+            rd = spec.reads[st.gather[0]]
+            y = accessed(args[rd.param], rd)
+            if rd.dtype in ("bf16", "f16", "f32"):
+                y = round_to(np.asarray(y, np.float32), rd.dtype)
+        if st.gather[1] == "flat":
+            return gather_flat(st.gather, y, zero)
+        _, y_leaves, out_leaves = st.gather
+        xs = [split_numpy(zero if c is None else d[c], leaves)[pos] for c, leaves, pos, _ in out_leaves]
+        js = [(np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n for k, step, n, _, _ in y_leaves]
+        ok = np.ones((rows, cols), bool)
+        for k, (_, _, _, start) in enumerate(out_leaves):
+            rebuilt = sum((j * step for j, (kk, step, _, _, _) in zip(js, y_leaves) if kk == k), zero)
+            ok &= xs[k] == start + rebuilt
+        if rd is None:
+            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
+        coords = tuple(sum((j * w for j, (_, _, _, md, w) in zip(js, y_leaves) if md == mode), zero)
+                       for mode in range(len(rd.split)))
+        return np.where(ok, y[coords] if coords else y, np.float32(0)).astype(np.float32)
+
+    def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
+        _, _, offset, n, inv_leaves, out_leaves, y_modes = g
+        i = sum((split_numpy(zero if c is None else d[c], leaves)[pos] * w for c, leaves, pos, w in out_leaves),
+                zero) - offset
+        ok = (i >= 0) & (i < n)
+        ic, jj, prefix = np.clip(i, 0, n - 1), zero, 1
+        for ln, stv in inv_leaves:
+            jj = jj + ((ic // prefix) % ln) * stv
+            prefix *= ln
+        coords, prefix = [], 1
+        for mode, ext in enumerate(y_modes):
+            coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)
+            prefix *= ext
+        if coords and y.ndim != len(coords):
+            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
+        return np.where(ok, y[tuple(coords)] if coords else y, np.float32(0)).astype(np.float32)
+
+    def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:
         need: set = set()
         _needed(spec, ref, need)
         vals: list = [None] * len(spec.steps)
         for j in sorted(need):
             st = spec.steps[j]
-            vals[j] = step(st.op, [get(a, vals) for a in st.args], st.dtype)
-        return np.broadcast_to(get(ref, vals), (rows, cols)).astype(np.float32)
+            vals[j] = gather(st) if st.gather else compute(st, vals)
+        return np.broadcast_to(get(ref, vals, want), (rows, cols))
 
     for op, ref in spec.reductions:
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
     results = []
     for o in spec.outputs:
-        val = evaluate_ref(o.result)
+        val = evaluate_ref(o.result, None)
         shape = tuple(1 if k is None else ext[k] for k in o.coords)
-        out = np.zeros(shape, np.float32)
+        out = np.zeros(shape, val.dtype)
         if o.is_row:
             idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in o.coords)
             out[idx] = val[:, 0] if idx else val[0, 0]
         else:
             out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)] = val
-        results.append(round_to(out, o.dtype))
+        results.append(wrap(out, o.dtype) if out.dtype == np.int64 else round_to(out, o.dtype))
     return results[0] if len(results) == 1 else results
+
+
+def wrap(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Integers stored to ``dtype`` (numpy's wrapping conversion; bool: nonzero)."""
+    if dtype == "bool":
+        return x != 0
+    if dtype[0] not in "iu":
+        return round_to(x.astype(np.float32), dtype)
+    return x.astype({"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
+                     "u32": np.uint32}[dtype])
+
+
+def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
+    """One integer step as the kernel computes it: Int32 arithmetic (wrapping), floor division and modulo."""
+    a = xs[0]
+    if op == "astype":
+        return wrap(a, dtype).astype(np.int64)
+    if op == "where":
+        return np.where(np.asarray(a) != 0, xs[1], xs[2])
+    if op in ("copy",):
+        return a
+    if op == "neg":
+        return _i32(-a)
+    if op in ("abs", "relu"):
+        return _i32(np.abs(a) if op == "abs" else np.maximum(a, 0))
+    b = xs[1]
+    if op in ("floordiv", "mod"):
+        q = np.floor_divide(a, np.where(b == 0, 1, b))
+        return _i32(q if op == "floordiv" else a - q * b)
+    fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}[op]
+    return _i32(fn(a, b))
+
+
+def _i32(x: Any) -> np.ndarray:
+    return (np.asarray(x, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)

@@ -106,6 +106,27 @@ class Operators:
     def astype(self, dtype: Any) -> Any:
         return _OPS.astype(self, dtype)
 
+    def __and__(self, other: Any) -> Any:
+        return _OPS.logical_and(self, other)
+
+    def __rand__(self, other: Any) -> Any:
+        return _OPS.logical_and(other, self)
+
+    def __or__(self, other: Any) -> Any:
+        return _OPS.logical_or(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        return _OPS.logical_or(other, self)
+
+    def __xor__(self, other: Any) -> Any:
+        return _OPS.logical_xor(self, other)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _OPS.logical_xor(other, self)
+
+    def __invert__(self) -> Any:
+        return _OPS.logical_not(self)
+
     def __floordiv__(self, other: Any) -> Any:
         return _OPS.floordiv(self, other)
 

@@ -208,3 +208,184 @@ def test_grad_of_a_symbolic_softmax_at_several_sizes():
         x, w = rng.standard_normal((r, 6)), rng.standard_normal((r, 6))
         want = pt.grad(lambda x, w: pt.reduce_sum(ref_softmax(x) * w))(x, w)
         np.testing.assert_allclose(pt.evaluate(prog, x, w), want, rtol=1e-12, atol=1e-14)
+
+
+# -- cond/when inside kernel bodies ------------------------------------------------------------------------
+
+
+def _cond_kernels():
+    def branches(x_ref, o_ref):
+        i = pt.program_id(0)
+        y = pt.cond(i % 2 == 0, lambda: pt.sin(x_ref[...]), lambda: x_ref[...] * x_ref[...])
+        o_ref[...] = y * 2.0
+
+    def writes(x_ref, o_ref):
+        i = pt.program_id(0)
+
+        @pt.when(i == 0)
+        def _():
+            o_ref[...] = x_ref[...] * 3.0
+
+        @pt.when(i != 0)
+        def _():
+            o_ref[...] = pt.exp(x_ref[...]) * x_ref[0, 0]           # a value from another row of the block
+
+    def data_dependent(x_ref, o_ref):                                # the predicate reads the operand itself
+        x = x_ref[...]
+        o_ref[...] = pt.cond(pt.sum(x) > 0, lambda: pt.tanh(x), lambda: -x * x)
+    spec = pt.BlockSpec((2, 4), lambda i: (i, 0))
+    return {k.__name__: pt.kernel(k, out_shape=pt.tensor("f64", (8, 4)), grid=(4,), in_specs=[spec], out_specs=spec)
+            for k in (branches, writes, data_dependent)}
+
+
+COND = _cond_kernels()
+
+
+@pytest.mark.parametrize("name", sorted(COND))
+def test_grad_through_cond_in_a_body_against_finite_differences(name):
+    f = COND[name]
+    x, w = rng.standard_normal((8, 4)), rng.standard_normal((8, 4))
+    loss = lambda v: pt.reduce_sum(f(v) * w)  # noqa: E731
+    np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+    t = rng.standard_normal((8, 4))
+    np.testing.assert_allclose(pt.jvp(f, (x,), (t,))[1], fd_jvp(f, [x], [t]), rtol=1e-6, atol=1e-7)
+    prog = pt.stage(pt.grad(loss), pt.tensor("f64", (8, 4)))
+    assert "cond" in str(prog)                                        # the backward kernel branches too
+
+
+def test_grad_through_cond_inside_a_loop_of_a_matmul_whose_backward_loops_over_a_grid_axis():
+    M, N, K, BM, BN, BK = 8, 8, 8, 4, 4, 4
+
+    def mm(a_ref, b_ref, c_ref):
+        j = pt.program_id(1)
+
+        def step(k, acc):
+            a, b = a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :]
+            return acc + pt.cond(j == 0, lambda: pt.tanh(a) @ b, lambda: a @ (b * b))
+        c_ref[...] = pt.fori_loop(0, K // BK, step, pt.zeros((BM, BN), "f64"))
+    f = pt.kernel(mm, out_shape=pt.tensor("f64", (M, N)), grid=(M // BM, N // BN),
+                  in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+    a, b, w = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    np.testing.assert_allclose(f(a, b), np.concatenate([np.tanh(a) @ b[:, :4], a @ b[:, 4:] ** 2], 1), rtol=1e-12)
+    loss = lambda a, b: pt.reduce_sum(f(a, b) * w)  # noqa: E731
+    ga, gb = pt.grad(loss, (0, 1))(a, b)
+    np.testing.assert_allclose(ga, fd_grad(loss, [a, b], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, fd_grad(loss, [a, b], 1), rtol=1e-6, atol=1e-7)
+    batch = np.stack([a, 0.5 * a])                                    # vmap of grad: a batch grid axis
+    vg = pt.vmap(pt.grad(lambda a: loss(a, b)))(batch)
+    np.testing.assert_allclose(vg[1], fd_grad(lambda a: loss(a, b), [batch[1]], 0), rtol=1e-6, atol=1e-7)
+
+
+# -- padded edge blocks ----------------------------------------------------------------------------------
+
+
+def _padded_matmul(M, N, K, BM, BN, BK, space=pt.GMEM):
+    """A matmul whose blocks do not divide M, N or K; the body carves K into BK sub-blocks and masks the
+    padded K range (reads past the edge are NaN) with iota, so the forward result is exact."""
+    nk = -(-K // BK)
+
+    def mm(a_ref, b_ref, c_ref):
+        def step(k, acc):
+            kk = k * BK + pt.iota("i32", BK)
+            a = pt.where((kk < K)[None, :], a_ref[:, pt.ds(k * BK, BK)], 0.0)
+            b = pt.where((kk < K)[:, None], b_ref[pt.ds(k * BK, BK), :], 0.0)
+            return acc + a @ b
+        c_ref[...] = pt.fori_loop(0, nk, step, pt.zeros((BM, BN), "f64"))
+    return pt.kernel(mm, out_shape=pt.tensor("f64", (M, N)), grid=(-(-M // BM), -(-N // BN)),
+                     in_specs=[pt.BlockSpec((BM, nk * BK), lambda i, j: (i, 0), memory_space=space),
+                               pt.BlockSpec((nk * BK, BN), lambda i, j: (0, j))],
+                     out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+
+
+@pytest.mark.parametrize("dims", [(10, 6, 8, 4, 4, 4), (7, 5, 9, 4, 2, 4), (3, 3, 3, 4, 4, 2)], ids=str)
+@pytest.mark.parametrize("space", [pt.GMEM, pt.SMEM], ids=str)
+def test_grad_of_kernels_with_padded_edge_blocks_against_finite_differences(dims, space):
+    M, N, K = dims[:3]
+    f = _padded_matmul(*dims, space=space)
+    a, b, w = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-12)
+    loss = lambda a, b: pt.reduce_sum(f(a, b) * w)  # noqa: E731
+    ga, gb = pt.grad(loss, (0, 1))(a, b)
+    assert np.all(np.isfinite(ga)) and np.all(np.isfinite(gb))       # the padding never leaks NaN into a sum
+    np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12, atol=1e-12)
+    da, db = rng.standard_normal(a.shape), rng.standard_normal(b.shape)    # finite differences along a direction
+    fd = fd_jvp(loss, [a, b], [da, db])
+    np.testing.assert_allclose(np.sum(ga * da) + np.sum(gb * db), fd, rtol=1e-6, atol=1e-7)
+
+
+def test_padded_backward_kernels_carve_whole_blocks_of_zero_padded_operands():
+    f = _padded_matmul(10, 6, 8, 4, 4, 4)
+    prog = pt.stage(pt.grad(lambda a, b: pt.reduce_sum(f(a, b)), (0, 1)), pt.tensor("f64", (10, 8)),
+                    pt.tensor("f64", (8, 6)))
+    text = str(prog)
+    assert "embed[shape=(12,8)" in text                               # the cotangent, zero-padded to whole blocks
+    bwd = [e for e in prog.eqns if e.prim.name == "kernel" and "_bwd_" in e.params["name"]]
+    assert len(bwd) == 2 and all("ref_tile" in str(e.params["body"]) for e in bwd)
+    assert prog.out_types[0].layout.shape == (10, 8) and prog.out_types[1].layout.shape == (8, 6)
+
+
+def test_padded_softmax_rows_and_a_padded_cond():
+    def softmax_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        e = pt.exp(x - pt.reduce_max(x, 1)[:, None])
+        o_ref[...] = e / pt.reduce_sum(e, 1)[:, None]
+    spec = pt.BlockSpec((4, 6), lambda i: (i, 0))                    # 10 rows in blocks of 4: a padded edge block
+    sm = pt.kernel(softmax_kernel, pt.tensor("f64", (10, 6)), grid=(3,), in_specs=[spec], out_specs=spec)
+    x, w = rng.standard_normal((10, 6)), rng.standard_normal((10, 6))
+    loss = lambda x: pt.reduce_sum(sm(x) * w)  # noqa: E731
+    want = pt.grad(lambda x: pt.reduce_sum(ref_softmax(x) * w))(x)
+    np.testing.assert_allclose(pt.grad(loss)(x), want, rtol=1e-12, atol=1e-14)
+
+    def body(x_ref, o_ref):                                           # a branch per block on a padded operand
+        i = pt.program_id(0)
+        o_ref[...] = pt.cond(i == 2, lambda: x_ref[...] * 5.0, lambda: pt.sin(x_ref[...]))
+    spec = pt.BlockSpec((4, 3), lambda i: (i, 0))
+    f = pt.kernel(body, out_shape=pt.tensor("f64", (10, 3)), grid=(3,), in_specs=[spec], out_specs=spec)
+    x, w = rng.standard_normal((10, 3)), rng.standard_normal((10, 3))
+    loss = lambda x: pt.reduce_sum(f(x) * w)  # noqa: E731
+    np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+
+
+def test_padded_kernels_under_vmap_of_grad_and_grad_of_vmap():
+    f = _padded_matmul(7, 5, 9, 4, 2, 4)
+    a, b, w = rng.standard_normal((2, 7, 9)), rng.standard_normal((9, 5)), rng.standard_normal((7, 5))
+    g = pt.vmap(pt.grad(lambda a: pt.reduce_sum(f(a, b) * w)))(a)
+    np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)
+    g = pt.grad(lambda a: pt.reduce_sum(pt.vmap(f, in_axes=(0, None))(a, b) * w))(a)
+    np.testing.assert_allclose(g, np.broadcast_to(w @ b.T, g.shape), rtol=1e-12, atol=1e-12)
+
+
+def test_decisions_from_data_past_a_padded_edge_are_refused_not_differentiated():
+    """Past the edge the forward reads NaN and the backward kernels zeros: a branch, a dynamic index or an argmax
+    computed from such data could go another way in the backward pass, so grad refuses, naming the operand."""
+    def branch(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.cond(pt.sum(x) > 0, lambda: pt.tanh(x), lambda: -x * x)
+
+    def argmax_scale(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x * pt.astype(pt.argmax(x), "f64")
+
+    def dynamic_row(x_ref, o_ref):
+        x = x_ref[...]
+        k = pt.astype(pt.abs(x[0, 0]), "i32") % 2
+        o_ref[...] = x * x_ref[pt.ds(k, 1), :]
+    spec = pt.BlockSpec((2, 4), lambda i: (i, 0))
+    for body, what in [(branch, "a cond/when predicate"), (argmax_scale, "an argmax"),
+                       (dynamic_row, "a conversion to i32")]:
+        for shape, padded in [((8, 4), False), ((7, 4), True)]:
+            f = pt.kernel(body, out_shape=pt.tensor("f64", shape), grid=(4,), in_specs=[spec], out_specs=spec)
+            x = rng.standard_normal(shape)
+            loss = lambda v: pt.reduce_sum(f(v))  # noqa: B023, E731
+            if not padded:                                            # whole blocks: differentiated as usual
+                np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+                continue
+            with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: {what} depends on data read "
+                                                      "from the padded edge blocks of x_ref"):
+                pt.grad(loss)(x)
+    ints = pt.kernel(lambda n_ref, x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * pt.astype(n_ref[...], "f64")),
+                     out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[spec, spec], out_specs=spec)
+    with pytest.raises(pt.StagingError, match="n_ref is a i64 operand with padded edge blocks"):
+        pt.grad(lambda v: pt.reduce_sum(ints(np.ones((7, 4), np.int64), v)), 0 + 0)(rng.standard_normal((7, 4)))

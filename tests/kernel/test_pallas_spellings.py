@@ -116,7 +116,7 @@ def test_padded_blocks_under_vmap_and_grad():
     np.testing.assert_allclose(t, np.cos(x[0]) * x[0] + np.sin(x[0]), rtol=1e-13)
 
 
-def test_padded_matmul_forward_and_a_clear_error_for_its_backward():
+def test_padded_matmul_forward_and_backward():
     M, N, K, BM, BN = 10, 6, 8, 4, 4
 
     def mm(a_ref, b_ref, c_ref):
@@ -126,8 +126,8 @@ def test_padded_matmul_forward_and_a_clear_error_for_its_backward():
                   out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
     a, b = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-13)
-    with pytest.raises(pt.StagingError, match="ref_tile: the tiler .* does not divide"):
-        pt.grad(lambda p: pt.sum(f(p, b)))(a)
+    # the backward kernels carve zero-padded operands (tests/kernel/test_autodiff.py checks finite differences)
+    np.testing.assert_allclose(pt.grad(lambda p: pt.sum(f(p, b)))(a), np.ones((M, N)) @ b.T, rtol=1e-13)
 
 
 def test_floordiv_and_mod_in_index_maps_and_bodies():

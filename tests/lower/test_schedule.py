@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import patches as pt
-from patches.layouts import make_layout
+from patches.layouts import Sym, make_layout
 from patches.lower import LoweringError
 from patches.lower.plan import random_args
 from patches.lower.programs import (
@@ -20,7 +20,6 @@ from patches.lower.programs import (
     mlp_forward,
     mlp_step,
     mlp_step_symbolic,
-    row_major,
     softmax_forward,
 )
 
@@ -90,7 +89,8 @@ def test_kernels_data_movement_is_verified(lowered, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in ACCEPTANCE if n != "mlp_forward"])
 def test_every_kernels_data_movement_is_verified(lowered, name):
-    assert lowered[name][1].verify() < 2e-2
+    got = lowered[name][1].verify()        # a one-kernel schedule answers its Module's Report, as Module.verify()
+    assert got.ok if hasattr(got, "ok") else got < 2e-2
 
 
 def test_mlp_forward_is_two_gemms_with_fused_epilogues(lowered):
@@ -163,8 +163,8 @@ def test_split_matmuls_returns_complete_programs():
 
 
 def test_refusals_name_the_equation():
-    x = row_major(64, 64)
-    with pytest.raises(LoweringError, match="equation slice"):
+    x = pt.tensor("f32", make_layout((Sym("M", divisible_by=8), 64), (64, 1)))
+    with pytest.raises(LoweringError, match="equation slice.*symbolic"):      # views are lowered for static layouts
         pt.lower(pt.stage(lambda a: pt.exp(a[:, :32]), x))
     with pytest.raises(LoweringError, match="staged Program"):
         pt.lower(lambda a: a)
@@ -301,5 +301,5 @@ def test_surface_primitives_lower():
         assert len(mod.kernels) == 1
         _close(mod.simulate(*args), pt.evaluate(prog, *args))
         assert mod.kernels[0].verify(movement=False) < 1e-4
-    with pytest.raises(LoweringError, match="equation argmax"):
-        pt.lower(pt.stage(lambda a: pt.argmax(a, axis=1), x))
+    with pytest.raises(LoweringError, match="equation floordiv"):       # u32 does not fit Int32 arithmetic
+        pt.lower(pt.stage(lambda a: pt.floordiv(a, 3), pt.tensor("u32", make_layout((64, 96), (96, 1)))))

@@ -152,3 +152,21 @@ def test_other_kernels_are_verified(kernel):
             config=TileConfig(128, 128)),
     }
     _verified(mods[kernel]())
+
+
+def test_further_outputs_are_verified_and_a_wrong_store_index_is_caught():
+    """A GEMM that also keeps its pre-activation stores it from registers: where each register lands is checked."""
+    from .helpers import layer_types
+
+    def layer(x, w, b):
+        h = x @ w + b
+        return pt.relu(h), h
+
+    (k,) = pt.lower(pt.stage(layer, *layer_types()), config=TileConfig(64, 64)).kernels
+    assert k.spec.extra_outputs
+    _verified(k.module)
+    lines = k.source.splitlines()
+    at = lines.index(f"def extra_index_{k.spec.extra_outputs[0].name}(m, n, l):")
+    old = "\n".join(lines[at:at + 3])
+    bad = _mutated(k.module, old, "\n".join(lines[at:at + 2] + ["    return (n, m)"]))
+    assert verify_loaded(bad, k.spec, "gemm").failed("epilogue: coordinates")

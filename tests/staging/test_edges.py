@@ -164,3 +164,18 @@ def test_values_too_large_to_evaluate_are_refused_before_numpy_allocates():
 def test_numpy_arrays_given_to_the_numpy_style_ops_are_library_values():
     with pytest.raises(pt.StagingError, match="unsupported dtype"):
         pt.gelu(np.array(["a"]))
+
+
+def test_float_to_int_conversion_saturates_as_the_gpu_does():
+    """NaN, infinities and out-of-range floats convert as cvt.rzi does on the GPU (and as JAX): NaN to 0, saturated
+    at the type's range, toward zero; never numpy's undefined cast (which warns and differs by platform)."""
+    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 2.7, -2.7, 255.9, 3e19])
+    want = {"i32": [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, 2, -2, 255, 2**31 - 1],
+            "i8": [0, 127, -128, 127, -128, 2, -2, 127, 127], "u8": [0, 255, 0, 255, 0, 2, 0, 255, 255],
+            "i64": [0, 2**63 - 1, -2**63, 10**10, -10**10, 2, -2, 255, 2**63 - 1]}
+    with np.errstate(all="raise"):
+        for dtype, w in want.items():
+            assert np.asarray(pt.astype(x, dtype)).tolist() == w, dtype
+            prog = pt.stage(lambda v: pt.astype(v * 1.0, dtype), pt.tensor("f64", 9))  # noqa: B023
+            assert np.asarray(pt.evaluate(prog, x)).tolist() == w, dtype
+    assert np.asarray(pt.astype(np.float32([2**31, 1e9]), "i32")).tolist() == [2**31 - 1, 10**9]

@@ -56,3 +56,47 @@ def test_undecidable_layout_questions_name_the_missing_fact():
     with pytest.raises(pt.StagingError, match="add: needs to know whether"):
         pt.stage(lambda x, y: pt.bind(pt.staging.add_p, x, y), pt.tensor("f32", make_layout(M)),
                  pt.tensor("f32", make_layout(N)))
+
+
+def test_mean_var_reshape_and_iota_over_symbolic_extents():
+    """The count a mean divides by is computed from the shape; reshape infers -1 and checks sizes symbolically."""
+    M, N = Sym("M", min=2), Sym("N")
+    t = pt.tensor("f64", make_layout((M, 3, N)))
+    fns = [lambda x: pt.mean(x), lambda x: pt.mean(x, (0, 2), keepdims=True), lambda x: x - x.mean(0, keepdims=True),
+           lambda x: pt.var(x, 0), lambda x: pt.var(x, (0, 1), ddof=1), lambda x: pt.reshape(x, -1),
+           lambda x: pt.reshape(x, (N, 3, M)), lambda x: pt.reshape(x, (M, -1), order="F"),
+           lambda x: pt.reshape(pt.reshape(x, -1), (M, 3, N)), lambda x: pt.argmax(x),
+           lambda x: x * pt.iota("f64", (M, 3, N), 2)]
+    wants = [lambda v: v.mean(), lambda v: v.mean((0, 2), keepdims=True), lambda v: v - v.mean(0, keepdims=True),
+             lambda v: v.var(0), lambda v: v.var((0, 1), ddof=1), lambda v: v.reshape(-1),
+             lambda v: v.reshape(v.shape[2], 3, v.shape[0]), lambda v: v.reshape(v.shape[0], -1, order="F"),
+             lambda v: v, lambda v: v.argmax(), lambda v: v * np.arange(v.shape[2])]
+    prog = pt.stage(lambda x: tuple(f(x) for f in fns), t).check()
+    assert "M*N" in str(prog) or "N*M" in str(prog)
+    rng = np.random.default_rng(5)
+    for m, n in [(2, 1), (3, 5), (7, 2)]:
+        v = rng.standard_normal((m, 3, n))
+        for got, want in zip(pt.evaluate(prog, v), wants):
+            np.testing.assert_allclose(np.asarray(got, dtype=float), want(v), rtol=1e-12, atol=1e-12)
+    # gradients of a symbolic mean and var run at several sizes
+    g = pt.stage(pt.grad(lambda x: pt.var(x) + pt.mean(x * x)), t).check()
+    for m, n in [(2, 2), (4, 3)]:
+        v = rng.standard_normal((m, 3, n))
+        np.testing.assert_allclose(pt.evaluate(g, v), 2 * (v - v.mean()) / v.size + 2 * v / v.size, rtol=1e-12)
+
+
+def test_symbolic_refusals_name_the_missing_fact():
+    M, N = Sym("M"), Sym("N")
+    t = pt.tensor("f32", make_layout((M, N)))
+    for f, msg in [(lambda x: pt.var(x, 0, ddof=1), r"var: ddof=1 needs at least 2 elements.*1 < M"),
+                   (lambda x: pt.reshape(x, (N, 4)), r"reshape: reshaping M\*N elements into .*needs to know"),
+                   (lambda x: pt.reshape(x, (M, 5)), r"reshape: cannot reshape M\*N elements|needs to know"),
+                   (lambda x: pt.reshape(x, (3, -1)), r"reshape: inferring -1 in \(3, -1\) needs 3 to divide M\*N"),
+                   (lambda x: pt.reshape(x, (M - 1, -1)), r"reshape: the extent M - 1 .* must be positive"),
+                   (lambda x: x + x.T, r"add: broadcasting mode 0 .*needs to know whether")]:
+        with pytest.raises(pt.StagingError, match=msg):
+            pt.stage(f, t)
+    # extent-1 modes broadcast against symbolic ones without a fact
+    prog = pt.stage(lambda x: x - x.sum(1, keepdims=True) + x[:1], t).check()
+    v = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(pt.evaluate(prog, v), v - v.sum(1, keepdims=True) + v[:1])

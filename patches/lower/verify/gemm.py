@@ -137,7 +137,7 @@ def _mainloop(cute: Any, K: Any, report: Report, tiled_mma: Any, atoms: tuple, s
 def _epilogue(cute: Any, K: Any, spec: Any, report: Report, tiled_mma: Any, tma_c: Any, tC: Any, sC: Any,
               lay_c: Any, tile: tuple, mnl: tuple) -> None:
     chk = report.check("epilogue: accumulator -> r2s -> smem buffer -> TMA store subtile")
-    coords_chk = report.check("epilogue: coordinates and side-input indices")
+    coords_chk = report.check("epilogue: coordinates, side-input and further-output indices")
     coord_tile = (tile[0], tile[1], None, tile[2])
     gC = cute.local_tile(tC, K.TILE_MNK, coord_tile, proj=(1, 1, None))
     cC = cute.local_tile(cute.make_identity_tensor(mnl), K.TILE_MNK, coord_tile, proj=(1, 1, None))
@@ -200,16 +200,20 @@ def truth_shape(cute: Any, tiled_mma: Any, cC: Any) -> Any:
 
 
 def _side_inputs(K: Any, spec: Any, chk: Any, cC: Any, tiled_mma: Any) -> None:
+    """Side inputs are read, and further outputs stored, at the element whose modes walk the accumulator's
+    (m, n, l) (the accumulator's own coordinates are checked against the MMA's partition above)."""
     pts = values(cC).tolist()[:: max(1, len(values(cC)) // 4096)]
-    for si in spec.inputs:
-        fn = getattr(K, f"side_index_{si.name}")
+    named = [("side input", si, f"side_index_{si.name}", "read") for si in spec.inputs]
+    named += [("further output", eo, f"extra_index_{eo.name}", "stored") for eo in spec.extra_outputs]
+    for what, x, fn_name, verb in named:
+        fn = getattr(K, fn_name)
         for p in pts:
             got = fn(*p)
             got = got if isinstance(got, tuple) else (got,)
-            want = tuple(0 if c is None else p[c] for c in si.coords)
+            want = tuple(0 if c is None else p[c] for c in x.coords)
             chk.elements += 1
             if tuple(int(g) for g in got) != want:
-                chk.fail(f"side input {si.name} at output {tuple(p)}: read at {got}, its modes walk {want}")
+                chk.fail(f"{what} {x.name} at output {tuple(p)}: {verb} at {got}, its modes walk {want}")
 
 
 def _fmt(c: Any) -> str:

@@ -42,6 +42,7 @@ from .elementwise import (
     where_p,
 )
 from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
+from .logical import logical_and, logical_not, logical_or, logical_xor
 from .matmul import matmul, matmul_p
 from .numpy_ops import (
     argmax,
@@ -106,8 +107,8 @@ COMPARE_NAMES = sorted(COMPARE)
 # The numpy/JAX-style functions (listed in docs/staging.md).
 NUMPY_OPS = [
     "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
-    "logsumexp", "max", "mean", "min", "mod", "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax",
-    "stop_gradient", "sum", "var",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
+    "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
 ]
 # The ops users call (re-exported from patches).
 OPS = [
@@ -122,8 +123,9 @@ __all__ = [
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
     "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
-    "logsumexp", "max", "mean", "min", "mod", "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax",
-    "stop_gradient", "sum", "var", "BINARY", "BINARY_NAMES", "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
+    "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var", "BINARY", "BINARY_NAMES",
+    "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
     "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
     "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
     "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
@@ -146,4 +148,5 @@ def _length(x: Any) -> int:
 _operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
                    ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
-                   argmax=argmax, argmin=argmin, reshape=reshape, length=_length)
+                   argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=logical_and,
+                   logical_or=logical_or, logical_xor=logical_xor, logical_not=logical_not)

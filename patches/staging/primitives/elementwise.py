@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...layouts import Layout
+from ...layouts import Layout, UndecidableError
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
@@ -129,8 +129,26 @@ def _astype_abstract(x: TensorType, *, dtype: str) -> list:
     return [TensorType(dtype, computed_layout(x.layout))]
 
 
+def _float_to_int(v: np.ndarray, dtype: str) -> np.ndarray:
+    """Floats to integers as the GPU converts them (and JAX): toward zero, saturating at the type's range, NaN to 0
+    (numpy's own cast of NaN or an out-of-range value is undefined and warns)."""
+    npd = dtypes.to_numpy(dtype)
+    info = np.iinfo(npd)
+    v = np.asarray(v, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.where(np.isfinite(v) & (v > info.min - 1.0) & (v < info.max + 1.0), v, 0).astype(npd)
+    out = np.where(v >= float(info.max), info.max, out)
+    out = np.where(v <= float(info.min), info.min, out)
+    return np.where(np.isnan(v), 0, out).astype(npd)
+
+
 def _astype_impl(x: Array, *, dtype: str) -> list:
-    return [Array.from_logical(x.logical().astype(dtypes.to_numpy(dtype)), computed_layout(x.layout), dtype)]
+    v = x.logical()
+    if dtypes.is_float(x.dtype) and dtypes.is_int(dtype):
+        out = _float_to_int(v, dtype)
+    else:
+        out = v.astype(dtypes.to_numpy(dtype))
+    return [Array.from_logical(out, computed_layout(x.layout), dtype)]
 
 
 def _copy_layout(x: TensorType, layout: Any) -> Any:
@@ -165,10 +183,19 @@ prims["astype"] = astype_p
 # -- the ops users call --------------------------------------------------------------------
 
 
+def _agrees(a: Any, b: Any) -> bool:
+    """Whether two shapes provably agree mode by mode (False where the facts do not settle it)."""
+    try:
+        return same_modes(a, b)
+    except UndecidableError:
+        return False
+
+
 def broadcast_modes(name: str, types: list) -> tuple | None:
-    """The numpy-style broadcast of the operands' modes (aligned on the right), or None if no operand needs it."""
+    """The numpy-style broadcast of the operands' modes (aligned on the right), or None if no operand needs it.
+    A mode of extent 1 stretches to any other, a symbolic one included."""
     full = [t for t in types if t.rank != 0]
-    if not full or all(same_modes(t.shape, full[0].shape) for t in full[1:]):
+    if not full or all(_agrees(t.shape, full[0].shape) for t in full[1:]):
         return None
     r = max(t.rank for t in full)
     out = []
@@ -182,8 +209,16 @@ def broadcast_modes(name: str, types: list) -> tuple | None:
             m = ms[i]
             if picked is None or is_one(mode_size(picked)) and not is_one(mode_size(m)):
                 picked = m
-            elif not same_mode(m, picked) and not is_one(mode_size(m)):
-                raise fail(name, f"shapes cannot be broadcast together (mode {pos} from the left of the result)", *types)
+            elif is_one(mode_size(m)):
+                continue
+            else:
+                try:
+                    agree = same_mode(m, picked)
+                except UndecidableError as e:
+                    raise fail(name, f"broadcasting mode {pos} from the left of the result {e}", *types) from None
+                if not agree:
+                    raise fail(name, f"shapes cannot be broadcast together (mode {pos} from the left of the result)",
+                               *types)
         out.append(picked)
     return tuple(out)
 
@@ -198,7 +233,7 @@ def broadcast_operands(name: str, xs: list) -> list:
         return xs
     out = []
     for x, t in zip(xs, types):
-        if t.rank == 0 or same_modes(t.shape, modes):
+        if t.rank == 0 or _agrees(t.shape, modes):
             out.append(x)
         else:
             r = len(modes)

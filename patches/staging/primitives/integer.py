@@ -18,7 +18,7 @@ from ..array import Array
 from ..core import bind
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce
-from ..types import TensorType, compact, logical_shape, modes_of
+from ..types import TensorType, compact, logical_shape, mode_size, modes_of
 from .elementwise import _abstract, _impl, broadcast_operands
 from .reductions import tensor_arg
 from .registry import checked_impl, primitive
@@ -68,6 +68,9 @@ def _iota_abstract(*, dtype: str, shape: Any, dimension: int) -> list:
         raise fail("iota", f"dimension={dimension} is out of range for the shape {shape}")
     if dtype == "bool":
         raise fail("iota", "dtype must be numeric, not bool")
+    n = mode_size(ms[dimension])
+    if dtypes.is_int(dtype) and type(n) is int and n - 1 > np.iinfo(dtypes.to_numpy(dtype)).max:
+        raise fail("iota", f"indices of the shape {shape} do not fit in {dtype}")
     return [TensorType(dtype, compact(shape))]
 
 
@@ -88,12 +91,6 @@ def iota(dtype: Any, shape: Any, dimension: int = 0) -> Any:
     shape = checked_shape("iota", shape)
     if not isinstance(dimension, (int, np.integer)) or isinstance(dimension, bool):
         raise fail("iota", f"dimension must be an int, got {dimension!r}")
-    for m in modes_of(shape):
-        if any(type(e) is not int for e in (m if type(m) is tuple else (m,))):
-            raise fail("iota", f"the shape must be concrete, got {shape}")
-    dims = logical_shape(compact(shape))
-    if dtypes.is_int(d) and 0 <= dimension < len(dims) and dims[dimension] - 1 > np.iinfo(dtypes.to_numpy(d)).max:
-        raise fail("iota", f"indices of the shape {shape} do not fit in {d}")
     return bind(iota_p, dtype=d, shape=shape, dimension=int(dimension))
 
 

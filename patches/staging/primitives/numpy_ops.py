@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ...layouts import UndecidableError, arith
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..core import bind, get_aval, is_tensor_like
@@ -60,16 +61,26 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     return reduce(reduce_min_p, "min", x, axis, keepdims)
 
 
-def _count(name: str, x: Any, axes: tuple) -> int:
+def _count(x: Any, axes: tuple) -> Any:
+    """How many elements a reduction over ``axes`` of ``x`` (float) sums: an int, or for symbolic extents a rank-0
+    tensor of x's dtype computed from the shape, so the program stays symbolic: per mode the ``i32`` sum of a
+    stride-0 view of ones (exact for any one mode), converted and multiplied."""
     t = get_aval(x)
     ms = modes_of(t.shape) if t.rank else ()
-    n = 1
+    n: Any = 1
     for a in axes:
-        s = mode_size(ms[a])
-        if type(s) is not int:
-            raise fail(name, f"mode {a} has the symbolic extent {s}; {name} needs concrete extents", t)
-        n *= s
-    return n
+        n = n * mode_size(ms[a])
+    if type(n) is int:
+        return n
+    known, count = 1, None
+    for a in axes:
+        e = mode_size(ms[a])
+        if type(e) is int:
+            known *= e
+            continue
+        c = astype(reduce_sum(broadcast(np.int32(1), ms[a], ()), (0,)), t.dtype)
+        count = c if count is None else mul(count, c)
+    return count if known == 1 else mul(count, known)
 
 
 def _float(name: str, x: Any, dtype: Any) -> Any:
@@ -80,21 +91,40 @@ def _float(name: str, x: Any, dtype: Any) -> Any:
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
-    """numpy's ``mean``: the sum over ``axis`` divided by the number of elements summed (integers give f32)."""
+    """numpy's ``mean``: the sum over ``axis`` divided by the number of elements summed (integers give f32);
+    over symbolic extents the count is computed from the shape."""
     x = _float("mean", _tensor("mean", x), dtype)
     axes = normalize_axes(x, axis, "mean")
-    return div(reduce_sum(x, axes, keepdims), _count("mean", x, axes))
+    return div(reduce_sum(x, axes, keepdims), _count(x, axes))
+
+
+def _total(t: Any, axes: tuple) -> Any:
+    ms = modes_of(t.shape) if t.rank else ()
+    n: Any = 1
+    for a in axes:
+        n = n * mode_size(ms[a])
+    return n
 
 
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False, dtype: Any = None) -> Any:
     """numpy's ``var``: the mean squared deviation from the mean, divided by ``n - ddof`` instead of ``n``."""
     x = _float("var", _tensor("var", x), dtype)
+    t = get_aval(x)
     axes = normalize_axes(x, axis, "var")
-    n = _count("var", x, axes)
-    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool) or not 0 <= ddof < n:
-        raise fail("var", f"ddof must be an int in [0, {n}) for {n} elements, got {ddof!r}", get_aval(x))
+    total = _total(t, axes)
+    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool) or ddof < 0:
+        raise fail("var", f"ddof must be a non-negative int, got {ddof!r}", t)
+    ddof = int(ddof)
+    try:
+        fits = arith.lt(ddof, total)
+    except UndecidableError as e:
+        raise fail("var", f"ddof={ddof} needs at least {ddof + 1} elements, and the {total} elements may be "
+                          f"fewer ({e})", t) from None
+    if not fits:
+        raise fail("var", f"ddof must be an int in [0, {total}) for {total} elements, got {ddof!r}", t)
     d = sub(x, mean(x, axes, keepdims=True))
-    return div(reduce_sum(mul(d, d), axes, keepdims), n - int(ddof))
+    n = _count(x, axes)
+    return div(reduce_sum(mul(d, d), axes, keepdims), n - ddof if ddof else n)
 
 
 def _arg(prim: Any, name: str, x: Any, axis: Any, keepdims: bool, index_dtype: Any) -> Any:
@@ -126,27 +156,43 @@ def argmin(x: Any, axis: Any = None, keepdims: bool = False, index_dtype: Any = 
 # -- reshape ------------------------------------------------------------------------------------------
 
 
+def _decide(what: str, decide: Any, *args: Any) -> bool:
+    try:
+        return decide(*args)
+    except UndecidableError as e:
+        raise fail("reshape", f"{what}: {e}") from None
+
+
 def _new_shape(x: Any, shape: tuple) -> tuple:
+    """The new extents (ints, or symbolic extents where the operand's are), -1 inferred; the sizes must agree."""
     t = get_aval(x)
     n = it.product(t.shape) if t.rank else 1
-    if type(n) is not int:
-        raise fail("reshape", f"the operand has the symbolic size {n}; reshape needs concrete extents", t)
-    dims = []
+    dims: list = []
     for s in shape:
         if isinstance(s, np.integer):
             s = int(s)
-        if type(s) is not int or s == 0 or s < -1:
-            raise fail("reshape", f"the new shape {shape} must hold positive ints and at most one -1", t)
+        ok = type(s) is int and (s > 0 or s == -1) or type(s) is not int and arith.is_value(s)
+        if ok and type(s) is not int:
+            ok = _decide(f"the extent {s} in {shape} must be positive", arith.lt, 0, s)
+        if not ok:
+            raise fail("reshape", f"the new shape {shape} must hold positive ints (or symbolic extents) and at most "
+                                  f"one -1", t)
         dims.append(s)
-    if dims.count(-1) > 1:
+    if [type(d) is int and d == -1 for d in dims].count(True) > 1:
         raise fail("reshape", f"the new shape {shape} has more than one -1", t)
-    if -1 in dims:
-        known = math.prod(d for d in dims if d != -1)
-        if n % known:
-            raise fail("reshape", f"cannot infer -1 in {shape}: {n} elements do not divide by {known}", t)
-        dims[dims.index(-1)] = n // known
-    if math.prod(dims) != n:
-        raise fail("reshape", f"cannot reshape {n} elements into the shape {tuple(dims)}", t)
+    known: Any = 1
+    for d in dims:
+        if not (type(d) is int and d == -1):
+            known = known * d
+    if any(type(d) is int and d == -1 for d in dims):
+        if not _decide(f"inferring -1 in {shape} needs {arith.show(known)} to divide {arith.show(n)}",
+                       arith.divides, known, n):
+            raise fail("reshape", f"cannot infer -1 in {shape}: {arith.show(n)} elements do not divide by "
+                                  f"{arith.show(known)}", t)
+        i = next(k for k, d in enumerate(dims) if type(d) is int and d == -1)
+        dims[i] = arith.exact_div(n, known)
+    elif not _decide(f"reshaping {arith.show(n)} elements into {shape}", arith.eq, known, n):
+        raise fail("reshape", f"cannot reshape {arith.show(n)} elements into the shape {tuple(dims)}", t)
     return tuple(dims)
 
 
@@ -178,7 +224,8 @@ def reshape(x: Any, shape: Any, order: str = "C") -> Any:
 def _view_or_copy(x: Any, dims: tuple) -> Any:
     t = get_aval(x)
     target = normal_shape(dims)
-    if t.rank and tuple(mode_size(m) for m in modes_of(t.shape)) == dims:
+    if t.rank and len(modes_of(t.shape)) == len(dims) and all(
+            arith.known(arith.eq, mode_size(m), d) for m, d in zip(modes_of(t.shape), dims)):
         return x
     b = compact(target)
     try:

@@ -186,7 +186,7 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
         if ix == slice(None):
             return None
         if type(n) is not int:
-            raise fail("slice", f"only ':' can slice the symbolic mode {pos}", t)
+            return _symbolic_span(ix, n, pos, t)
         start, stop, step = ix.indices(n)
         if step <= 0:
             raise fail("slice", f"slice steps must be positive (got {step} in mode {pos})", t)
@@ -196,6 +196,24 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
             return None
         return Span(start, min(stop, start + step * (len(range(start, stop, step)) - 1) + 1), step)
     raise fail("slice", f"unsupported index {ix!r} (use integers, slices and ...)", t)
+
+
+def _symbolic_span(ix: slice, n: Any, pos: int, t: TensorType) -> Any:
+    """A slice of a symbolic mode: non-negative int bounds with the stop provably within the extent."""
+    start, stop, step = ix.start or 0, ix.stop, 1 if ix.step is None else ix.step
+    if stop is None or start < 0 or stop < 0 or step <= 0:
+        raise fail("slice", f"a slice of the symbolic mode {pos} needs non-negative bounds, a stop and a positive step "
+                            f"(got {start}:{stop}:{step})", t)
+    try:
+        inside = not arith.lt(n, stop)
+    except LayoutError as e:
+        raise fail("slice", f"the slice {start}:{stop} of the symbolic mode {pos} of extent {n}: {e}", t) from None
+    if not inside:
+        raise fail("slice", f"the slice {start}:{stop} is past the symbolic extent {n} of mode {pos}", t)
+    k = len(range(start, stop, step))
+    if k == 0:
+        raise fail("slice", f"the slice {start}:{stop}:{step} of mode {pos} is empty", t)
+    return Span(start, start + step * (k - 1) + 1, step)
 
 
 def getitem(x: Any, index: Any) -> Any:
@@ -287,12 +305,20 @@ def _view_rule(src: Layout, *, layout: Layout, offset: Any, name: str) -> tuple:
     try:
         out = composition(layout, b)
     except LayoutError as e:
+        if _is_identity(layout):  # colexicographic index = offset: the composition is B itself
+            return b, (offset if offset != 0 else 0)
         raise Refused(f"reading {layout} through {b} is not a layout, so it is not a view (copy the operand "
                          f"to a compact layout first): {e}") from None
     if type(b.shape) is not tuple and type(out.shape) is tuple:
         out = Layout._make((out.shape,), (out.stride,))  # B's one mode stays one (hierarchical) mode
     delta = layout(offset) if offset != 0 else 0
     return out, delta
+
+
+def _is_identity(layout: Layout) -> bool:
+    """Whether ``layout`` maps each colexicographic index to itself (CuTe's LayoutLeft of its shape): reading it
+    through any B is B, which the algebra may not prove for symbolic extents (it asks whether an extent is 1)."""
+    return layout.stride == it.compact_col_major(layout.shape)
 
 
 def _check_no_carry(layout: Layout, b: Layout, offset: Any, name: str) -> None:

@@ -1,0 +1,123 @@
+"""Lowering rules: primitives with no kernel form of their own, rewritten (before scheduling) into ones that have.
+
+* ``argmax``/``argmin``: a max (min) pass, then the smallest index that attains it (a NaN attains it first, as in
+  numpy) -- two reductions over the same mode, so one SIMT kernel;
+* ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
+* ``call`` (a ``jit`` function): its body inlined.
+
+Each rule stages a small function on the equation's operand types and splices its equations in, the last one
+writing the equation's own output variable, so the rest of the program is untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..layouts import Layout
+from ..layouts import inttuple as it
+from ..staging import Eqn, Var, stage
+from ..staging import primitives as P
+from ..staging.primitives import copy_p
+from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
+from .errors import LoweringError
+
+
+def expand(eqns: list) -> list:
+    """The equations with every rewritable primitive replaced by its expansion."""
+    out: list = []
+    for e in eqns:
+        rule = RULES.get(e.prim.name)
+        out.extend(rule(e) if rule else [e])
+    return out
+
+
+def _splice(fn: Any, e: Eqn) -> list:
+    """The equations of ``fn`` staged on ``e``'s operand types, reading ``e``'s operands and writing its outputs."""
+    return _inline(stage(fn, *[x.type for x in e.inputs]).dce(), e)
+
+
+def _call(e: Eqn) -> list:
+    """A ``jit`` call: its body, inlined (and expanded in turn), so its equations fuse with their neighbours."""
+    body = e.params["program"]
+    if body.consts:
+        raise LoweringError(f"equation call[{e.params.get('name')}]: the called program captures constant arrays")
+    return expand(_inline(body, e))
+
+
+def _inline(prog: Any, e: Eqn) -> list:
+    """``prog``'s equations reading ``e``'s operands (its parameters) and writing ``e``'s outputs."""
+    env: dict[int, Any] = {id(p): x for p, x in zip(prog.params, e.inputs)}
+    final = {id(o): t for o, t in zip(prog.outputs, e.outputs)}
+    out = []
+    for q in prog.eqns:
+        outs = [final.get(id(v)) or Var(v.type) for v in q.outputs]      # fresh: a body inlined twice
+        for v, w in zip(q.outputs, outs):
+            if v.type != w.type:
+                raise LoweringError(f"equation {e.prim.name}: its expansion gives {v.type}, not {w.type}")
+            env[id(v)] = w
+        out.append(Eqn(q.prim, [env.get(id(x), x) if isinstance(x, Var) else x for x in q.inputs], q.params, outs))
+    for o, t in zip(prog.outputs, e.outputs):
+        if not any(t is v for q in out for v in q.outputs):      # an operand returned as is
+            out.append(Eqn(copy_p, [env.get(id(o), o)], {"layout": t.type.layout}, [t]))
+    return out
+
+
+def _arg(e: Eqn, first: Any) -> list:
+    (axis,) = e.params["axes"]
+    t = e.inputs[0].type
+    shape = t.shape
+    ms = modes_of(shape)
+    n = mode_size(ms[axis])
+    if not isinstance(n, int) or any(not isinstance(x, int) for x in it.flatten(shape)):
+        raise LoweringError(f"equation {e.prim.name}({t}): lowered for static shapes only")
+    if n > 1 << 24:
+        raise LoweringError(f"equation {e.prim.name}({t}): {n} indices are not exact in f32")
+    kept = tuple(i for i in range(len(ms)) if i != axis)
+    flat = tuple(mode_size(m) for m in ms)
+
+    def fn(x: Any) -> Any:
+        m = first(x, axes=(axis,))
+        hit = P.where(P.ne(x, x), True, P.eq(x, P.broadcast(m, shape, kept)))   # NaN first, as numpy
+        idx = P.iota("f32", flat, axis)
+        if flat != tuple(ms):
+            idx = P.view(idx, compact(shape))
+        r = P.reduce_min(P.where(hit, idx, float(n)), axes=(axis,))
+        return P.astype(r, e.params["index_dtype"])
+    return _splice(fn, e)
+
+
+def _argmax(e: Eqn) -> list:
+    return _arg(e, P.reduce_max)
+
+
+def _argmin(e: Eqn) -> list:
+    return _arg(e, P.reduce_min)
+
+
+def _concatenate(e: Eqn) -> list:
+    axis = e.params["axis"]
+    out_t = e.outputs[0].type
+    lo = compact(out_t.shape)
+    modes = mode_layouts(lo)
+    step = modes[axis].stride
+    if any(not isinstance(x, int) for x in it.flatten(lo.shape)):
+        raise LoweringError(f"equation concatenate({', '.join(str(x.type) for x in e.inputs)}): lowered for static "
+                            "shapes only")
+    maps, offsets, off = [], [], 0
+    for x in e.inputs:
+        xm = modes_of(x.type.shape)[axis]
+        own = Layout._make(xm, it.compact_col_major(xm, step))
+        maps.append(layout_of_modes([own if i == axis else m for i, m in enumerate(modes)]))
+        offsets.append(off * step)
+        off += mode_size(xm)
+
+    def fn(*xs: Any) -> Any:
+        acc = None
+        for x, m, o in zip(xs, maps, offsets):
+            y = P.embed(x, out_t.shape, m, o)
+            acc = y if acc is None else acc + y
+        return acc
+    return _splice(fn, e)
+
+
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call}

@@ -1,0 +1,159 @@
+"""Reading parameters through layouts in the SIMT kernel: the views whose layouts are not per-mode permutations
+(``slice``, ``view``, ``tile``, hierarchical modes) and ``embed`` (the transpose of a view: zeros with the operand
+placed through a coordinate map).
+
+A view of a parameter is free: its layout, relative to the parameter's storage, plus a storage offset, is the
+*access* the kernel reads through (``cute.make_tensor(mX.iterator + offset, layout)``, flattened to leaf modes, a
+hierarchical mode's coordinate split colexicographically). ``embed`` is a masked gather over the output's domain:
+each leaf of the output's compact shape hosts the operand's leaves that the map sends there (a mixed radix), so
+the operand's coordinates are ``((x - start) // step) % n`` and the element is present when they recompose ``x``.
+Everything here is static (concrete extents and strides); symbolic ones are refused by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..layouts import Layout, LayoutError, cosize, flatten, right_inverse, size
+from ..layouts import inttuple as it
+from ..staging.primitives import view_rules
+from ..staging.types import mode_layouts, modes_of
+from .errors import LoweringError
+
+ACCESS_VIEWS = ("slice", "view", "tile")
+
+
+def _static(x: Any) -> bool:
+    return all(isinstance(v, int) for v in it.flatten(x)) if isinstance(x, tuple) else isinstance(x, int)
+
+
+def static_layout(layout: Layout, what: str) -> Layout:
+    """``layout`` if its extents and strides are integers, else a LoweringError naming ``what``."""
+    if not (_static(layout.shape) and _static(layout.stride)):
+        raise LoweringError(f"{what}: the layout {layout} is symbolic; views other than transpose/broadcast are lowered "
+                            "for static layouts only")
+    return layout
+
+
+def view_access(e: Any, x_layout: Layout, offset: int) -> tuple:
+    """(offset, layout) of view equation ``e``'s result relative to the storage that ``x_layout`` (at ``offset``)
+    indexes: the view's own layout rule, so the kernel reads exactly what the interpreter's view reads."""
+    rule = view_rules[e.prim]
+    out, delta = rule(x_layout, name=e.prim.name, **e.params)
+    if not isinstance(delta, int):
+        raise LoweringError(f"equation {e.prim.name}: its storage offset {delta} is symbolic")
+    return offset + delta, static_layout(out, f"equation {e.prim.name}")
+
+
+def leaf_sizes(layout: Layout) -> tuple:
+    """Per top-level mode, the extents of its leaves (a flat mode has one)."""
+    if not modes_of(layout.shape):
+        return ()
+    return tuple(tuple(it.flatten(m.shape)) if isinstance(m.shape, tuple) else (m.shape,) for m in mode_layouts(layout))
+
+
+def split_index(coord: str | None, leaves: tuple) -> list[str]:
+    """Code for the leaf coordinates of a top-level mode at coordinate ``coord`` (None: 0), colexicographic."""
+    if coord is None:
+        return ["0"] * len(leaves)
+    if len(leaves) == 1:
+        return [coord]
+    out, div = [], 1
+    for k, n in enumerate(leaves):
+        last = k == len(leaves) - 1
+        q = coord if div == 1 else f"({coord} // {div})"
+        out.append(q if last else f"{q} % {n}")
+        div *= n
+    return out
+
+
+def split_numpy(coord: Any, leaves: tuple) -> list:
+    """The same split on numpy arrays (None: 0)."""
+    if coord is None:
+        return [0] * len(leaves)
+    out, div = [], 1
+    for k, n in enumerate(leaves):
+        q = coord // div
+        out.append(q if k == len(leaves) - 1 else q % n)
+        div *= n
+    return out
+
+
+def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
+    """The gather of ``embed`` (equation ``e``): per leaf of the map (each a leaf of one of the operand's top-level
+    modes) the output leaf it lands in, its step and extent, the operand mode it belongs to and its colexicographic
+    weight there; per output leaf (domain mode, the mode's leaf extents, which leaf) its start. ``out_domain`` is
+    the domain mode of each top-level output mode (None: size 1).
+
+    Returns (y_leaves, out_leaves): y_leaves[l] = (out leaf index or None, step, n, operand mode, weight);
+    out_leaves[k] = (domain mode, the mode's leaf extents, leaf position within the mode, start)."""
+    what = f"equation embed({e.inputs[0].type})"
+    shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
+    out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
+    static_layout(m, what)
+    if not isinstance(offset, int):
+        raise LoweringError(f"{what}: the offset {offset} is symbolic")
+    if len(mode_layouts(m)) != len(leaf_sizes(y_layout)):
+        raise LoweringError(f"{what}: the map {m} and the operand {y_layout} have different modes")
+    out_leaves = []
+    for c, leaves in zip(out_domain, leaf_sizes(out_l)):
+        for pos, n in enumerate(leaves):
+            out_leaves.append([c, leaves, pos, n])
+    strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
+    sizes = [o[3] for o in out_leaves]
+    starts = [(offset // d) % n if n > 1 else 0 for d, n in zip(strides, sizes)]    # size-1 leaves: stride 0
+    y_leaves = []
+    hosted: dict[int, list] = {}
+    for mode, ml in enumerate(mode_layouts(m) if modes_of(m.shape) else []):
+        fm = flatten(ml)
+        weight = 1
+        for n, t in zip(it.flatten(fm.shape) if isinstance(fm.shape, tuple) else (fm.shape,),
+                        it.flatten(fm.stride) if isinstance(fm.stride, tuple) else (fm.stride,)):
+            if n == 1:
+                continue
+            k = max((i for i, d in enumerate(strides) if sizes[i] > 1 and d <= t and t % d == 0), default=None)
+            if k is None:
+                raise LoweringError(f"{what}: the map {m} is not a mixed radix of the output's modes")
+            step = t // strides[k]
+            if starts[k] + step * (n - 1) >= sizes[k]:
+                raise LoweringError(f"{what}: the map {m} crosses modes of the output {out_l}")
+            hosted.setdefault(k, []).append((step, n))
+            y_leaves.append((k, step, n, mode, weight))
+            weight *= n
+    for k, parts in hosted.items():                  # unique decomposition: each step past the previous span
+        parts.sort()
+        for (s0, n0), (s1, _) in zip(parts, parts[1:]):
+            if s1 < s0 * n0:
+                raise LoweringError(f"{what}: the map {m} overlaps itself in output mode leaf {k}")
+    return tuple(y_leaves), tuple((c, tuple(leaves), pos, s) for (c, leaves, pos, _), s in zip(out_leaves, starts))
+
+
+def embed_flat(e: Any, out_domain: list) -> tuple:
+    """The gather of an ``embed`` whose map is a bijection onto ``offset + [0, size)`` of the output's
+    colexicographic indices (a reshape's gradient, where the map crosses the output's modes): the output index i,
+    present when in range, read at the operand's colexicographic index right_inverse(map)(i - offset).
+
+    Returns ("flat", offset, size, inverse leaves ((n, stride), ...), output leaves (domain mode, the mode's leaf
+    extents, leaf position, colexicographic weight), the operand's top-level mode extents)."""
+    what = f"equation embed({e.inputs[0].type})"
+    shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
+    out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
+    static_layout(m, what)
+    n = size(m)
+    try:
+        inv = flatten(right_inverse(m))
+    except LayoutError as err:
+        raise LoweringError(f"{what}: the map {m} has no inverse ({err})") from None
+    if cosize(m) != n or size(inv) != n or not isinstance(offset, int):
+        raise LoweringError(f"{what}: the map {m} is neither a mixed radix of the output's modes nor a bijection onto "
+                            "a range of it")
+    inv_leaves = tuple(zip(it.flatten(inv.shape) if isinstance(inv.shape, tuple) else (inv.shape,),
+                           it.flatten(inv.stride) if isinstance(inv.stride, tuple) else (inv.stride,)))
+    strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
+    out_leaves, k = [], 0
+    for c, leaves in zip(out_domain, leaf_sizes(out_l)):
+        for pos in range(len(leaves)):
+            out_leaves.append((c, leaves, pos, strides[k]))
+            k += 1
+    y_modes = tuple(int(it.product(x)) for x in modes_of(m.shape)) if modes_of(m.shape) else ()
+    return ("flat", offset, n, inv_leaves, tuple(out_leaves), y_modes)
