@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...layouts import Layout, coalesce
+from ...layouts import Layout, check, coalesce
 from ...layouts import inttuple as it
 from .context import Ctx
 from .values import THREADS, Block, Scalar, block_tv, dsl_dtype, tv_owners, tv_values
@@ -79,6 +79,12 @@ def fit_bits(table: np.ndarray) -> Layout | None:
     return coalesce(lay, (1,) * table.ndim) if table.ndim > 1 else coalesce(lay)
 
 
+def table(tv: Layout) -> np.ndarray:
+    """A thread-value layout at every (thread, value), as a (threads, values) array."""
+    V = tv_values(tv)
+    return check.evaluate(tv, np.arange(THREADS * V, dtype=np.int64)).reshape(V, THREADS).T.astype(np.int64)
+
+
 def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     """The shuffle plan of reducing block ``x`` (logical shape ``shape``, column-major indices) over ``axes``, or
     None when its thread-value layout does not allow one."""
@@ -87,7 +93,7 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     if not all(type(s) is int for s in shape):
         return None
     V = tv_values(x.tv)
-    el = np.array([[int(x.tv((t, v))) for v in range(V)] for t in range(THREADS)], dtype=np.int64)
+    el = table(x.tv)
     if len(np.unique(el)) != el.size or el.size != int(np.prod(shape)):
         return None
     coords = np.stack(np.unravel_index(el, shape, order="F"), axis=-1)       # (T, V, rank)
@@ -101,26 +107,18 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
         first.setdefault(int(out[0, v]), len(first))
     slot = np.array([first[int(out[0, v])] for v in range(V)], dtype=np.int64)
     S = len(first)
-    P = np.full((THREADS, S), -1, dtype=np.int64)
-    for t in range(THREADS):
-        for v in range(V):
-            if P[t, slot[v]] not in (-1, out[t, v]):
-                return None
-            P[t, slot[v]] = out[t, v]
-        if len(set(P[t].tolist())) != S:
-            return None
+    rep = np.array([list(slot).index(j) for j in range(S)], dtype=np.int64)    # a value of each slot
+    P = out[:, rep]                                                           # (thread, slot) -> output
+    if not (P[:, slot] == out).all() or (np.sort(P, axis=1)[:, 1:] == np.sort(P, axis=1)[:, :-1]).any():
+        return None
     same = [b for b in range(_bits(THREADS)) if (P[np.arange(THREADS) ^ (1 << b)] == P).all()]
     lanes = [b for b in same if 1 << b < WARP]
     warps = [b for b in same if 1 << b >= WARP]
-    group = [0]
-    for b in lanes + warps:
-        group += [g ^ (1 << b) for g in group]
-    count = el.size // n_out
-    for t in range(THREADS):                   # every output's elements, each combined exactly once
-        for s in range(S):
-            got = {int(e) for u in group for e in el[t ^ u][slot == s]}
-            if len(got) != count:
-                return None
+    # every output's elements combined exactly once: the lanes and warps combined hold the same outputs in the same
+    # slots and distinct elements (the layout is injective), so a slot's values times their number is the count
+    per_slot = np.bincount(slot, minlength=S)
+    if ((per_slot << (len(lanes) + len(warps))) != el.size // n_out).any():
+        return None
     slots = fit_bits(slot)
     if slots is None:
         return None
@@ -235,20 +233,17 @@ def gather(ctx: Ctx, x: Block, tv: Layout) -> Block | None:
     acc, at = src.held
     if tv_owners(tv) != THREADS or src.dtype != "f32":
         return None
-    where: dict = {}
-    for i in range(src.n):                              # the source's storage offset -> its logical index
-        where.setdefault(int(lin(i)), i)
+    lin_off = check.evaluate(lin, np.arange(src.n, dtype=np.int64)).ravel()
+    where = {int(o): i for i, o in enumerate(lin_off)}        # the source's storage offset -> its logical index
     if len(where) != src.n:
         return None
     V, S = tv_values(tv), int(it.product(at.shape[1]))
-    slot = np.full(V, -1, dtype=np.int64)
-    for t in range(THREADS):
-        own = {int(at((t, s))): s for s in range(S)}
-        for v in range(V):
-            s = own.get(where.get(int(lout(int(tv((t, v))))), -1))
-            if s is None or slot[v] not in (-1, s):
-                return None
-            slot[v] = s
+    held = check.evaluate(at, np.arange(THREADS * S, dtype=np.int64)).reshape(S, THREADS).T     # (thread, slot)
+    offs = check.evaluate(lout, table(tv).ravel()).reshape(THREADS, V)
+    want = np.vectorize(lambda o: where.get(int(o), -1), otypes=[np.int64])(offs)    # (thread, value) -> source
+    slot = np.argmax(held[:, :, None] == want[:, None, :], axis=1)[0]                 # by thread 0
+    if not (held[:, slot] == want).all():
+        return None
     lay = fit_bits(slot)
     if lay is None:
         return None
