@@ -11,6 +11,7 @@ from ...staging import Program, Var
 from ..errors import LoweringError
 from ..module import CUTLASS_DTYPE, Module
 from ..names import kernel_name
+from .fit import fit_registers
 from .template import lower_kernel_eqn
 
 _ids = itertools.count()
@@ -55,6 +56,7 @@ def lower_kernel(prog: Program) -> KernelModule:
         raise LoweringError("the kernel's operands must be the program's parameters (no literals or computed values)")
     t0 = time.perf_counter()
     name = kernel_name(next(_ids), "kernel")
+    e = fit_registers(e)    # blocks past the register budget: chunk contractions, split parallel axes (fit.py)
     source, spec = lower_kernel_eqn(e, name)
     return KernelModule(spec, source, time.perf_counter() - t0, kind="kernel")
 

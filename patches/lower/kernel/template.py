@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...layouts import Layout, cosize
+from ...layouts import Layout, arith, cosize, size
 from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
@@ -127,6 +127,9 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         role = "in" if k < n_in else "out"
         args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
+        if not arith.eq(size(m.carved), size(t.layout)):
+            raise ctx.fail(f"operand {m.label}: its blocks {m.ref_type.layout.shape} do not divide {t.layout.shape}; "
+                           "padded edge blocks run in interpret mode but are not lowered (use dividing blocks)")
         w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
         coords = lower_program(ctx, m.index_map, [Scalar(f"pid{a}", "i32") for a in range(len(grid))],
                                f"index map of {m.label}")

@@ -3,7 +3,9 @@
 Modules: ``refs`` (RefType, memory spaces, get/set/addupdate/ref_slice, concrete Refs), ``control``
 (program_id, num_programs, fori_loop, cond/when), ``blockspec`` (BlockSpec, carving by zipped_divide),
 ``kernel`` (the ``kernel`` primitive and its user function), ``interpret`` (numpy, with race and bounds
-checks), ``tile`` (ref_tile: carving a whole-operand Ref in a body, for backward kernels).
+checks), ``tile`` (ref_tile: carving a whole-operand Ref in a body, for backward kernels); kernel -> kernel
+transforms: ``axes`` (which block axes may be split), ``restage`` (a body staged again on new Refs), ``split``
+(cutting blocks into new parallel grid axes), ``chunk`` (a matmul's contraction made a loop over chunks).
 """
 
 from .blockspec import BlockMapping, BlockSpec
