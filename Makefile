@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: demo test test-slow lint bench export-gpu-bench bench-gpu clean
+.PHONY: demo test test-slow lint bench export-gpu-bench bench-gpu gpu-bundle gpu-run test-gpu clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,19 @@ export-gpu-bench: $(STAMP)
 
 bench-gpu:
 	$(PY) benchmarks/gpu_gemm.py $(GPU_BENCH)
+
+# Every kind of kernel for one GPU run: export here (no GPU), then on the GPU machine (torch + nvcc, no CuTe DSL)
+# `make gpu-run` writes the correctness and speed tables to $$OUT (or build/gpu-run); `make test-gpu` is the
+# gpu-marked tests over the same bundle. See docs/performance.md, "Running on an H100".
+GPU_BUNDLE ?= build/gpu-bundle
+gpu-bundle: $(STAMP)
+	$(BIN)/python benchmarks/export_gpu_bench.py --bundle --out $(GPU_BUNDLE)
+
+gpu-run:
+	$(PY) benchmarks/gpu_run.py $(GPU_BUNDLE) --out $${OUT:-build/gpu-run}
+
+test-gpu:
+	GPU_BUNDLE=$(GPU_BUNDLE) $(PY) -m pytest -q --noconftest -p no:cacheprovider -m gpu tests/lower/test_gpu_run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

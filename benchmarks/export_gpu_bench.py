@@ -1,6 +1,7 @@
 """Lower, compile and export the GPU benchmark's kernels on this (CPU) machine, for benchmarks/gpu_gemm.py.
 
     python benchmarks/export_gpu_bench.py [--out build/gpu-bench] [--quick]
+    python benchmarks/export_gpu_bench.py --bundle [--out build/gpu-bundle] [--quick]   # for gpu_run.py
 
 Writes one folder per kernel (CuTe DSL's .h and .o, the C loader shim, build.sh, <kernel>.json) and a
 manifest.json listing them: label, role, problem, configuration, wrapper symbol and argument order with
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -80,12 +82,164 @@ def export_all(out: Path, quick: bool = False) -> dict:
     return manifest
 
 
+def _concrete(x, sizes: dict) -> int:
+    """An extent or stride with the bundle's run-time sizes put in for its symbols."""
+    import sympy
+
+    e = sympy.sympify(x)
+    return int(e.subs({s: sizes[str(s)] for s in e.free_symbols}))
+
+
+def tensor_specs(values, sizes: dict | None = None) -> list[dict]:
+    """Shape, stride, dtype and storage extent of each program value (flattened modes), symbols made concrete."""
+    from patches.layouts import flatten
+    from patches.staging.types import modes_of
+
+    out = []
+    for v in values:
+        lay = flatten(v.type.layout)
+        shape = [_concrete(x, sizes or {}) for x in modes_of(lay.shape)] if lay.shape != () else []
+        stride = [_concrete(x, sizes or {}) for x in modes_of(lay.stride)] if lay.shape != () else []
+        storage = 1 + sum((n - 1) * abs(d) for n, d in zip(shape, stride))
+        out.append({"shape": shape, "stride": stride, "dtype": v.type.dtype, "storage": storage})
+    return out
+
+
+def bundle_cases(quick: bool, small: bool = False) -> list:
+    """(label, role, flop, program, config, run-time sizes of its symbols, extra) for every kind the bundle holds;
+    ``small`` stages the same programs at small sizes (the tests evaluate them in the interpreter)."""
+    import numpy as np
+
+    from patches.layouts import Sym
+    from patches.lower import programs
+    from patches.lower.kernel import split_kernels
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from kernel import lower_cases as lc  # the pt.kernel programs the lowering tests check
+
+    out = []
+    s = 128 if small else 4096
+    big = (s,) if quick or small else (4096, 8192)
+    for b in big:
+        out.append((f"gemm_{b}_default", "matmul", 2.0 * b ** 3, gemm_program(b, b, b, "bf16", []), None, None, {}))
+    if not (quick or small):
+        for tag, cfg in (("128x256", TileConfig(128, 256)), ("128x128_persistent", TileConfig(128, 128, persistent=True)),
+                         ("cluster2x1", TileConfig(128, 256, cluster_m=2, persistent=True))):
+            out.append((f"gemm_{s}_{tag}", "matmul", 2.0 * s ** 3, gemm_program(s, s, s, "bf16", []), cfg, None, {}))
+    for b in big:
+        out.append((f"bias_relu_{b}", "bias_relu", 2.0 * b ** 3, gemm_program(b, b, b, "bf16", ["bias", "relu"]),
+                    None, None, {}))
+    out.append((f"bias_gelu_{s}", "bias_gelu", 2.0 * s ** 3, gemm_program(s, s, s, "bf16", ["bias", "gelu"]),
+                None, None, {}))
+    for role, prog in backward_programs(s, s, s).items():       # MN-major operands (transpose views)
+        out.append((f"{role}_{s}", role, 2.0 * s ** 3, prog, None, None, {}))
+    x = pt.tensor("bf16", make_layout((s, s), (s, 1)))
+    out.append((f"gemm_f32out_{s}", "matmul", 2.0 * s ** 3, pt.stage(lambda a, b: (a @ b).astype("f32"), x, x),
+                None, None, {}))
+    m, n, k = (40, 24, 56) if small else (1000, 1000, 1000)
+    out.append((f"gemm_{m}x{n}x{k}", "matmul", 2.0 * m * n * k, gemm_program(m, n, k, "bf16", []), None, None, {}))
+    M, N, K = Sym("M", divisible_by=8), Sym("N", divisible_by=8), Sym("K", divisible_by=8)
+    dyn = gemm_program(M, N, K, "bf16", [])
+    for m, n, k in ((64, 48, 80),) if small else ((4096, 4096, 4096), (1000, 1064, 2000)):
+        out.append((f"gemm_dynamic_{m}x{n}x{k}", "matmul", 2.0 * m * n * k, dyn, None, {"M": m, "N": n, "K": k}, {}))
+    r, c = (16, 40) if small else (8192, 1000)
+    out.append((f"softmax_{r}x{c}", "softmax", 5.0 * r * c, programs.softmax_forward(r, c, "bf16"), None, None, {}))
+    k_, ts = lc.tiled_matmul(s, s, s)
+    out.append((f"kernel_matmul_{s}", "bias_relu", 2.0 * s ** 3, pt.stage(k_, *ts), None, None, {}))
+    k_, ts = lc.tiled_matmul(s, s, s, act=lambda v: v)
+    grad = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k_(a, b, c).astype("f32")), (0, 1)), *ts)
+    subs = {p.name.rsplit("_", 2)[-2] + "_" + p.name.rsplit("_", 2)[-1]: p for p in split_kernels(grad)[1:]}
+    out.append((f"kernel_dA_{s}", "kernel_dA", 2.0 * s ** 3, subs["a_ref"], None, None, {}))
+    out.append((f"kernel_dB_{s}", "kernel_dB", 2.0 * s ** 3, subs["b_ref"], None, None, {}))
+    S = 128 if small else 4096
+    for d in ((64,) if quick or small else (64, 128)):
+        k_, ts = lc.flash_attention(S, d, 64, 64)
+        out.append((f"flash_fwd_{S}_d{d}", "attention", 4.0 * S * S * d, pt.stage(k_, *ts), None, None,
+                    {"scale": 1.0 / np.sqrt(d)}))
+    m, kk, h, n = (64, 32, 64, 16) if small else (256, 128, 256, 64) if quick else (4096, 1024, 4096, 1024)
+    out.append((f"mlp_step_{m}x{kk}x{h}x{n}", "mlp_step", 6.0 * m * (kk * h + h * n),
+                programs.mlp_step(m, kk, h, n, 0.1, "bf16"), None, None, {"lr": 0.1}))
+    return out
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+def _commit() -> str:
+    import subprocess
+
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1])
+    return r.stdout.strip() or "?"
+
+
+def export_bundle(out: Path, quick: bool = False, only: str = "") -> dict:
+    """Export every case of ``bundle_cases`` into ``out`` with manifest.json; a case that fails is listed under
+    ``failed`` with its error and the others go on."""
+    from patches.lower.export_schedule import export_schedule
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    entries, failed = [], []
+    for label, role, flop, prog, cfg, sizes, extra in bundle_cases(quick):
+        if only and label not in only.split(","):
+            continue
+        t0 = time.perf_counter()
+        try:
+            low = pt.lower(prog, config=cfg)
+            exe = low.compile()
+            entry = {"label": label, "role": role, "flop": flop, "dir": label, **extra,
+                     "params": tensor_specs(prog.params, sizes), "outputs": tensor_specs(prog.outputs, sizes)}
+            if hasattr(exe, "schedule"):
+                if len(exe.executables) == 1:          # a one-kernel schedule: export the kernel itself
+                    exe = exe.executables[0]
+                else:
+                    export_schedule(exe, out / label)
+                    entry.update(kind="schedule", kernels=[k.name for k in exe.schedule.kernels])
+            if "kind" not in entry:
+                name = exe.module.spec.name
+                exe.export(out / label)
+                meta = json.loads((out / label / f"{name}.json").read_text())
+                entry.update(meta)
+        except Exception as e:                          # noqa: BLE001 (reported in the manifest, the rest goes on)
+            failed.append({"label": label, "error": f"{type(e).__name__}: {str(e).strip()[:300]}"})
+            print(f"{label:28s} FAILED {failed[-1]['error']}", flush=True)
+            continue
+        entries.append(entry)
+        print(f"{label:28s} {entry['kind']:8s} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    manifest = {"peak_tflops": PEAK_TFLOPS, "arch": "sm_90a", "cutlass_dsl": _version("nvidia-cutlass-dsl"),
+                "commit": _commit(), "kernels": entries, "failed": failed}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    for lib in out.rglob("libcuda_dialect_runtime_static.a"):   # one copy per bundle is enough: link to it
+        if lib.parent != out:
+            if not (out / lib.name).exists():
+                shutil.copy(lib, out / lib.name)
+            lib.unlink()
+            (lib.parent / "build.sh").write_text((lib.parent / "build.sh").read_text().replace(
+                "-L. ", f"-L{os.path.relpath(out, lib.parent)} "))
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"wrote {len(entries)} kernels to {out} ({size / 2**20:.2f} MiB); {len(failed)} failed")
+    return manifest
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="build/gpu-bench")
-    ap.add_argument("--quick", action="store_true", help="one kernel per role at 4096 only (for tests)")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true", help="fewer, smaller kernels (for tests)")
+    ap.add_argument("--bundle", action="store_true", help="every kind of kernel, for benchmarks/gpu_run.py")
+    ap.add_argument("--only", default="", help="comma-separated bundle labels")
     a = ap.parse_args()
-    export_all(Path(a.out), a.quick)
+    if a.bundle:
+        export_bundle(Path(a.out or "build/gpu-bundle"), a.quick, a.only)
+    else:
+        export_all(Path(a.out or "build/gpu-bench"), a.quick)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def main() -> None:
 
     cases = [("vector_add", {}), ("iota", {}), ("softmax", {}), ("layernorm", {}), ("tiled_matmul", {}),
              ("flash_attention d64", dict(D=64)), ("flash_attention d128", dict(D=128))]
-    print(f"{'kernel':24s} {'lower ms':>9s} {'compile s':>10s} {'regs':>5s} {'spills':>6s}  HGMMA")
+    print(f"{'kernel':24s} {'lower ms':>9s} {'compile s':>10s} {'regs':>5s} {'spills':>6s}  HGMMA  SHFL   STS   LDS")
     mods = {}
     for label, kw in cases:
         k, types = getattr(C, label.split()[0])(**kw)
@@ -54,8 +54,9 @@ def main() -> None:
         exe = mod.compile()
         res = exe.resources
         mods[label] = exe
+        c = exe.counts("HGMMA", "SHFL", "STS", "LDS")     # static SASS counts (reductions: shuffles, smem combine)
         print(f"{label:24s} {lower_ms:9.1f} {exe.compile_seconds:10.2f} {res['registers']:5d} {res['spills']:6d}  "
-              f"{exe.counts('HGMMA')['HGMMA']}")
+              f"{c['HGMMA']:5d} {c['SHFL']:5d} {c['STS']:5d} {c['LDS']:5d}")
     for k in (256, 1024):                              # 4 and 16 k-tiles of 64
         compare(mods["tiled_matmul"] if k == 256 else None, k)
 

@@ -60,6 +60,8 @@ def arguments(exe: Any, structs: list) -> list[dict]:
     """Per wrapper argument: the program parameter it reads (None for the output), the permutation from the
     parameter's modes to kernel modes, dtype, kernel-mode shape and strides, and the struct fields."""
     spec = exe.module.spec
+    if exe.module.kind == "kernel":
+        return _kernel_arguments(spec, structs)
     ops = spec.kernel_operands()
     if len(ops) != len(structs):
         raise LoweringError(f"{spec.name}: the header declares {len(structs)} tensors, the kernel takes {len(ops)}")
@@ -82,6 +84,24 @@ def arguments(exe: Any, structs: list) -> list[dict]:
     return out
 
 
+def _kernel_arguments(spec: Any, structs: list) -> list[dict]:
+    """A ``pt.kernel`` module takes every operand as a flat buffer (inputs, then outputs); ``value_shape`` and
+    ``value_stride`` say where the program's tensor lies in it."""
+    if len(spec.args) != len(structs):
+        raise LoweringError(f"{spec.name}: the header declares {len(structs)} tensors, the kernel takes {len(spec.args)}")
+    out, n_in = [], sum(a.role == "in" for a in spec.args)
+    for i, (a, (arg, fields)) in enumerate(zip(spec.args, structs)):
+        if [f for _t, _p, f, _n in fields] != ["data"]:
+            raise LoweringError(f"{spec.name}: argument {arg} has run-time extents; kernel buffers are static")
+        out.append({"name": arg, "param": i if a.role == "in" else None, "output": a.role == "out",
+                    "output_index": i - n_in if a.role == "out" else None, "perm": None, "dtype": a.dtype,
+                    "shape": _dims(a.layout.shape), "stride": _dims(a.layout.stride),
+                    "value_shape": _dims(a.value_layout.shape), "value_stride": _dims(a.value_layout.stride),
+                    "dynamic_shapes": [], "dynamic_strides": [],
+                    "fields": [[t + ("*" if ptr else ""), f, n] for t, ptr, f, n in fields]})
+    return out
+
+
 def export(exe: Any, directory: Path) -> Path:
     spec = exe.module.spec
     name = spec.name
@@ -98,7 +118,8 @@ def export(exe: Any, directory: Path) -> Path:
     meta = {"kernel": name, "kind": exe.module.kind, "wrapper": f"cute_dsl_{name}_wrapper",
             "library": f"lib{name}.so", "symbols": {"run": "patches_run", "load": "patches_load",
                                                     "unload": "patches_unload"},
-            "config": _config(spec), "args": arguments(exe, structs), "n_params": spec.n_params}
+            "config": _config(spec), "args": arguments(exe, structs),
+            "n_params": getattr(spec, "n_params", None) or sum(a.role == "in" for a in getattr(spec, "args", ()))}
     (directory / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
     import cutlass
 

@@ -15,7 +15,15 @@ def _gpu():
     return torch.cuda.is_available()
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and torch")]
+def _dsl():
+    import importlib.util
+
+    return importlib.util.find_spec("cutlass") is not None
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and torch"),
+              pytest.mark.skipif(not _dsl(), reason="compiles at run time: needs nvidia-cutlass-dsl (the exported "
+                                                    "bundle's tests, test_gpu_run.py, do not)")]
 
 
 def test_forward_layer_on_gpu():

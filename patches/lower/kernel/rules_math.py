@@ -9,7 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from ...layouts import Layout
+from ...layouts import inttuple as it
 from ...staging.types import compact, layout_of_modes, mode_layouts
+from . import shuffle
 from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
 from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
@@ -34,15 +36,13 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     """Emit ``op`` on Scalars/Blocks; the result is a Block when any operand is one."""
     blocks = [x for x in ins if isinstance(x, Block)]
     if blocks:      # all blocks held alike: the first held by a wgmma layout (an accumulator) wins
-        from .memory import retv
-
         if all(b.lazy is not None for b in blocks):
             ins = [materialize(ctx, x) if isinstance(x, Block) and x.lazy is not None else x for x in ins]
             blocks = [x for x in ins if isinstance(x, Block)]
         held = [b for b in blocks if b.lazy is None]
         target = next((b.tv for b in held if b.tv != block_tv(b.n)), held[0].tv)
         # a lazy view (a broadcast) is read straight into the target layout: one move, not two
-        ins = [retv(ctx, x, target) if isinstance(x, Block) and (x.tv != target or x.lazy is not None) else x
+        ins = [_move(ctx, x, target) if isinstance(x, Block) and (x.tv != target or x.lazy is not None) else x
                for x in ins]
         blocks = [x for x in ins if isinstance(x, Block)]
     w = ctx.w
@@ -91,6 +91,40 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     return Scalar(name, out_dtype)
 
 
+def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
+    """``x`` held by ``tv``: a broadcast of a reduction's result read from the reducing lanes' registers when they
+    hold what ``tv`` asks for, else through the exchange."""
+    from .memory import retv
+
+    if x.lazy is not None and x.lazy[3] == "broadcast" and x.lazy[0].held is not None:
+        got = shuffle.gather(ctx, x, tv)
+        if got is not None:
+            return got
+    return retv(ctx, x, tv)
+
+
+HELD = {**BINARY, "neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})",
+        "sqrt": "cute.math.sqrt({0})", "maximum": "cute.math.max({0}, {1})", "minimum": "cute.math.min({0}, {1})"}
+
+
+def _held(ctx: Ctx, op: str, ins: list, out: Block) -> Block:
+    """``out`` (f32) also in the reducing lanes' registers when its f32 block operands all are, alike: the same
+    operation on their slots (a few values), so that broadcasting it back moves nothing."""
+    blocks = [x for x in ins if isinstance(x, Block)]
+    if op not in HELD or out.dtype != "f32" or not blocks or any(
+            x.held is None or x.held[1] != blocks[0].held[1] or x.n != out.n or x.dtype != "f32" for x in blocks) \
+            or any(isinstance(x, Scalar) and x.dtype not in ("f32", "bf16", "f16") for x in ins):
+        return out
+    w, at = ctx.w, blocks[0].held[1]
+    S = int(it.product(at.shape[1]))
+    h = w.fresh("held")
+    w.emit(f"{h} = cute.make_rmem_tensor(({S},), cutlass.Float32)")
+    w.emit(f"for s in cutlass.range_constexpr({S}):   # the same, in the reducing lanes' registers")
+    w.emit(f"    {h}[s] = " + HELD[op].format(*(f"{x.held[0]}[s]" if isinstance(x, Block) else _operand(ctx, x, "f32")
+                                               for x in ins)))
+    return replace(out, held=(h, at))
+
+
 def _pred(ctx: Ctx, p: Any, n: int, shape: Any) -> str:
     return p.name if isinstance(p, Block) else p.expr
 
@@ -104,7 +138,8 @@ TAKES_LAZY.update(ELEMENTWISE)
 
 @rule(*ELEMENTWISE)
 def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
-    return [elementwise(ctx, e.prim.name, ins, e.outputs[0].type.dtype)]
+    out = elementwise(ctx, e.prim.name, ins, e.outputs[0].type.dtype)
+    return [_held(ctx, e.prim.name, ins, out) if isinstance(out, Block) else out]
 
 
 @rule("astype")
@@ -135,7 +170,7 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     if e.prim.name == "broadcast" and x.splat is not None:
         return [as_block(ctx, Scalar(x.splat, x.dtype), n, t_out.shape)]
     if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
-        return [Block(x.name, x.dtype, t_out.shape, n, x.tv)]     # a size-1 mode added: same elements, same order
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, held=x.held)]   # a size-1 mode added: same order
     if e.prim.name == "transpose" and t_in.rank == 2 and e.params["perm"] == (1, 0):
         # Moved only if a use needs it: a wgmma operand is written to shared memory from the source's registers.
         return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout, "transpose"))]
@@ -176,7 +211,9 @@ INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')"}
 
 @rule("reduce_sum", "reduce_max")
 def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
-    """Each thread reduces its output elements over the reduced modes, reading the exchange buffer."""
+    """Per-thread partials, warp shuffles and a cross-warp combine where the block's thread-value layout allows
+    (``shuffle.plan``); else each thread reduces its output elements over the reduced modes from the exchange
+    buffer."""
     x, axes = ins[0], e.params["axes"]
     t_in, t_out = e.inputs[0].type, e.outputs[0].type
     if isinstance(x, Scalar):
@@ -184,6 +221,12 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     cd = exchange_dtype(x.dtype)
     if cd == "i32" and e.prim.name == "reduce_max":
         raise ctx.fail("reduce_max of integers is not lowered")
+    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
+    shape = t_in.shape if type(t_in.shape) is tuple else (t_in.shape,)
+    p = shuffle.plan(x, shape, tuple(axes)) if isinstance(x, Block) else None
+    if p is not None:
+        return [shuffle.emit(ctx, x, p, combine, INIT[e.prim.name], cd, t_out.dtype,
+                             t_out.shape if t_out.rank else None)]
     modes = mode_layouts(compact(t_in.shape))
     kept = [m for k, m in enumerate(modes) if k not in axes]
     red = layout_of_modes([m for k, m in enumerate(modes) if k in axes])
@@ -191,7 +234,6 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     buf = to_exchange(ctx, x, compact(t_in.shape))
     w = ctx.w
     dt = dsl_dtype(cd, "reduce")
-    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
     red_l = w.layout(red, "the reduced modes (element offsets)", "reduced")
     acc = w.fresh("acc")
     if not kept:

@@ -61,6 +61,21 @@ def _flatten(s: Any) -> list:
     return [y for x in s for y in _flatten(x)] if isinstance(s, tuple) else [s]
 
 
+def _shuffle_bfly(value: Any, offset: int, mask: int = 0xFFFFFFFF, mask_and_clamp: int = 31) -> Any:
+    """``shfl.sync.bfly``: the value of lane ``lane ^ offset`` of this warp (its own past the clamp), every lane of
+    the warp in (only the full mask is modeled); offset and mask are the emitted code's own."""
+    if mask != 0xFFFFFFFF or mask_and_clamp != 31:
+        raise LoweringError(f"simulate: a shuffle with mask {mask:#x}, clamp {mask_and_clamp} is not modeled")
+    cta, lane, warp_ = _local.cta, _local.tid % 32, _local.tid // 32
+    slots = cta.shfl[warp_]
+    slots[lane] = value
+    cta.warps[warp_].wait()              # every lane's value is in
+    src = lane ^ int(offset)
+    got = slots[src] if src <= mask_and_clamp else value
+    cta.warps[warp_].wait()              # every lane has read before the next shuffle writes
+    return got
+
+
 sm90_utils = SimpleNamespace(make_trivial_tiled_mma=tma.make_trivial_tiled_mma, get_smem_store_op=lambda *a: "store")
 warp = SimpleNamespace(StMatrix8x8x16bOp=lambda *a: "stmatrix")
 LayoutEnum = SimpleNamespace(COL_MAJOR="col", ROW_MAJOR="row")
@@ -79,6 +94,7 @@ cute = SimpleNamespace(
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
                          barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop,
                          warp_idx=lambda: _local.tid // 32, make_warp_uniform=lambda x: x,
+                         shuffle_sync_bfly=_shuffle_bfly,
                          cp_async_bulk_commit_group=_noop, cp_async_bulk_wait_group=_noop),
     jit=lambda f: f, kernel=lambda f: _Kernel(f), gemm=tma.gemm, copy=tma.copy, slice_=tma.slice_,
     local_tile=_local_tile, group_modes=_group_modes, make_composed_layout=_composed,
@@ -102,7 +118,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
             for bx in range(int(grid[0])):
                 cta = SimpleNamespace(bid=(bx, by, bz), smem=[], lock=threading.Lock(), failed=False,
                                       barrier=threading.Barrier(nthreads, timeout=60),
-                                      warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)])
+                                      warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
+                                      shfl=[[None] * 32 for _ in range(nthreads // 32)])
                 errors: list = []
 
                 def run(t: int, cta: Any = cta, errors: list = errors) -> None:
