@@ -11,7 +11,6 @@ from typing import Any
 from ..layouts import flatten
 from ..staging import Var
 from ..staging.types import modes_of
-from .errors import LoweringError
 
 RUNNER = '''"""Run an exported patches schedule with torch CUDA tensors (no CuTe DSL): build each kernel's loader first
 (sh <kernel>/build.sh), then run(*tensors) returns the program's outputs. Static shapes only."""
@@ -36,7 +35,9 @@ def _binding(name):
     return mod
 
 
-def _view(t, perm, batched):
+def _view(t, perm, batched, flat=None):
+    if flat is not None:                 # a pt.kernel argument: the flat buffer it spans
+        return torch.as_strided(t, (flat,), (1,), t.storage_offset())
     if perm is None:
         return t
     v = t.permute(*perm)
@@ -51,16 +52,22 @@ def run(*tensors):
             shape, stride = [int(x) for x in v["shape"]], [int(x) for x in v["stride"]]
             vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
     for k in PLAN["kernels"]:
-        views = [_view(vals[a["value"]], a["perm"], a["batched"]) for a in k["args"]]
+        views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat")) for a in k["args"]]
         _binding(k["name"]).run(*views)
     return [vals[name] for name in PLAN["outputs"]]
 '''
 
 
 def _args(k: Any, names: dict) -> list[dict]:
-    """Per kernel argument, in order: the value it is, its permutation into kernel modes (None: as is)."""
+    """Per kernel argument, in order: the value it is, its permutation into kernel modes (None: as is; ``flat``:
+    viewed as that many elements in a row)."""
     ins = [names[id(p)] for p in k.program.params]
     outs = [names[id(o)] for o in k.program.outputs]
+    if k.kind == "kernel":                           # operands then outputs, each as the flat buffer it spans
+        pos = {id(p): i for i, p in enumerate(k.program.params)}
+        vals = [ins[pos[id(x)]] for x in k.program.eqns[0].inputs] + outs
+        return [{"value": v, "perm": None, "batched": True, "flat": int(a.layout.shape)}
+                for v, a in zip(vals, k.spec.args)]
     if k.kind == "simt":
         return ([{"value": o, "perm": None, "batched": True} for o in outs]
                 + [{"value": ins[r.param], "perm": None, "batched": True} for r in k.spec.reads])
@@ -75,12 +82,8 @@ def _args(k: Any, names: dict) -> list[dict]:
 
 def export_schedule(exe: Any, directory: Path) -> Path:
     """Write every kernel's export, schedule.json and runner.py into ``directory``."""
-    s = exe.schedule
-    for k in s.kernels:
-        if k.kind == "kernel":
-            raise LoweringError(f"kernel {k.name} (the pt.kernel call {k.fuses[0]}): exporting a pt.kernel module "
-                                "ahead of time is not supported yet; run the schedule with exe(*tensors)")
     directory.mkdir(parents=True, exist_ok=True)
+    s = exe.schedule
     names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
     names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
     names.update({id(b.var): b.name for b in s.buffers})
