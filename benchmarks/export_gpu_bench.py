@@ -112,7 +112,6 @@ def bundle_cases(quick: bool, small: bool = False) -> list:
 
     from patches.layouts import Sym
     from patches.lower import programs
-    from patches.lower.kernel import split_kernels
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from kernel import lower_cases as lc  # the pt.kernel programs the lowering tests check
@@ -148,7 +147,8 @@ def bundle_cases(quick: bool, small: bool = False) -> list:
     out.append((f"kernel_matmul_{s}", "bias_relu", 2.0 * s ** 3, pt.stage(k_, *ts), None, None, {}))
     k_, ts = lc.tiled_matmul(s, s, s, act=lambda v: v)
     grad = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k_(a, b, c).astype("f32")), (0, 1)), *ts)
-    subs = {p.name.rsplit("_", 2)[-2] + "_" + p.name.rsplit("_", 2)[-1]: p for p in split_kernels(grad)[1:]}
+    calls = [k.program for k in pt.lower(grad).kernels if k.kind == "kernel"]     # dA, dB: each call on buffers
+    subs = {"_".join(p.eqns[0].params["name"].rsplit("_", 2)[-2:]): p for p in calls}
     out.append((f"kernel_dA_{s}", "kernel_dA", 2.0 * s ** 3, subs["a_ref"], None, None, {}))
     out.append((f"kernel_dB_{s}", "kernel_dB", 2.0 * s ** 3, subs["b_ref"], None, None, {}))
     S = 128 if small else 4096

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from ..staging import Program
+from ..staging import Program, Var
 from .config import TileConfig
 from .emit_simt import emit_simt
 from .errors import LoweringError
@@ -24,8 +24,9 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     """Schedule a staged program (a forward, a backward, a whole training step) into fused kernels for
     ``sm_90a``: matmuls with their elementwise epilogues as GEMMs, reductions and elementwise chains as SIMT
     kernels (``config``: the GEMMs' tile configuration, default per kernel). ``target='simt'`` lowers a program
-    without a matmul to one SIMT kernel (a Module). A program calling a ``pt.kernel`` lowers through
-    patches.lower.kernel (the kernel's body, rule by rule)."""
+    without a matmul to one SIMT kernel (a Module). Each ``pt.kernel`` call is a kernel of the schedule of its own
+    (lowered by patches.lower.kernel, the body rule by rule), the glue around it (a loss, casts, padding) scheduled
+    as usual; a program that is just one kernel call on its parameters gives that kernel's KernelModule."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if not isinstance(target, str) or target not in TARGETS:
@@ -33,7 +34,7 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     if config is not None and not isinstance(config, TileConfig):
         raise LoweringError(f"config must be a TileConfig (or None for the heuristic), got {type(config).__name__} "
                             f"{config!r}")
-    if any(e.prim.name == "kernel" for e in prog.eqns):
+    if _one_kernel_call(prog):
         return lower_kernel(prog)
     if target == "simt":
         if any(e.prim.name == "matmul" for e in prog.eqns):
@@ -42,6 +43,15 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
         spec = analyze_simt(prog, kernel_name(next(_ids), "simt"))
         return Module(spec, emit_simt(spec), time.perf_counter() - t0, kind="simt")
     return Schedule(prog, config)
+
+
+def _one_kernel_call(prog: Program) -> bool:
+    """Whether the program (without dead equations) is one ``kernel`` call on its parameters."""
+    live = prog.dce()
+    if len(live.eqns) != 1 or live.eqns[0].prim.name != "kernel":
+        return False
+    e, params = live.eqns[0], {id(v) for v in live.params}
+    return all(isinstance(a, Var) and id(a) in params for a in e.inputs)
 
 
 def split_matmuls(prog: Program) -> list[Program]:

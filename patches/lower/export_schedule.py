@@ -35,7 +35,9 @@ def _binding(name):
     return mod
 
 
-def _view(t, perm, batched):
+def _view(t, perm, batched, flat=None):
+    if flat is not None:                 # a pt.kernel argument: the flat buffer it spans
+        return torch.as_strided(t, (flat,), (1,), t.storage_offset())
     if perm is None:
         return t
     v = t.permute(*perm)
@@ -50,16 +52,22 @@ def run(*tensors):
             shape, stride = [int(x) for x in v["shape"]], [int(x) for x in v["stride"]]
             vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
     for k in PLAN["kernels"]:
-        views = [_view(vals[a["value"]], a["perm"], a["batched"]) for a in k["args"]]
+        views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat")) for a in k["args"]]
         _binding(k["name"]).run(*views)
     return [vals[name] for name in PLAN["outputs"]]
 '''
 
 
 def _args(k: Any, names: dict) -> list[dict]:
-    """Per kernel argument, in order: the value it is, its permutation into kernel modes (None: as is)."""
+    """Per kernel argument, in order: the value it is, its permutation into kernel modes (None: as is; ``flat``:
+    viewed as that many elements in a row)."""
     ins = [names[id(p)] for p in k.program.params]
     outs = [names[id(o)] for o in k.program.outputs]
+    if k.kind == "kernel":                           # operands then outputs, each as the flat buffer it spans
+        pos = {id(p): i for i, p in enumerate(k.program.params)}
+        vals = [ins[pos[id(x)]] for x in k.program.eqns[0].inputs] + outs
+        return [{"value": v, "perm": None, "batched": True, "flat": int(a.layout.shape)}
+                for v, a in zip(vals, k.spec.args)]
     if k.kind == "simt":
         return ([{"value": o, "perm": None, "batched": True} for o in outs]
                 + [{"value": ins[r.param], "perm": None, "batched": True} for r in k.spec.reads])

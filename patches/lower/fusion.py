@@ -10,6 +10,7 @@ still be analyzed with it, or opens a new kernel:
   read through views: a bias, a residual, a mask) joins it as epilogue, which may then have several outputs;
 * reductions and elementwise chains join a SIMT kernel, until a reduction over a different set of modes (or
   anything the SIMT analysis refuses) opens the next one;
+* a ``kernel`` equation (a ``pt.kernel`` call) is a kernel of its own (kind "kernel"), never fused with others;
 * an equation joins a kernel only when no other kernel it reads from depends on that kernel (no cycles).
 
 The trial is the kernel analysis itself (``analyze``/``analyze_simt`` of the candidate sub-program), so whatever
@@ -26,6 +27,7 @@ from ..staging import Eqn, Literal, Program, Var
 from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
+OWN_KIND = {"matmul": "gemm", "kernel": "kernel"}    # equations that open a kernel of their kind
 GENERATORS = ("iota",)        # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul",
                 "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
@@ -33,8 +35,8 @@ EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt"
 
 @dataclass
 class Group:
-    """A kernel in the making: ``kind`` "gemm" or "simt", its (non-view) equations in program order, and the
-    groups it reads from."""
+    """A kernel in the making: ``kind`` "gemm", "simt" or "kernel" (one ``pt.kernel`` call), its (non-view)
+    equations in program order, and the groups it reads from."""
 
     kind: str
     eqns: list = field(default_factory=list)
@@ -110,9 +112,9 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         target = None
         horizontal = not srcs and groups and groups[-1].kind == "simt" and id(e) not in solo
         cands = [len(groups) - 1] if horizontal else srcs
-        if e.prim.name != "matmul" and id(e) not in isolate:
+        if e.prim.name not in ("matmul", "kernel") and id(e) not in isolate:
             for g in sorted(cands, reverse=True):
-                if any(id(q) in isolate for q in groups[g].eqns):
+                if groups[g].kind == "kernel" or any(id(q) in isolate for q in groups[g].eqns):
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):
                     continue
@@ -120,7 +122,7 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
                     target = g
                     break
         if target is None:
-            groups.append(Group("gemm" if e.prim.name == "matmul" else "simt"))
+            groups.append(Group(OWN_KIND.get(e.prim.name, "simt")))
             target = len(groups) - 1
         groups[target].eqns.append(e)
         groups[target].deps.update(h for h in srcs if h != target)
@@ -169,7 +171,7 @@ def rematerialize(groups: list, owner: dict, graph: Graph, nbytes: Any, accepts:
     """
     cheap = EPILOGUE_OPS - {"copy"}
     for g, grp in enumerate(groups):
-        if g != only:
+        if g != only or grp.kind == "kernel":          # a kernel call runs its own body, nothing joins it
             continue
         mine = {id(v) for e in grp.eqns for v in e.outputs}
         ext: dict[int, Var] = {}

@@ -1,7 +1,8 @@
 """A lowered program: the schedule of kernels ``pt.lower`` returns, its CPU simulation, and its compiled form.
 
 ``Schedule.kernels`` are ``Kernel``s in run order, each with its staged sub-program (``.program``), emitted
-source (``.source``), ``.compile()`` and ``.verify()``; ``Schedule.simulate`` runs them one by one through the
+source (``.source``), ``.compile()`` and ``.verify()`` (a ``pt.kernel`` call is a kernel of kind "kernel", lowered by
+``patches.lower.kernel``); ``Schedule.simulate`` runs them one by one through the
 interpreter; ``Schedule.compile()`` compiles every kernel for sm_90a (no GPU needed) into a ``ScheduleExecutable``
 that runs on a GPU on one stream and exports every kernel plus a runner. A one-kernel schedule also answers the
 single kernel's Module attributes (``.source``, ``.spec``, ...), as ``pt.lower`` did before schedules.
@@ -23,6 +24,7 @@ from .config import TileConfig
 from .emit_gemm import emit_gemm
 from .emit_simt import emit_simt
 from .errors import LoweringError
+from .kernel import lower_kernel
 from .module import Module
 from .names import sanitize
 from .schedule import build
@@ -30,18 +32,22 @@ from .simt_spec import analyze_simt
 
 
 class Kernel:
-    """One kernel of a schedule: ``program`` (a complete staged sub-program), ``kind`` ("gemm"/"simt"), the
-    equations it ``fuses``; ``module`` (emitted on first use) gives ``source``, ``spec``, ``compile()``."""
+    """One kernel of a schedule: ``program`` (a complete staged sub-program), ``kind`` ("gemm"/"simt"/"kernel":
+    a ``pt.kernel`` call), the equations it ``fuses``; ``module`` (emitted on first use) gives ``source``,
+    ``spec``, ``compile()``."""
 
     def __init__(self, plan: Any, config: TileConfig | None) -> None:
         self.name, self.kind, self.program, self.fuses = plan.name, plan.kind, plan.program, plan.fuses
         self.config = config
-        self._module: Module | None = None
+        self._module: Module | None = getattr(plan, "module", None)
 
     @property
     def module(self) -> Module:
         if self._module is None:
             t0 = time.perf_counter()
+            if self.kind == "kernel":
+                self._module = lower_kernel(self.program)
+                return self._module
             if self.kind == "gemm":
                 spec = analyze(self.program, self.config, self.name)
                 src = emit_gemm(spec)
@@ -73,7 +79,24 @@ class Kernel:
         s = self.spec
         if self.kind == "gemm":
             return f"{s.ab_dtype} {s.config.describe()}, A {s.a.major} B {s.b.major} C {s.c.major}"
+        if self.kind == "kernel":
+            return f"pt.kernel {self.fuses[0]}, grid {tuple(s.grid)}, {len(s.args)} buffer argument(s)"
         return f"{s.rows}x{s.cols} rows x cols, {len(s.reductions)} reduction(s)"
+
+    def run_model(self, ins: list) -> list:
+        """The kernel's CPU model on its program's parameters (in order): the GEMM's tiles, the SIMT kernel's rows,
+        or a ``pt.kernel`` module's emitted source run by patches.lower.kernel.simulate; its outputs in order."""
+        from .kernel.simulate import simulate_module
+        from .simulate import simulate
+        from .simulate_simt import simulate_simt
+
+        if self.kind == "gemm":
+            return list(simulate(self.spec, *ins, every=True))
+        if self.kind == "kernel":
+            pos = {id(p): i for i, p in enumerate(self.program.params)}
+            return simulate_module(self.module, *[ins[pos[id(x)]] for x in self.program.eqns[0].inputs])
+        outs = simulate_simt(self.spec, *ins)
+        return outs if isinstance(outs, list) else [outs]
 
     def compile(self, arch: str = "sm_90a") -> Any:
         """cute.compile this kernel for ``arch`` (no GPU needed)."""
@@ -86,18 +109,12 @@ class Kernel:
         mv = getattr(self.module, "verify", None)
         if movement and callable(mv):
             mv()
-        from .simulate import simulate
-        from .simulate_simt import simulate_simt
-
         args = random_args(self.program, seed)
         want = evaluate(self.program, *args)
         want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = self.run_model(args)
         if self.kind == "gemm":
-            got = [simulate(self.spec, *args)]
-            want = [want[self.spec.out_index]]
-        else:
-            got = simulate_simt(self.spec, *args)
-            got = got if isinstance(got, list) else [got]
+            got, want = [got[self.spec.out_index]], [want[self.spec.out_index]]
         worst = 0.0
         for g, w in zip(got, want):
             err = _error(np.asarray(g, np.float64), np.asarray(w, np.float64))
@@ -223,23 +240,16 @@ class Schedule:
 
     def simulate_kernels(self, *args: Any) -> Any:
         """Run the schedule on the CPU through each kernel's tile-level model (the GEMM's tiles, f32 accumulation
-        and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype), passing
-        buffers between them: what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
-        from .simulate import simulate
-        from .simulate_simt import simulate_simt
-
+        and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype; a
+        ``pt.kernel`` call's emitted source through patches.lower.kernel.simulate), passing buffers between them:
+        what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
         leaves, _ = tree_flatten(args)
         prog = self.program
         if len(leaves) != len(prog.params):
             raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
         env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
         for k in self.kernels:
-            ins = [env[id(p)] for p in k.program.params]
-            if k.kind == "gemm":
-                outs = simulate(k.spec, *ins, every=True)
-            else:
-                outs = simulate_simt(k.spec, *ins)
-                outs = outs if isinstance(outs, list) else [outs]
+            outs = k.run_model([env[id(p)] for p in k.program.params])
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = np.asarray(x).reshape(tuple(int(n) for n in np.shape(evaluate_shape(v, x))))
         res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]

@@ -59,6 +59,20 @@ def _gemm_args(spec: Any, ins: list, outs: list) -> list:
     return [a, b, c] + [ins[si.param] for si in spec.inputs] + extra
 
 
+def _kernel_args(k: Any, ins: list, outs: list) -> list:
+    """A ``pt.kernel`` module's arguments: each operand (inputs then outputs) as the flat buffer it spans."""
+    pos = {id(p): i for i, p in enumerate(k.program.params)}
+    tensors = [ins[pos[id(x)]] for x in k.program.eqns[0].inputs] + outs
+    return [flat_buffer(t, a.layout.shape) for t, a in zip(tensors, k.spec.args)]
+
+
+def flat_buffer(t: Any, n: Any) -> Any:
+    """The ``n`` elements from a tensor's first one, as a 1-D tensor (a kernel indexes them by its own layouts)."""
+    import torch
+
+    return torch.as_strided(t, (int(n),), (1,), t.storage_offset())
+
+
 def run_schedule(exe: Any, tensors: tuple) -> Any:
     """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs."""
     import cuda.bindings.driver as cuda
@@ -92,6 +106,9 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
         if k.kind == "gemm":
             args = _gemm_args(k.spec, ins, outs)
             tf32 = [k.spec.ab_dtype == "tf32"] * 2
+        elif k.kind == "kernel":
+            args = _kernel_args(k, ins, outs)
+            tf32 = []
         else:
             args = [o if o.dim() else o.reshape(1) for o in outs] + [ins[r.param] for r in k.spec.reads]
             tf32 = []

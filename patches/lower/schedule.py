@@ -3,7 +3,9 @@ kernel out as a complete staged sub-program (its parameters: program inputs or i
 buffers other kernels read, or the program's outputs), with buffers allocated once and reused when dead.
 
 Every kernel program is an ordinary Program, so ``pt.evaluate`` runs it on the CPU and the existing emitters
-(``analyze``/``emit_gemm`` for a matmul and its epilogue, ``analyze_simt``/``emit_simt`` for the rest) lower it.
+(``analyze``/``emit_gemm`` for a matmul and its epilogue, ``analyze_simt``/``emit_simt`` for the rest) lower it; a
+``pt.kernel`` call is a kernel of its own (kind "kernel"), its program the call on buffers, lowered by
+``patches.lower.kernel.lower_kernel``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
 from .expand import expand
-from .fusion import EPILOGUE_OPS, VIEWS, Graph, Group, literal_only, order, partition, rematerialize
+from .fusion import EPILOGUE_OPS, GENERATORS, VIEWS, Graph, Group, literal_only, order, partition, rematerialize
+from .kernel import lower_kernel
 from .simt_spec import analyze_simt
 from .simt_views import ACCESS_VIEWS
 
@@ -55,11 +58,13 @@ class KernelPlan:
     program: Program
     fuses: tuple
     group: int = -1           # the fusion group it was cut from (-1: a copy kernel)
+    module: Any = None        # a "kernel" kernel: its lowered KernelModule (lowered while scheduling)
 
 
 def _eqn_text(e: Eqn) -> str:
     ins = ", ".join(str(x.type) for x in e.inputs)
-    return f"{e.prim.name}({ins})"
+    name = f" {e.params['name']}" if e.prim.name == "kernel" else ""
+    return f"{e.prim.name}{name}({ins})"
 
 
 def prepare(prog: Program) -> Program:
@@ -82,7 +87,44 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    return Program([], [], prog.params, k_major(expand(eqns)), outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+    eqns = kernel_operands(k_major(expand(eqns)))
+    return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def kernel_operands(eqns: list) -> list:
+    """A ``pt.kernel`` call reads whole buffers: an operand that is a view (transpose, slice, ...) or a generator
+    (iota) is first copied into a buffer of the operand's own layout (a ``copy`` equation, fused into its
+    producer's kernel where it can be); a literal or a view whose layout is not compact is refused."""
+    producer = {id(v): e for e in eqns for v in e.outputs}
+    out = []
+    for e in eqns:
+        if e.prim.name != "kernel":
+            out.append(e)
+            continue
+        ins = []
+        for i, x in enumerate(e.inputs):
+            p = producer.get(id(x)) if isinstance(x, Var) else None
+            if isinstance(x, Var) and (p is None or p.prim.name not in VIEWS + GENERATORS):
+                ins.append(x)
+                continue
+            what = "a literal" if not isinstance(x, Var) else f"a {p.prim.name} of another value"
+            lay = x.type.layout
+            if not isinstance(x, Var) or not _compact(lay):
+                raise LoweringError(f"equation {_eqn_text(e)}: operand {i} is {what} ({x.type}), which a kernel cannot "
+                                    "read as a buffer; pass a tensor with a compact layout")
+            y = Var(TensorType(x.type.dtype, lay))
+            out.append(Eqn(copy_p, [x], {"layout": lay}, [y]))
+            ins.append(y)
+        out.append(Eqn(e.prim, ins, e.params, e.outputs))
+    return out
+
+
+def _compact(lay: Layout) -> bool:
+    """Whether a layout covers exactly its elements (cosize == size, no broadcast modes)."""
+    size: Any = 1
+    for m in modes_of(lay.shape):
+        size = size * mode_size(m)
+    return bool(sympy.simplify(sympy.sympify(cosize(lay)) - sympy.sympify(size)) == 0)
 
 
 def k_major(eqns: list) -> list:
@@ -138,6 +180,8 @@ def _fold(e: Eqn) -> Literal:
 def _analyze(kind: str, prog: Program, config: TileConfig | None, name: str) -> Any:
     if kind == "gemm":
         return analyze(prog, config, name)
+    if kind == "kernel":
+        return lower_kernel(prog)
     return analyze_simt(prog, name)
 
 
@@ -149,6 +193,19 @@ class Builder:
         self.graph = Graph(prog)
         self.index = {id(e): i for i, e in enumerate(prog.eqns)}
         self.param_ids = {id(v) for v in prog.params}
+        self.modules: dict[int, Any] = {}      # id of a kernel equation -> its KernelModule, or the LoweringError
+
+    def kernel_module(self, e: Eqn, sub: Program) -> Any:
+        """``lower_kernel`` of a kernel call's program, once per call (the scheduler cuts groups several times)."""
+        if id(e) not in self.modules:
+            try:
+                self.modules[id(e)] = lower_kernel(sub)
+            except LoweringError as err:
+                self.modules[id(e)] = err
+        got = self.modules[id(e)]
+        if isinstance(got, LoweringError):
+            raise got
+        return got
 
     def sub_program(self, eqns: list, outputs: list, name: str, all_params: bool = False) -> Program:
         """The group's equations plus the view chains they read through; parameters are the external roots."""
@@ -247,6 +304,8 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         raise LoweringError("the scheduler did not converge")
     best = traffic(plans)
     for g in range(len(groups)):                       # recompute instead of reading, where it moves fewer bytes
+        if groups[g].kind == "kernel":
+            continue
         trial = [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups]
         if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
             continue
@@ -284,7 +343,7 @@ def _smaller_bytes(a: Any, b: Any) -> bool:
 def _named(p: KernelPlan) -> KernelPlan:
     name = f"{p.kind}_{next(_ids)}"
     p.program.name = name
-    return KernelPlan(name, p.kind, p.program, p.fuses, p.group)
+    return KernelPlan(name, p.kind, p.program, p.fuses, p.group, p.module)
 
 
 def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, Any, dict]:
@@ -307,9 +366,10 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     extra: list = []
     for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
         r = b.graph.root(o) if isinstance(o, Var) else o
-        if isinstance(r, Var) and id(r) in owner and _accesses(b.graph, o):
-            want(owner[id(r)], r)                    # a slice/reshape/tile of a kernel value: stored, then copied
-            extra.append(o)
+        if isinstance(r, Var) and id(r) in owner and (_accesses(b.graph, o)
+                                                       or o is not r and groups[owner[id(r)]].kind == "kernel"):
+            want(owner[id(r)], r)                    # a slice/reshape/tile of a kernel value (any view of a kernel
+            extra.append(o)                          # call's output): stored, then copied
         elif isinstance(r, Var) and id(r) in owner:
             want(owner[id(r)], o)
             g_of_out.setdefault(id(o), []).append(owner[id(r)])
@@ -326,12 +386,19 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         name = f"{kind}_{g}"
         if kind == "gemm":
             wanted[g] = _storable(groups[g], wanted[g])
-        sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single)
+        if kind == "kernel":                         # the call writes all of its outputs
+            wanted[g] = list(groups[g].eqns[0].outputs)
+        sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single and kind != "kernel")
+        module = None
         try:
-            _analyze(kind, sub, b.config, name)
+            if kind == "kernel":
+                module = b.kernel_module(groups[g].eqns[0], sub)
+            else:
+                _analyze(kind, sub, b.config, name)
         except LoweringError as err:
             return [], (g, err), {}
-        plans.append(KernelPlan(name, kind, sub, tuple(e.prim.name for e in groups[g].eqns), g))
+        fuses = tuple(e.params["name"] if kind == "kernel" else e.prim.name for e in groups[g].eqns)
+        plans.append(KernelPlan(name, kind, sub, fuses, g, module))
     repl: dict = {}
     for o in extra:                                  # a parameter (or a view of one) returned as is: a copy kernel
         out = Var(TensorType(o.type.dtype, _dense(o.type.layout)))

@@ -4,6 +4,21 @@ K-looped tiled matmul with a bias+activation epilogue (bf16 in, f32 accumulate),
 from __future__ import annotations
 
 import patches as pt
+from patches.lower.kernel import KernelModule
+
+
+def kernel_programs(prog):
+    """The programs of the ``pt.kernel`` calls that ``pt.lower(prog)`` schedules (each one call on buffers), in run
+    order; a program that is one call on its parameters is its own."""
+    mod = pt.lower(prog)
+    if isinstance(mod, KernelModule):
+        return [prog]
+    return [k.program for k in mod.kernels if k.kind == "kernel"]
+
+
+def kernel_names(prog):
+    """The names of the kernels ``kernel_programs`` gives."""
+    return [p.eqns[0].params["name"] for p in kernel_programs(prog)]
 
 
 def vector_add(n=4096, block=512, dtype="f32"):

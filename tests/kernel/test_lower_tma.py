@@ -10,7 +10,7 @@ import pytest
 import patches as pt
 from patches.layouts import make_layout
 from patches.lower.errors import LoweringError
-from patches.lower.kernel import KernelModule, split_kernels
+from patches.lower.kernel import KernelModule
 from patches.lower.kernel.simulate import simulate_module
 from patches.lower.kernel.verify import verify_kernel
 from patches.lower.module import tool
@@ -58,8 +58,7 @@ def test_row_major_operands_are_k_major_stages():
 
 def test_backward_kernels_read_transposed_blocks_from_tma_stages():
     prog = _bwd()
-    subs = split_kernels(prog)
-    for sub in subs[1:]:
+    for sub in C.kernel_programs(prog):
         src = pt.lower(sub).source
         assert "PipelineTmaAsync" in src and "OperandMajorMode" in src, sub.name
     check_against_interpreter(prog, rtol=2 ** -7, atol=1e-6)
@@ -192,7 +191,7 @@ def test_backward_kernels_sass_has_tma_loads():
     pytest.importorskip("cutlass")
     k, types = C.tiled_matmul(act=lambda x: x)
     prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types)
-    for sub in split_kernels(prog)[1:]:
+    for sub in C.kernel_programs(prog):
         exe = pt.lower(sub).compile()
         n = exe.counts("UTMALDG", "HGMMA")
         assert n["UTMALDG"] > 0 and n["HGMMA"] > 0 and exe.resources["spills"] == 0, (sub.name, n)
@@ -246,7 +245,7 @@ def test_a_ref_the_loop_also_writes_is_not_read_ahead():
     spec = pt.BlockSpec((64, 64), lambda i: (0, 0))
     prog = pt.stage(pt.kernel(kern, pt.tensor("f32", (64, 64)), grid=(1,), in_specs=[spec, spec], out_specs=spec),
                     pt.tensor("bf16", (64, 64)), pt.tensor("bf16", (64, 64)))
-    (sub,) = split_kernels(prog)
+    (sub,) = C.kernel_programs(prog)
     loop = next(e for e in sub.eqns[0].params["body"].eqns if e.prim.name == "fori_loop")
     reads = plan_loop(loop).reads
     assert [r.eqn.params["index"][0].kind for r in reads] == ["ds"]   # only b's read is pipelined, not a's

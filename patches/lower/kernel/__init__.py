@@ -4,10 +4,10 @@ Modules: ``values`` (what a variable becomes: Scalar, Block with its thread-valu
 lines, fresh names, named layout builders, exchange buffers), ``context`` (the rule table and ``lower_program``),
 ``memory`` (Ref selections, block loads/stores, the shared-memory exchange), ``rules_refs``, ``rules_control``,
 ``rules_math`` (one lowering rule per kernel-IR primitive, by family), ``template`` (the module around the body),
-``api`` (``lower_kernel``, ``split_kernels``, ``KernelModule``).
+``api`` (``lower_kernel``, ``KernelModule``).
 """
 
-from .api import KernelModule, lower_kernel, split_kernels
+from .api import KernelModule, lower_kernel
 from .context import RULES
 
-__all__ = ["KernelModule", "RULES", "lower_kernel", "split_kernels"]
+__all__ = ["KernelModule", "RULES", "lower_kernel"]

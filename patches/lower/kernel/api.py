@@ -1,5 +1,5 @@
-"""``lower_kernel(prog)``: a program whose one equation is a ``kernel`` call becomes a CuTe DSL module; and
-``split_kernels`` cuts a program holding several kernel calls (a gradient) into one such program per kernel."""
+"""``lower_kernel(prog)``: a program whose one equation is a ``kernel`` call becomes a CuTe DSL module (a program
+with several calls and glue around them, a gradient, is scheduled by ``pt.lower``: one such kernel per call)."""
 
 from __future__ import annotations
 
@@ -59,19 +59,3 @@ def lower_kernel(prog: Program) -> KernelModule:
     e = fit_registers(e)    # blocks past the register budget: chunk contractions, split parallel axes (fit.py)
     source, spec = lower_kernel_eqn(e, name)
     return KernelModule(spec, source, time.perf_counter() - t0, kind="kernel")
-
-
-def split_kernels(prog: Program) -> list[Program]:
-    """One program per ``kernel`` equation of ``prog`` (its operands become parameters), in program order."""
-    out = []
-    for e in prog.eqns:
-        if e.prim.name != "kernel":
-            continue
-        params: list[Any] = []
-        for a in e.inputs:
-            if isinstance(a, Var) and all(a is not q for q in params):
-                params.append(a)
-        out.append(Program([], [], params, [e], list(e.outputs), name=e.params["name"]))
-    if not out:
-        raise LoweringError("split_kernels: the program has no kernel equation")
-    return out

@@ -1,0 +1,146 @@
+"""Programs that call ``pt.kernel``s among other equations (a gradient: the loss, casts, zero-padded cotangents)
+lower in one ``pt.lower`` call to a schedule: each kernel call a kernel of its own (kind "kernel"), the glue GEMM or
+SIMT kernels, buffers between them. The schedule simulated (the interpreter per kernel, and the kernels' own models:
+the emitted DSL source of each ``pt.kernel``) equals the program; the kernels compile for sm_90a with no spills; a
+kernel the lowering refuses refuses the whole program, naming the equation."""
+
+import json
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.lower.kernel import KernelModule
+from patches.lower.module import tool
+from patches.lower.plan import Schedule, random_args
+from patches.lower.simulate import round_to
+
+from . import lower_cases as C
+
+
+def _padded_matmul(M, N, K, BM, BN, BK):
+    """bf16 in, f32 accumulate: blocks that do not divide M (the edge block reads and writes past the end)."""
+    def mm_kernel(a_ref, b_ref, c_ref):
+        def body(k, acc):
+            return acc + pt.matmul(a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :],
+                                   preferred_element_type="f32")
+        c_ref[...] = pt.fori_loop(0, K // BK, body, pt.zeros((BM, BN), "f32")).astype(c_ref.dtype)
+    return pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(-(-M // BM), -(-N // BN)),
+                     in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)),
+                               pt.BlockSpec((K, BN), lambda i, j: (0, j))],
+                     out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+
+
+def _tiled_grad(M, N, K, BM, BN, BK):
+    k, types = C.tiled_matmul(M, N, K, BM, BN, BK)                   # bias + relu epilogue
+    return pt.stage(pt.grad(lambda a, b, c, w: pt.reduce_sum(k(a, b, c).astype("f32") * w), (0, 1, 2)),
+                    *types, pt.tensor("f32", (M, N)))
+
+
+def _padded_grad(M, N, K, BM, BN, BK):
+    k = _padded_matmul(M, N, K, BM, BN, BK)
+    return pt.stage(pt.grad(lambda a, b, w: pt.reduce_sum(k(a, b).astype("f32") * w), (0, 1)),
+                    pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("f32", (M, N)))
+
+
+def _check(prog, mod):
+    """``simulate`` (the interpreter per kernel) and ``simulate_kernels`` (each kernel's own model) against the
+    program on bf16-valued random inputs."""
+    args = [round_to(a, "bf16") for a in random_args(prog, 1)]
+    want = [np.asarray(w, np.float64) for w in pt.evaluate(prog, *args)]
+    for got in (mod.simulate(*args), mod.simulate_kernels(*args)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            g = np.asarray(g, np.float64)
+            assert g.shape == w.shape and not np.isnan(g).any()
+            np.testing.assert_allclose(g, w, rtol=2 ** -7, atol=1e-2 * np.abs(w).max())
+
+
+def test_the_gradient_of_a_tiled_matmul_kernel_lowers_in_one_call():
+    prog = _tiled_grad(32, 32, 32, 16, 16, 16)
+    mod = pt.lower(prog)
+    assert isinstance(mod, Schedule)
+    kinds = [(k.kind, k.fuses) for k in mod.kernels]
+    assert [f for kind, f in kinds if kind == "kernel"] == [("mm_kernel_bwd_a_ref",), ("mm_kernel_bwd_b_ref",),
+                                                             ("mm_kernel_bwd_bias_ref",)]
+    assert any(kind == "simt" for kind, _ in kinds)                   # the loss's cotangent: the glue
+    text = str(mod)
+    assert "pt.kernel mm_kernel_bwd_a_ref" in text and "buf0" in text
+    for k in mod.kernels:
+        if k.kind == "kernel":                    # each is the call on buffers, lowered by patches.lower.kernel
+            assert [e.prim.name for e in k.program.eqns] == ["kernel"]
+            assert isinstance(k.module, KernelModule) and "cute.kernel" in k.source
+    _check(prog, mod)
+
+
+def test_a_padded_block_kernels_gradient_schedules_its_embed_glue():
+    prog = _padded_grad(24, 16, 16, 16, 16, 8)                        # M = 24 in blocks of 16: a padded edge
+    assert "embed" in [e.prim.name for e in prog.eqns]
+    mod = pt.lower(prog)
+    fused = [f for k in mod.kernels for f in k.fuses]
+    assert "embed" in fused and "mm_kernel_bwd_a_ref" in fused and "mm_kernel_bwd_b_ref" in fused
+    assert mod.buffers and all(b.producer < b.last_use or b.last_use == b.producer for b in mod.buffers)
+    _check(prog, mod)
+
+
+def test_a_program_of_one_kernel_call_is_still_its_kernel_module():
+    k, types = C.vector_add(1024, 256)
+    assert isinstance(pt.lower(pt.stage(k, *types)), KernelModule)
+    sched = pt.lower(pt.stage(lambda x, y: k(x, y) * 2.0, *types))   # glue after it: a schedule
+    assert isinstance(sched, Schedule) and [k.kind for k in sched.kernels] == ["kernel", "simt"]
+    x, y = np.arange(1024, dtype=np.float32), np.ones(1024, np.float32)
+    np.testing.assert_array_equal(sched.simulate_kernels(x, y), (x + y) * 2)
+    assert sched.kernels[0].verify(movement=False) == 0.0           # its emitted source against the interpreter
+
+
+def test_a_kernel_the_lowering_refuses_refuses_the_whole_program():
+    def total(x_ref, o_ref):          # a 512x1024 block reduced whole: past the register budget, not fitted
+        o_ref[0] = pt.reduce_sum(x_ref[...])
+    k = pt.kernel(total, pt.tensor("f32", 1), grid=(1,), in_specs=[pt.BlockSpec((512, 1024), lambda i: (0, 0))],
+                  out_specs=pt.BlockSpec((1,), lambda i: (0,)))
+    prog = pt.stage(lambda x: k(pt.exp(x)) * 2.0, pt.tensor("f32", (512, 1024)))     # glue before and after
+    with pytest.raises(pt.LoweringError, match=r"equation kernel total\(.*\) cannot be lowered: kernel total / "
+                                               r"body equation 0 \(get\): a block value of 512x1024"):
+        pt.lower(prog)
+    v, vtypes = C.vector_add(1024, 256)
+    with pytest.raises(pt.LoweringError, match=r"equation kernel add_kernel\(.*\): operand 0 is a broadcast"):
+        pt.lower(pt.stage(lambda y: v(pt.zeros((1024,), "f32"), y) * 2.0, vtypes[1]))
+
+
+def test_a_transposed_operand_is_copied_into_a_buffer_first():
+    k, _ = C.softmax(16, 64, 8)
+    prog = pt.stage(lambda x: k(x.T), pt.tensor("f32", (64, 16)))
+    mod = pt.lower(prog)
+    assert [k.fuses for k in mod.kernels] == [("copy",), ("softmax_kernel",)]
+    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(mod.simulate_kernels(x), pt.evaluate(prog, x), rtol=1e-6)
+    prog = pt.stage(lambda x: k(x).T, pt.tensor("f32", (16, 64)))     # a view of a call's output, returned
+    mod = pt.lower(prog)
+    assert [k.fuses for k in mod.kernels] == [("softmax_kernel",), ("copy",)]
+    np.testing.assert_allclose(mod.simulate_kernels(x.T), pt.evaluate(prog, x.T), rtol=1e-6)
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_the_kernels_of_a_matmul_gradient_compile_to_hgmma_without_spills():
+    pytest.importorskip("cutlass")
+    k, types = C.tiled_matmul(64, 64, 128, 64, 64, 64, act=lambda x: x)
+    mod = pt.lower(pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types))
+    calls = [k for k in mod.kernels if k.kind == "kernel"]
+    assert len(calls) == 2 and len(mod.kernels) == 3                  # dA, dB and the cotangent's cast
+    for kern in calls:                                                # two compiles; the whole schedule: -m slow
+        exe = kern.compile()
+        assert exe.counts("HGMMA")["HGMMA"] >= 1 and exe.resources["spills"] == 0, kern.name
+
+
+@pytest.mark.slow
+def test_every_kernel_of_a_padded_gradient_schedule_compiles_without_spills(tmp_path):
+    pytest.importorskip("cutlass")
+    mod = pt.lower(_padded_grad(96, 64, 64, 64, 64, 32))
+    exe = mod.compile()
+    assert len(exe.executables) == len(mod.kernels) >= 5
+    assert all(e.resources["spills"] == 0 for e in exe.executables), str(exe)
+    exe.export(tmp_path)                          # every kernel's AOT export, schedule.json and the runner
+    plan = json.loads((tmp_path / "schedule.json").read_text())
+    calls = [k for k in plan["kernels"] if k["kind"] == "kernel"]
+    assert len(calls) == 2 and all(a["flat"] > 0 for k in calls for a in k["args"])
+    assert all((tmp_path / k["name"]).is_dir() for k in plan["kernels"])
