@@ -49,7 +49,7 @@ def lower_kernel(prog: Program) -> KernelModule:
     if len(prog.eqns) != 1 or len(kernels) != 1:
         names = ", ".join(e.prim.name for e in prog.eqns)
         raise LoweringError(f"the program has equations {names}; a kernel module lowers one kernel call "
-                            "(patches.lower.kernel.split_kernels(prog) gives one program per kernel)")
+                            "(pt.lower(prog) schedules a program with several kernel calls and glue)")
     e = kernels[0]
     params = {id(v) for v in prog.params}
     if any(not isinstance(a, Var) or id(a) not in params for a in e.inputs):
