@@ -28,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_gemm import time_fn  # noqa: E402 (CUDA-event median, shared with the GEMM benchmark)
+
 TOL = 1e-2
 ROTATE_BYTES = 256 << 20          # buffer sets span >= 256 MiB, five times an H100's 50 MiB L2
 TORCH_DTYPE = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i32": "int32"}
@@ -291,22 +294,6 @@ class Runner:
 
     def values(self) -> list:
         return [v for _s, v in self.params]
-
-
-def time_fn(fns: list, runs: int, warmup: int) -> float:
-    """Median milliseconds of fns[i % len(fns)]() over ``runs`` runs, each between its own pair of CUDA events."""
-    import torch
-
-    for i in range(warmup):
-        fns[i % len(fns)]()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    for i, (s, e) in enumerate(ev):
-        s.record()
-        fns[i % len(fns)]()
-        e.record()
-    torch.cuda.synchronize()
-    return sorted(s.elapsed_time(e) for s, e in ev)[runs // 2]
 
 
 def mlp_eager(p: list, lr: float) -> list:
