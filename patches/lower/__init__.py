@@ -12,6 +12,7 @@ ScheduleExecutable: print, simulate, compile, verify), ``run_schedule``/``export
 ahead of time), ``programs`` (whole programs to lower: MLP, softmax, layernorm, attention), ``api`` (lower).
 """
 
+from . import device  # noqa: F401 (installs pt.kernel(interpret=False)'s runner)
 from .analyze import analyze
 from .api import lower, split_matmuls
 from .config import TileConfig, default_config

@@ -26,7 +26,7 @@ from .blockspec import BlockMapping, BlockSpec, check_buffer_layout, resolve
 from .control import static_extent
 from .interpret import interpret_kernel
 from .refs import SMEM, SPACES, MemorySpace, Ref, RefType
-from .state import current_grid_spec, staging_grid
+from .state import DEVICE_RUNNERS, current_grid_spec, staging_grid
 
 kernel_p = Primitive("kernel", multiple_results=True)
 
@@ -131,8 +131,6 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
     (default) or "arbitrary"; the arbitrary axes of one parallel point run in order on one program, which keeps
     its scratch and may revisit its output blocks.
     """
-    if not interpret:
-        raise fail("kernel", "no GPU backend is available yet (patches.lower); use interpret=True")
     if out_shape is not None:
         if out_type is not None:
             raise fail("kernel", "give out_type or out_shape (Pallas's name for it), not both")
@@ -181,7 +179,22 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         return tree_unflatten(out_tree, [to_user(r) for r in res])
 
     call.__name__ = kname
-    return call
+    return call if interpret else _on_device(call, kname)
+
+
+def _on_device(call: Callable, kname: str) -> Callable:
+    """``interpret=False``: inside a trace the kernel stages as always; called on arrays (numpy or CUDA torch
+    tensors) it is lowered, compiled for sm_90a and run on the GPU by the runner patches.lower installs."""
+
+    def run(*operands: Any) -> Any:
+        if any(isinstance(x, Tracer) for x in operands) or not operands:
+            return call(*operands)
+        if not DEVICE_RUNNERS:
+            raise fail("kernel", f"{kname}: interpret=False needs patches.lower (import patches) to run on a GPU")
+        return DEVICE_RUNNERS[-1](call, operands, kname)
+
+    run.__name__ = kname
+    return run
 
 
 def scratch_types(body: Program, in_specs: tuple, out_specs: tuple) -> list:

@@ -21,6 +21,9 @@ class KernelError(ValueError):
     """An error found while interpreting a kernel: an out-of-bounds access, a race between grid points, a read
     of an element nothing wrote, a write to an input, or work past the interpreter's budget."""
 
+DEVICE_RUNNERS: list = []  # how ``kernel(..., interpret=False)`` runs on a GPU: installed by patches.lower
+
+
 _GRIDS: list = []  # grids of the kernel bodies being staged (innermost last)
 _POINTS: list = []  # (point, grid, linear id) of the grid points being run (innermost last)
 
