@@ -1,0 +1,93 @@
+"""Comparisons on data read past a padded edge: per-element decisions differentiate, moved ones are refused.
+
+Past the edge the forward kernel reads NaN and the backward kernels zeros, so ``x <= 0`` is False in one and
+True in the other. Kept at its element's position that cannot reach a valid output; summed across positions
+it would change the gradient silently, so ``grad`` refuses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+from .test_autodiff import fd_grad
+
+rng = np.random.default_rng(11)
+SPEC = pt.BlockSpec((2, 4), lambda i: (i, 0))
+
+
+def _kernel(body, shape):
+    return pt.kernel(body, out_shape=pt.tensor("f64", shape), grid=(4,), in_specs=[SPEC], out_specs=SPEC)
+
+
+def count_nonpositive(x_ref, o_ref):                                  # the count is a sum of decisions
+    x = x_ref[...]
+    o_ref[...] = x * pt.sum(pt.astype(x <= 0.0, "f64"))
+
+
+def row_threshold(x_ref, o_ref):                                      # a decision broadcast along a row
+    x = x_ref[...]
+    o_ref[...] = x * pt.astype(x[:, 0] == 0.0, "f64")[:, None] + x
+
+
+def masked_matmul(x_ref, o_ref):                                      # a mask fed to a matmul
+    x = x_ref[...]
+    m = pt.astype(x <= 0.0, "f64")
+    o_ref[...] = x * (m.T @ x)[:2, :]
+
+
+def test_moved_comparisons_on_padded_data_are_refused_and_right_on_whole_blocks():
+    for body, prim, where in [(count_nonpositive, "le", "reduce_sum"), (row_threshold, "eq", ""),
+                              (masked_matmul, "le", "")]:
+        for shape, padded in [((8, 4), False), ((7, 4), True)]:
+            f = _kernel(body, shape)
+            x = rng.standard_normal(shape)
+            loss = lambda v: pt.reduce_sum(f(v))  # noqa: B023, E731
+            if not padded:
+                np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+                continue
+            with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: the result of {prim} of "
+                                                      f"f64.*reaches {where}.*padded edge blocks of x_ref"):
+                pt.grad(loss)(x)
+
+
+def test_the_refused_gradient_would_have_been_wrong():
+    """What the refusal prevents: the true gradient of the edge block counts its valid row only; the backward
+    kernels, reading zeros past the edge, would count the 4 padded zeros too (a gradient off by 4, no error)."""
+    f, x = _kernel(count_nonpositive, (7, 4)), rng.standard_normal((7, 4))
+    loss = lambda v: pt.reduce_sum(f(v))  # noqa: E731
+    fd = fd_grad(loss, [x], 0)
+    np.testing.assert_allclose(fd[6], np.full(4, float(np.sum(x[6] <= 0))), rtol=1e-6, atol=1e-7)
+
+
+def relu(x_ref, o_ref):
+    o_ref[...] = pt.relu(x_ref[...]) * 3.0
+
+
+def max_relu(x_ref, o_ref):
+    o_ref[...] = pt.maximum(x_ref[...], 0.0)
+
+
+def leaky(x_ref, o_ref):
+    x = x_ref[...]
+    o_ref[...] = pt.where(x > 0.0, x, 0.1 * x)
+
+
+def absolute(x_ref, o_ref):
+    o_ref[...] = pt.abs(x_ref[...]) + pt.astype(x_ref[...] >= 1.0, "f64") * x_ref[...]
+
+
+def clipped_loop(x_ref, o_ref):                                        # an elementwise decision in a per-row softmax
+    x = pt.where(x_ref[...] < -0.5, -0.5, x_ref[...])
+    e = pt.exp(x - pt.reduce_max(x, 1)[:, None])
+    o_ref[...] = e / pt.reduce_sum(e, 1)[:, None]
+
+
+@pytest.mark.parametrize("body", [relu, max_relu, leaky, absolute], ids=lambda b: b.__name__)
+def test_per_element_decisions_on_padded_blocks_still_differentiate(body):
+    f, x, w = _kernel(body, (7, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 4))
+    loss = lambda v: pt.reduce_sum(f(v) * w)  # noqa: E731
+    g = pt.grad(loss)(x)
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
