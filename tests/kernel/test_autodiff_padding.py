@@ -91,3 +91,41 @@ def test_per_element_decisions_on_padded_blocks_still_differentiate(body):
     g = pt.grad(loss)(x)
     assert np.all(np.isfinite(g))
     np.testing.assert_allclose(g, fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+
+
+def row_count(x_ref, o_ref):                                          # reduced along the unpadded axis only
+    x = x_ref[...]
+    o_ref[...] = x * pt.reduce_sum(pt.astype(x <= 0.0, "f64"), 1)[:, None]
+
+
+def test_decisions_reduced_along_unpadded_axes_differentiate():
+    """Rows pad (7 rows in blocks of 2), columns do not: a count per row stays in its row, so the padded row's
+    decisions reach only the padded row's outputs, which the forward pass drops."""
+    f, x, w = _kernel(row_count, (7, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 4))
+    loss = lambda v: pt.reduce_sum(f(v) * w)  # noqa: E731
+    np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-7)
+    cols = pt.BlockSpec((7, 2), lambda i: (0, i))                     # now the columns pad: the row count is moved
+    g = pt.kernel(row_count, out_shape=pt.tensor("f64", (7, 3)), grid=(2,), in_specs=[cols], out_specs=cols)
+    with pytest.raises(pt.StagingError, match="the result of le of f64.*reaches reduce_sum"):
+        pt.grad(lambda v: pt.reduce_sum(g(v)))(rng.standard_normal((7, 3)))
+
+
+def test_decisions_stored_elsewhere_or_carried_by_a_loop_are_refused():
+    def vs_column_max(x_ref, o_ref):                                   # compared with a max over the padded axis
+        x = x_ref[...]
+        o_ref[...] = pt.where(x == pt.reduce_max(x, 0)[None, :], x, 0.0)
+
+    def shifted(x_ref, o_ref):                                         # stored to the next block of the output
+        x = x_ref[...]
+        o_ref[...] = pt.where(x > 0.0, x, 0.0)
+
+    def carried(x_ref, o_ref):                                         # a mask accumulated by a loop
+        x = x_ref[...]
+        o_ref[...] = x * pt.fori_loop(0, 2, lambda k, acc: acc + pt.astype(x <= 0.0, "f64"), pt.zeros((2, 4), "f64"))
+    x = rng.standard_normal((7, 4))
+    for body, what, out in [(vs_column_max, "is stored at other positions", SPEC),
+                            (shifted, "is stored at other positions", pt.BlockSpec((2, 4), lambda i: (3 - i, 0))),
+                            (carried, "leaves a loop/branch body", SPEC)]:
+        f = pt.kernel(body, out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[SPEC], out_specs=out)
+        with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: the result of .* {what}"):
+            pt.grad(lambda v: pt.reduce_sum(f(v)))(x)  # noqa: B023
