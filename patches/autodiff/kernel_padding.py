@@ -147,13 +147,14 @@ class _Scan:
     value may be stored to whole, if confined at the same axes: their padded positions are the padded operands'
     (same shape, tiler and index map), dropped by the forward pass, so forward and backward may disagree there."""
 
-    def __init__(self, tainted: set, sinks: set, padded_refs: dict) -> None:
+    def __init__(self, tainted: set, sinks: dict, padded_refs: dict) -> None:
         self.tainted, self.sinks, self.padded_refs = tainted, sinks, padded_refs
         self.conf: dict = {}
         self.decided: dict = {}
 
     def inner(self, pairs: list) -> _Scan:
-        s = _Scan({id(p) for p, a in pairs if id(a) in self.tainted}, {id(p) for p, a in pairs if id(a) in self.sinks},
+        s = _Scan({id(p) for p, a in pairs if id(a) in self.tainted},
+                  {id(p): self.sinks[id(a)] for p, a in pairs if id(a) in self.sinks},
                   {id(p): self.padded_refs[id(a)] for p, a in pairs if id(a) in self.padded_refs})
         s.conf = {id(p): self.conf[id(a)] for p, a in pairs if id(a) in self.conf}
         return s
@@ -211,7 +212,7 @@ class _Scan:
             if name in _STORES:
                 v = e.inputs[1]
                 if not (id(e.inputs[0]) in self.sinks and _whole(e) and id(v) in self.conf
-                        and all(a == m for a, m in self.conf[id(v)].items())):
+                        and self.conf[id(v)] == self.sinks[id(e.inputs[0])]):
                     return f"the result of {made[0]} (a per-element decision) is stored at other positions than " \
                            "its own and"
             elif name not in _ELEMENTWISE and c is None:
@@ -236,7 +237,7 @@ class _Scan:
         return None
 
 
-def _decisions(prog: Any, tainted: dict, sinks: set | None = None) -> str | None:
+def _decisions(prog: Any, tainted: dict, sinks: dict | None = None) -> str | None:
     """The first discrete decision ``prog`` makes from a tainted value (one derived from a padded read) that could
     change its outputs or gradients at valid positions, or None.
 
@@ -246,25 +247,26 @@ def _decisions(prog: Any, tainted: dict, sinks: set | None = None) -> str | None
     A comparison (or float floordiv/mod) is a decision too once its result leaves its element's position (a
     reduction, a matmul, a broadcast, a view, a loop carry, a store anywhere but the same position of an output):
     ``NaN <= 0`` is False in the forward pass and ``0 <= 0`` True in the backward kernels."""
-    return _Scan(set(tainted), sinks or set(), dict(tainted)).run(prog)
+    return _Scan(set(tainted), sinks or {}, dict(tainted)).run(prog)
 
 
 def _padded_axes(t: Any, m: BlockMapping) -> dict:
-    """The block axes of ``m`` that pad their edge blocks, each at its own mode ({axis: mode}); every axis when
-    the block squeezes some (its modes are then not the operand's)."""
+    """The operand axes whose edge blocks pad, each at its mode of the block ({axis: mode}; a squeezed axis has
+    no mode and, of extent 1 per block, never pads); every mode when the extents are not known per axis."""
     tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
     extents = padding_extents(t.layout, m.tiler, m.carved)
-    if m.squeezed or extents is None or len(extents) != len(tiler):
-        return {k: k for k in range(len(m.ref_type.layout.shape) if isinstance(m.ref_type.layout.shape, tuple)
-                                   else 1)}
-    return {k: k for k, (n, b) in enumerate(zip(extents, tiler)) if n % b}
+    kept = [k for k in range(len(tiler)) if k not in m.squeezed]
+    if extents is None or len(extents) != len(tiler):
+        return {j: j for j in range(len(kept))}
+    return {k: j for j, k in enumerate(kept) if extents[k] % tiler[k]}
 
 
-def _sinks(body: Any, n_in: int, padded: list, out_specs: tuple, out_types: tuple) -> set:
-    """The output Refs whose positions are the padded operands' positions (same extents, tiler and index map)."""
-    keys = {(t.layout.shape, m.tiler, str(m.index_map)) for t, m in padded}
-    return {id(p) for p, m, t in zip(body.params[n_in:], out_specs, out_types)
-            if len(keys) == 1 and (t.layout.shape, m.tiler, str(m.index_map)) in keys}
+def _sinks(body: Any, n_in: int, padded: list, out_specs: tuple, out_types: tuple) -> dict:
+    """The output Refs whose positions are the padded operands' (same extents, tiler, squeezed axes and index map),
+    each with the padded axes' modes a value stored there whole must keep ({axis: mode})."""
+    keys = {(t.layout.shape, m.tiler, m.squeezed, str(m.index_map)) for t, m in padded}
+    return {id(p): _padded_axes(t, m) for p, m, t in zip(body.params[n_in:], out_specs, out_types)
+            if len(keys) == 1 and (t.layout.shape, m.tiler, m.squeezed, str(m.index_map)) in keys}
 
 
 def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out_specs: tuple = (),

@@ -129,3 +129,25 @@ def test_decisions_stored_elsewhere_or_carried_by_a_loop_are_refused():
         f = pt.kernel(body, out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[SPEC], out_specs=out)
         with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: the result of .* {what}"):
             pt.grad(lambda v: pt.reduce_sum(f(v)))(x)  # noqa: B023
+
+
+def col_count(x_ref, o_ref):                                          # reduced along the padded axis: moved
+    x = x_ref[...]
+    o_ref[...] = x * pt.reduce_sum(pt.astype(x <= 0.0, "f64"), 0)[None, :]
+
+
+def test_batched_padded_kernels_keep_their_padded_axes_apart():
+    """Under vmap the block gains a squeezed batch axis: the padded axis is still the rows of the body's values."""
+    xs, w = rng.standard_normal((2, 7, 4)), rng.standard_normal((7, 4))
+    for body in (row_count, leaky):
+        f = _kernel(body, (7, 4))
+        loss = lambda v: pt.reduce_sum(f(v) * w)  # noqa: B023, E731
+        want = fd_grad(loss, [xs[1]], 0)
+        np.testing.assert_allclose(pt.vmap(pt.grad(loss))(xs)[1], want, rtol=1e-6, atol=1e-7)
+        g = pt.grad(lambda v: pt.reduce_sum(pt.vmap(f)(v) * w))(xs)  # noqa: B023
+        np.testing.assert_allclose(g[1], want, rtol=1e-6, atol=1e-7)
+    f = _kernel(col_count, (7, 4))
+    for grad_of in (lambda: pt.vmap(pt.grad(lambda v: pt.reduce_sum(f(v))))(xs),
+                    lambda: pt.grad(lambda v: pt.reduce_sum(pt.vmap(f)(v)))(xs)):
+        with pytest.raises(pt.StagingError, match="col_count: the result of le of f64.*reaches reduce_sum"):
+            grad_of()
