@@ -173,15 +173,24 @@ class _Scan:
         if e.prim is cond_p:
             if hot[0]:
                 return "a cond/when predicate"
-            n = e.params["n_true"]
+            n, scans = e.params["n_true"], []
             for body, ins in ((e.params["true"], e.inputs[1:1 + n]), (e.params["false"], e.inputs[1 + n:])):
                 s = self.inner(list(zip(body.params, ins)))
                 s.decided = {id(p): self.decided[id(a)] for p, a in zip(body.params, ins) if id(a) in self.decided}
-                why = s.run(body) or s.leaks(body)
+                why = s.run(body)
                 if why:
                     return why
+                scans.append((s, body.outputs))
                 if any(id(o) in s.tainted for o in body.outputs):
                     self.tainted.update(id(v) for v in e.outputs)
+            for k, v in enumerate(e.outputs):                     # a branch picks whole values: positions stay
+                outs = [(s, o[k]) for s, o in scans if id(o[k]) in s.tainted]
+                confs = [s.conf.get(id(o)) for s, o in outs]
+                if confs and None not in confs and all(c == confs[0] for c in confs):
+                    self.conf[id(v)] = confs[0]
+                made = [s.decided[id(o)] for s, o in outs if id(o) in s.decided]
+                if made:
+                    self.decided[id(v)] = made[0]
             return None
         if e.prim is fori_p:
             body, n = e.params["body"], e.params["n_consts"]
@@ -230,10 +239,10 @@ class _Scan:
         return None
 
     def leaks(self, body: Any) -> str | None:
-        """A decided value returned from a loop or branch body (a carry moves it across iterations)."""
+        """A decided value returned from a loop body (a carry moves it across iterations)."""
         for o in body.outputs:
             if id(o) in self.decided:
-                return f"the result of {self.decided[id(o)]} leaves a loop/branch body and"
+                return f"the result of {self.decided[id(o)]} leaves a loop body and"
         return None
 
 

@@ -84,7 +84,12 @@ def clipped_loop(x_ref, o_ref):                                        # an elem
     o_ref[...] = e / pt.reduce_sum(e, 1)[:, None]
 
 
-@pytest.mark.parametrize("body", [relu, max_relu, leaky, absolute], ids=lambda b: b.__name__)
+def branchy(x_ref, o_ref):                                            # a decision inside a per-block branch
+    x = x_ref[...]
+    o_ref[...] = pt.cond(pt.program_id(0) == 3, lambda: pt.where(x > 0.0, x, 0.1 * x), lambda: pt.sin(x))
+
+
+@pytest.mark.parametrize("body", [relu, max_relu, leaky, absolute, branchy], ids=lambda b: b.__name__)
 def test_per_element_decisions_on_padded_blocks_still_differentiate(body):
     f, x, w = _kernel(body, (7, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 4))
     loss = lambda v: pt.reduce_sum(f(v) * w)  # noqa: E731
@@ -122,10 +127,14 @@ def test_decisions_stored_elsewhere_or_carried_by_a_loop_are_refused():
     def carried(x_ref, o_ref):                                         # a mask accumulated by a loop
         x = x_ref[...]
         o_ref[...] = x * pt.fori_loop(0, 2, lambda k, acc: acc + pt.astype(x <= 0.0, "f64"), pt.zeros((2, 4), "f64"))
+    def branch_count(x_ref, o_ref):                                    # a branch's decision, summed after it
+        x = x_ref[...]
+        m = pt.cond(pt.program_id(0) == 3, lambda: pt.astype(x <= 0.0, "f64"), lambda: x * 0.0)
+        o_ref[...] = x * pt.sum(m)
     x = rng.standard_normal((7, 4))
-    for body, what, out in [(vs_column_max, "is stored at other positions", SPEC),
+    for body, what, out in [(branch_count, "reaches reduce_sum", SPEC),(vs_column_max, "is stored at other positions", SPEC),
                             (shifted, "is stored at other positions", pt.BlockSpec((2, 4), lambda i: (3 - i, 0))),
-                            (carried, "leaves a loop/branch body", SPEC)]:
+                            (carried, "leaves a loop body", SPEC)]:
         f = pt.kernel(body, out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[SPEC], out_specs=out)
         with pytest.raises(pt.StagingError, match=f"grad: kernel {body.__name__}: the result of .* {what}"):
             pt.grad(lambda v: pt.reduce_sum(f(v)))(x)  # noqa: B023
