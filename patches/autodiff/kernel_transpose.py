@@ -277,7 +277,7 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
     if all(c is None for c in cts):
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
-    check_padded_body(body, list(operands), in_specs, base)
+    check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
     return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
             if is_linear(x) else None for k, x in enumerate(operands)]
