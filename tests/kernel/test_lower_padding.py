@@ -9,6 +9,7 @@ import pytest
 import patches as pt
 from patches.layouts import make_layout
 from patches.lower.kernel.simulate import simulate_module
+from patches.staging import dtypes
 
 
 def _scale(x_ref, o_ref):
@@ -49,7 +50,54 @@ def test_the_edge_block_reads_nan_past_the_end_as_in_the_interpreter():
     np.testing.assert_array_equal(got, want)
 
 
+def test_a_staged_block_and_an_integer_block_pad_the_edge_too():
+    spec = pt.BlockSpec((128,), lambda i: (i,), memory_space=pt.SMEM)     # staged in and written back, predicated
+    k = pt.kernel(_scale, out_shape=pt.tensor("f32", 200), grid=(2,), in_specs=[spec], out_specs=spec)
+    x = np.arange(200, dtype=np.float32)
+    np.testing.assert_array_equal(simulate_module(pt.lower(pt.stage(k, pt.tensor("f32", 200))), x)[0], x * 2)
+
+    def triple(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 3
+    spec = pt.BlockSpec((128,), lambda i: (i,))
+    k = pt.kernel(triple, out_shape=pt.tensor("i32", 200), grid=(2,), in_specs=[spec], out_specs=spec)
+    mod = pt.lower(pt.stage(k, pt.tensor("i32", 200)))
+    assert "(-2147483648)" in mod.source                              # the interpreter's pad value, not 0
+    x = np.arange(200, dtype=np.int32)
+    np.testing.assert_array_equal(simulate_module(mod, x)[0], x * 3)
+
+
+def _mm(a_ref, b_ref, c_ref):
+    c_ref[...] = pt.matmul(a_ref[...], b_ref[...], preferred_element_type="f32")
+
+
+def _mm_loop(a_ref, b_ref, c_ref):
+    def body(k, acc):
+        return acc + pt.matmul(a_ref[:, pt.ds(k * 16, 16)], b_ref[pt.ds(k * 16, 16), :], preferred_element_type="f32")
+    c_ref[...] = pt.fori_loop(0, 2, body, pt.zeros((64, 64), "f32"))
+
+
+@pytest.mark.parametrize("M", [96, 72])
+def test_a_padded_matmul_block_takes_wgmma_on_predicated_operand_loads(M):
+    k = pt.kernel(_mm, pt.tensor("f32", (M, 64)), grid=(2, 1),
+                  in_specs=[pt.BlockSpec((64, 32), lambda i, j: (i, 0)), pt.BlockSpec((32, 64), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((64, 64), lambda i, j: (i, j)))
+    rng = np.random.default_rng(M)
+    a, b = (dtypes.cast(rng.standard_normal(s), "bf16") for s in ((M, 32), (32, 64)))
+    mod = pt.lower(pt.stage(k, pt.tensor("bf16", (M, 32)), pt.tensor("bf16", (32, 64))))
+    assert "warpgroup" in mod.source and "lim" in mod.source
+    want = np.asarray(k(a, b), np.float64)
+    got = np.asarray(simulate_module(mod, a, b)[0], np.float64)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+
+
 def test_a_part_of_a_padded_block_is_refused_by_name():
+    k = pt.kernel(_mm_loop, pt.tensor("f32", (96, 64)), grid=(2, 1),     # a K loop slices the padded A block
+                  in_specs=[pt.BlockSpec((64, 32), lambda i, j: (i, 0)), pt.BlockSpec((32, 64), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((64, 64), lambda i, j: (i, j)))
+    with pytest.raises(pt.LoweringError, match=r"a part of a padded edge block .* is not lowered"):
+        pt.lower(pt.stage(k, pt.tensor("bf16", (96, 32)), pt.tensor("bf16", (32, 64))))
+
     def halves(x_ref, o_ref):
         o_ref[pt.ds(0, 64)] = x_ref[pt.ds(0, 64)]
         o_ref[pt.ds(64, 64)] = x_ref[pt.ds(64, 64)]
