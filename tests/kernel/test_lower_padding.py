@@ -9,6 +9,7 @@ import pytest
 import patches as pt
 from patches.layouts import make_layout
 from patches.lower.kernel.simulate import simulate_module
+from patches.lower.module import tool
 from patches.staging import dtypes
 
 
@@ -114,3 +115,15 @@ def test_dividing_blocks_still_lower():
     k = pt.kernel(_scale, out_shape=pt.tensor("f32", 256), grid=(2,), in_specs=[spec], out_specs=spec)
     src = pt.lower(pt.stage(k, pt.tensor("f32", 256))).source
     assert "kernel" in src and "lim" not in src
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_predicated_edge_blocks_compile_for_sm90a_without_spills():
+    pytest.importorskip("cutlass")
+    exe = pt.lower(pt.stage(_scale_kernel((200, 70), (64, 32)), pt.tensor("f32", (200, 70)))).compile()
+    assert exe.resources["spills"] == 0 and ".target sm_90a" in exe.ptx
+    k = pt.kernel(_mm, pt.tensor("f32", (72, 64)), grid=(2, 1),
+                  in_specs=[pt.BlockSpec((64, 32), lambda i, j: (i, 0)), pt.BlockSpec((32, 64), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((64, 64), lambda i, j: (i, j)))
+    exe = pt.lower(pt.stage(k, pt.tensor("bf16", (72, 32)), pt.tensor("bf16", (32, 64)))).compile()
+    assert exe.resources["spills"] == 0 and exe.counts("HGMMA")["HGMMA"] >= 1
