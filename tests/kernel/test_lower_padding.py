@@ -92,6 +92,15 @@ def test_a_padded_matmul_block_takes_wgmma_on_predicated_operand_loads(M):
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
 
 
+def test_one_element_of_a_padded_block_is_refused_by_name():
+    def first(x_ref, o_ref):              # x_ref[100] of the edge block would be element 228 of 200
+        o_ref[...] = x_ref[...] * 0.0 + x_ref[100]
+    spec = pt.BlockSpec((128,), lambda i: (i,))
+    k = pt.kernel(first, out_shape=pt.tensor("f32", 200), grid=(2,), in_specs=[spec], out_specs=spec)
+    with pytest.raises(pt.LoweringError, match=r"get gmem: a part of a padded edge block .* is not lowered"):
+        pt.lower(pt.stage(k, pt.tensor("f32", 200)))
+
+
 def test_a_part_of_a_padded_block_is_refused_by_name():
     k = pt.kernel(_mm_loop, pt.tensor("f32", (96, 64)), grid=(2, 1),     # a K loop slices the padded A block
                   in_specs=[pt.BlockSpec((64, 32), lambda i, j: (i, 0)), pt.BlockSpec((32, 64), lambda i, j: (0, j))],

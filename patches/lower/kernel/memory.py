@@ -98,12 +98,12 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     name = w.fresh()
+    bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
         w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
     tv = tv if tv is not None else block_tv(n)
-    bounds = padded_bounds(ctx, ref, off, sel, why)
     view = _thread_view(ctx, ref.ptr, off, sel, tv, why) if bounds is None else None
     per = tv_values(tv)
     if bounds is not None:      # an edge block: elements past the operand's extents read the pad value
@@ -178,6 +178,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     """Write registers to ``sel`` at ``ref.ptr + off``; only the threads owning distinct elements write."""
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
         if isinstance(x, Block):
             raise ctx.fail("a block stored into a single element")
@@ -191,7 +192,6 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     if guard:
         w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
     pad = "    " if guard else ""
-    bounds = padded_bounds(ctx, ref, off, sel, why)
     view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why) if bounds is None else None
     per = tv_values(b.tv)
     if bounds is not None:      # an edge block: elements past the operand's extents are dropped
