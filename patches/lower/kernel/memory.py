@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from ...layouts import Layout, LayoutError, composition, cosize
 from ...layouts import inttuple as it
+from ...staging import dtypes
 from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
@@ -95,14 +98,25 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     name = w.fresh()
+    bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
         w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
     tv = tv if tv is not None else block_tv(n)
-    view = _thread_view(ctx, ref.ptr, off, sel, tv, why)
+    view = _thread_view(ctx, ref.ptr, off, sel, tv, why) if bounds is None else None
     per = tv_values(tv)
-    if view is not None:
+    if bounds is not None:      # an edge block: elements past the operand's extents read the pad value
+        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        e = w.fresh("e")
+        w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"for v in cutlass.range_constexpr({per}):")
+        w.emit(f"    {e} = {tvn}((tidx, v))")
+        w.emit(f"    {name}_r[v] = {pad_value(ref.dtype, why)}")
+        _predicated(w, "    ", bounds, e, f"{name}_r[v] = {src}[{e}]")
+        w.emit(f"{name} = {name}_r.load()")
+    elif view is not None:
         w.emit(f"{name} = {view[0]}.load().reshape(({per},))")
     else:
         src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
@@ -151,13 +165,20 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
     w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
     w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
-    w.emit(f"        {dst}[{j} * {THREADS} + tidx] = {x.expr}")
+    bounds = padded_bounds(ctx, ref, off, sel, why)
+    if bounds is None:
+        w.emit(f"        {dst}[{j} * {THREADS} + tidx] = {x.expr}")
+    else:                       # an edge block: elements past the operand's extents are not written
+        e = w.fresh("e")
+        w.emit(f"        {e} = {j} * {THREADS} + tidx")
+        _predicated(w, "        ", bounds, e, f"{dst}[{e}] = {x.expr}")
 
 
 def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
     """Write registers to ``sel`` at ``ref.ptr + off``; only the threads owning distinct elements write."""
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
+    bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
         if isinstance(x, Block):
             raise ctx.fail("a block stored into a single element")
@@ -171,9 +192,18 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     if guard:
         w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
     pad = "    " if guard else ""
-    view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why)
+    view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why) if bounds is None else None
     per = tv_values(b.tv)
-    if view is not None:
+    if bounds is not None:      # an edge block: elements past the operand's extents are dropped
+        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        e = w.fresh("e")
+        w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
+        w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(b.dtype, why)})")
+        w.emit(f"{pad}{b.name}_r.store({b.name})")
+        w.emit(f"{pad}for v in cutlass.range_constexpr({per}):")
+        w.emit(f"{pad}    {e} = {tv}((tidx, v))")
+        _predicated(w, pad + "    ", bounds, e, f"{dst}[{e}] = {b.name}_r[v]")
+    elif view is not None:
         shape = view[1]
         w.emit(f"{pad}{view[0]}.store({b.name}.reshape({shape!r}))")
     else:
@@ -183,6 +213,46 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         w.emit(f"{pad}{b.name}_r.store({b.name})")
         w.emit(f"{pad}for v in cutlass.range_constexpr({per}):")
         w.emit(f"{pad}    {dst}[{tv}((tidx, v))] = {b.name}_r[v]")
+
+
+def padded_bounds(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str) -> tuple | None:
+    """The bounds of an edge block when ``ref`` is a padded operand's block (None otherwise): per mode of the block,
+    (block extent, the name of how many of its coordinates exist here, or None when all do). Only the whole block
+    is predicated; a part of it (a slice, a sub-block, one element) is refused rather than read past the end."""
+    pads = getattr(ctx, "padded", None)
+    if not pads or ref.ptr not in pads:
+        return None
+    woff, wlay, bounds = pads[ref.ptr]
+    if str(off) != str(woff) or it.flatten(sel.shape) != it.flatten(wlay.shape) or \
+            it.flatten(sel.stride) != it.flatten(wlay.stride):
+        raise ctx.fail(f"{why}: a part of a padded edge block (a slice, a sub-block or one element) is not lowered; "
+                       "read and write whole blocks of an operand whose blocks do not divide it")
+    return bounds
+
+
+def pad_value(dtype: str, why: str) -> str:
+    """What a read past the operand's edge gives, as in the interpreter: NaN for floats, the most negative
+    integer, False."""
+    if dtype == "bool":
+        return "False"
+    if dtypes.is_float(dtype):
+        return f"{dsl_dtype(dtype, why)}(float('nan'))"
+    if dtypes.is_int(dtype):
+        return f"{dsl_dtype(dtype, why)}({int(np.iinfo(dtypes.to_numpy(dtype)).min)})"
+    raise LoweringError(f"{why}: no pad value for {dtype} elements of a padded edge block")
+
+
+def _predicated(w: Any, pad: str, bounds: tuple, e: str, line: str) -> None:
+    """``line`` under one ``if`` per padded mode: element ``e`` of the block (colexicographic over the block's
+    modes) has its coordinate in that mode below the mode's limit."""
+    stride, depth = 1, 0
+    for b, lim in bounds:
+        if lim is not None:
+            coord = e if stride == 1 else f"{e} // {stride}"
+            w.emit(f"{pad}{'    ' * depth}if {coord} % {b} < {lim}:")
+            depth += 1
+        stride *= b
+    w.emit(f"{pad}{'    ' * depth}{line}")
 
 
 def compute_dtype(dtype: str) -> str:
@@ -234,4 +304,5 @@ def compact_index(shape: Any) -> Layout:
     return compact(shape)
 
 
-__all__ = ["as_block", "compute_dtype", "from_exchange", "load", "select", "store", "to_exchange", "it"]
+__all__ = ["as_block", "compute_dtype", "from_exchange", "load", "pad_value", "padded_bounds", "select", "store",
+           "to_exchange", "it"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...layouts import Layout, arith, cosize, size
+from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
@@ -109,6 +110,7 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
                      t.layout) for k, (m, t) in enumerate(zip(list(p["in_specs"]) + list(p["out_specs"]),
                                                                [v.type for v in e.inputs] + [v.type for v in e.outputs])))
     ctx = Ctx(p["name"], grid, args, stages)
+    ctx.padded = {}     # operand pointer -> (offset, layout, bounds) of a block that may cross the edge
     ctx.where.append(f"kernel {p['name']}")
     w = ctx.w
     specs = list(p["in_specs"]) + list(p["out_specs"])
@@ -127,15 +129,20 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         role = "in" if k < n_in else "out"
         args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
-        if not arith.eq(size(m.carved), size(t.layout)):
-            raise ctx.fail(f"operand {m.label}: its blocks {m.ref_type.layout.shape} do not divide {t.layout.shape}; "
-                           "padded edge blocks run in interpret mode but are not lowered (use dividing blocks)")
+        padded = not arith.eq(size(m.carved), size(t.layout))
+        extents = padding_extents(t.layout, m.tiler, m.carved) if padded else None
+        if padded and extents is None:
+            raise ctx.fail(f"operand {m.label}: its blocks {m.ref_type.layout.shape} do not divide {t.layout.shape} "
+                           "and are not one int per flat mode; such padded edge blocks are not lowered")
         w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
         coords = lower_program(ctx, m.index_map, [Scalar(f"pid{a}", "i32") for a in range(len(grid))],
                                f"index map of {m.label}")
         rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
         off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
-        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
+        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem",
+                        None if padded else _origin(m, t, coords, k))   # no TMA box for an edge block
+        if padded:
+            ctx.padded[window.ptr] = (window.off, window.layout, _bounds(ctx, m, extents, coords))
         if m.ref_type.space == GMEM:
             ref = window
         else:
@@ -180,6 +187,26 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         w.depth -= len(seq)
     ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
     return ctx
+
+
+def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
+    """Per mode of a padded operand's block: (block extent, the name of how many of its coordinates lie inside the
+    operand at this grid point, or None when the blocks divide that mode). Coordinate t of block c is element
+    c * b + t, inside when below the extent n."""
+    tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
+    out = []
+    for d, (b, n) in enumerate(zip(tiler, extents)):
+        if d in m.squeezed:
+            continue
+        lim = None
+        if n % b:
+            c = coords[d]
+            if not isinstance(c, Scalar):
+                raise ctx.fail(f"operand {m.label}: block coordinates must be scalars")
+            lim = ctx.w.fresh("lim")
+            ctx.w.emit(f"{lim} = {n} - ({c.index}) * {b}   # coordinates of mode {d} of {m.label}'s block inside it")
+        out.append((b, lim))
+    return tuple(out)
 
 
 def _bytes(layout: Any, dtype: str) -> int:
