@@ -114,6 +114,10 @@ class Module:
         if self.kind == "gemm" and arch != "sm_90a":
             raise LoweringError(f"{self.spec.name} is a Hopper GEMM (TMA, mbarriers and wgmma need sm_90a); it cannot "
                                 f"be compiled for {arch}")
+        hopper = sorted(set(re.findall(r"\b(warpgroup|cpasync)\.\w+", self.source)))
+        if self.kind == "kernel" and arch != "sm_90a" and hopper:
+            raise LoweringError(f"{self.spec.name} uses Hopper instructions ({', '.join(hopper)}: wgmma, TMA); it "
+                                f"cannot be compiled for {arch}")
 
         _ensure_tools_on_path()
         work = Path(tempfile.mkdtemp(prefix="patches_build_"))

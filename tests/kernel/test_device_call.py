@@ -54,3 +54,11 @@ def test_on_a_gpu_the_result_is_the_interpreters():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(512).astype(np.float32), rng.standard_normal(512).astype(np.float32)
     np.testing.assert_allclose(_vadd(False)(x, y), _vadd(True)(x, y), rtol=1e-6)
+
+
+def test_kernels_with_hopper_instructions_compile_only_for_sm90a():
+    from . import lower_cases as C
+
+    k, types = C.tiled_matmul()
+    with pytest.raises(pt.LoweringError, match=r"uses Hopper instructions \(cpasync.*warpgroup.*cannot be compiled for sm_80"):
+        pt.lower(pt.stage(k, *types)).compile(arch="sm_80")
