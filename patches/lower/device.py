@@ -39,7 +39,7 @@ def _type(x: Any) -> Any:
         if name not in _DTYPES:
             raise LoweringError(f"interpret=False: torch dtype {x.dtype} has no patches dtype")
         shape, stride = tuple(x.shape), tuple(x.stride())
-        return tensor(_DTYPES[name], make_layout(shape or 1, stride or 1) if shape else make_layout(1))
+        return tensor(_DTYPES[name], make_layout(shape, stride) if shape else make_layout(1))
     return Array.from_numpy(np.asarray(x)).type
 
 
