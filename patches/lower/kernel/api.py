@@ -12,7 +12,9 @@ from ..errors import LoweringError
 from ..module import CUTLASS_DTYPE, Module
 from ..names import kernel_name
 from .fit import fit_registers
+from .rules_mma import warpgroups
 from .template import lower_kernel_eqn
+from .values import WARPGROUP, cta_threads
 
 _ids = itertools.count()
 
@@ -57,5 +59,6 @@ def lower_kernel(prog: Program) -> KernelModule:
     t0 = time.perf_counter()
     name = kernel_name(next(_ids), "kernel")
     e = fit_registers(e)    # blocks past the register budget: chunk contractions, split parallel axes (fit.py)
-    source, spec = lower_kernel_eqn(e, name)
+    with cta_threads(WARPGROUP * warpgroups(e.params["body"])):     # two warpgroups for wgmmas of M >= 128
+        source, spec = lower_kernel_eqn(e, name)
     return KernelModule(spec, source, time.perf_counter() - t0, kind="kernel")

@@ -16,7 +16,7 @@ from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from .context import Ctx
-from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
+from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, threads, tv_owners, tv_values
 
 
 def _flat(m: Layout) -> bool:
@@ -163,14 +163,15 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     dst, j = w.fresh("dst"), w.fresh("j")
     w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-    w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
-    w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
+    nt = threads()
+    w.emit(f"for {j} in cutlass.range({-(-n // nt)}, unroll=1):")
+    w.emit(f"    if {j} * {nt} + tidx < {n}:")
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if bounds is None:
-        w.emit(f"        {dst}[{j} * {THREADS} + tidx] = {x.expr}")
+        w.emit(f"        {dst}[{j} * {nt} + tidx] = {x.expr}")
     else:                       # an edge block: elements past the operand's extents are not written
         e = w.fresh("e")
-        w.emit(f"        {e} = {j} * {THREADS} + tidx")
+        w.emit(f"        {e} = {j} * {nt} + tidx")
         _predicated(w, "        ", bounds, e, f"{dst}[{e}] = {x.expr}")
 
 
@@ -188,7 +189,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     n = static_size(sel.shape, why)
     b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
     g = tv_owners(b.tv)
-    guard = g < THREADS
+    guard = g < threads()
     if guard:
         w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
     pad = "    " if guard else ""

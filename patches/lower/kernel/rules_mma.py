@@ -1,27 +1,55 @@
-"""The block matmul on Hopper tensor cores: bf16/f16 blocks (M, K) @ (K, N) with an f32 result become one warpgroup's
-wgmma. The operands go from registers into shared memory in the K-major swizzled layouts of
+"""The block matmul on Hopper tensor cores: bf16/f16 blocks (M, K) @ (K, N) with an f32 result become wgmmas of the
+CTA's warpgroups, each owning 64-row slices of the accumulator as the GEMM template's consumer warpgroups do (a
+kernel whose wgmmas all have M a multiple of 128 runs two warpgroups: ``warpgroups``). The operands go from registers into shared memory in the K-major swizzled layouts of
 ``patches.layouts.hopper.wgmma_smem_layout``; the accumulator stays in registers, held by the wgmma's own
 thread-value layout (``accumulator_tv``, checked against CuTe's partition), so the elementwise work after it and
 the loop carrying it stay in registers. Other matmuls take the SIMT rule."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ...layouts import Layout
 from ...layouts.hopper import wgmma_smem_layout
+from ..errors import LoweringError
 from . import rules_math  # noqa: F401 (registers the SIMT matmul rule this one falls back to)
 from .context import MATERIALIZE, RULES, Ctx, rule
-from .values import Accumulated, Block, Staged, dsl_dtype, static_size, tv_values
+from .values import WARPGROUP, Accumulated, Block, Staged, dsl_dtype, static_size, threads, tv_values
 
 MMA_DTYPES = ("bf16", "f16")
+MAX_WARPGROUPS = 2       # consumer warpgroups of a CTA (the GEMM template's two; more would shrink no mainloop)
 _simt = RULES["matmul"]
 
 
-def accumulator_tv(m: int, n: int) -> Layout:
-    """(thread, value) -> logical index (column-major (m, n)) of a 64xN wgmma accumulator repeated m/64 times along M
-    by one warpgroup: CuTe's SM90 C layout ((4,8,4),(2,2,n/8)):((128,1,16),(64,8,512)) for the 64-row atom."""
-    return Layout._make(((4, 8, 4), ((2, 2, n // 8), m // 64)), ((2 * m, 1, 16), ((m, 8, 8 * m), 64)))
+def accumulator_tv(m: int, n: int, wgs: int | None = None) -> Layout:
+    """(thread, value) -> logical index (column-major (m, n)) of an m x n wgmma accumulator held by ``wgs``
+    warpgroups (default: the CTA's): warpgroup ``g`` owns the 64-row slices ``g, g + wgs, ...``, each in CuTe's SM90
+    C layout ((4,8,4),(2,2,n/8)):((128,1,16),(64,8,512)) of the 64-row atom."""
+    g = threads() // WARPGROUP if wgs is None else wgs
+    if m % (64 * g):
+        raise LoweringError(f"a {m}-row wgmma accumulator cannot be shared by {g} warpgroups of 64-row slices")
+    return Layout._make(((4, 8, 4, g), ((2, 2, n // 8), m // (64 * g))),
+                        ((2 * m, 1, 16, 64), ((m, 8, 8 * m), 64 * g)))
+
+
+def warpgroups(body: Any) -> int:
+    """The consumer warpgroups of a kernel: MAX_WARPGROUPS when it has wgmma block matmuls and all of them have M a
+    multiple of 64 * MAX_WARPGROUPS (each warpgroup then owns 64-row slices, fewer registers per thread and fewer
+    wgmmas per warpgroup), else one."""
+    rows = [static_size(q.inputs[0].type.shape[0], "matmul") for q in _eqns(body)
+            if q.prim.name == "matmul" and fits_wgmma(*(x.type for x in (*q.inputs[:2], q.outputs[0]))) is None]
+    return MAX_WARPGROUPS if rows and all(m % (64 * MAX_WARPGROUPS) == 0 for m in rows) else 1
+
+
+def _eqns(body: Any) -> Iterator[Any]:
+    """Every equation of a body, and of the bodies nested in its equations' parameters (loops, conds)."""
+    for q in body.eqns:
+        yield q
+        for p in q.params.values():
+            for sub in (p if isinstance(p, (list, tuple)) else (p,)):
+                if hasattr(sub, "eqns"):
+                    yield from _eqns(sub)
 
 
 def fits_wgmma(ta: Any, tb: Any, to: Any) -> str | None:
@@ -48,19 +76,22 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
 
 
 def tiled_mma(ctx: Ctx, dtype: str, n: int, a_major: str, b_major: str) -> str:
-    """The call of the builder of one warpgroup's tiled wgmma (64 x n atoms) with the operands' majorness."""
+    """The call of the builder of the CTA's tiled wgmma (64 x n atoms, one per warpgroup stacked along M) with the
+    operands' majorness."""
     dt = dsl_dtype(dtype, "matmul")
+    g = threads() // WARPGROUP
     am, bm = (f"OperandMajorMode.{x.upper()}" for x in (a_major, b_major))
-    return ctx.w.builder(("mma", dtype, n, a_major, b_major), "tiled_mma",
-                         f"sm90_utils.make_trivial_tiled_mma({dt}, {dt}, {am}, {bm}, cutlass.Float32, (1, 1, 1), "
+    return ctx.w.builder(("mma", dtype, n, a_major, b_major, g), "tiled_mma",
+                         f"sm90_utils.make_trivial_tiled_mma({dt}, {dt}, {am}, {bm}, cutlass.Float32, ({g}, 1, 1), "
                          f"tiler_mn=(64, {n}))",
-                         f"wgmma {dtype} -> f32, A {a_major.upper()}-major, B {b_major.upper()}-major, one warpgroup, "
-                         f"64x{n} atoms")
+                         f"wgmma {dtype} -> f32, A {a_major.upper()}-major, B {b_major.upper()}-major, "
+                         f"{'one warpgroup' if g == 1 else f'{g} warpgroups along M'}, 64x{n} atoms")
 
 
 def acc_shape(m: int, n: int) -> tuple:
-    """The shape of a thread's accumulator fragment of an m x n block (CuTe's partition_C of one warpgroup)."""
-    return ((2, 2, n // 8), m // 64, 1)
+    """The shape of a thread's accumulator fragment of an m x n block (CuTe's partition_C of the CTA's
+    warpgroups: m / (64 * warpgroups) atoms along M)."""
+    return ((2, 2, n // 8), m // (64 * (threads() // WARPGROUP)), 1)
 
 
 def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True, accumulate: str = "True") -> list:
@@ -99,11 +130,14 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
             _to_smem(ctx, x, name, rows, cols, kept)
         w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the async proxy')
         w.emit("cute.arch.barrier()")
+    # The tiled MMA and its operand descriptors, built once at the kernel's start (the buffers are allocated there):
+    # a loop then only adds the stage's offset to them, as the GEMM template's mainloop does.
     mma = w.fresh("mma")
-    w.emit(f"{mma} = {tiled}")
-    w.emit(f"{mma}_thr = {mma}.get_slice(tidx)")
-    w.emit(f"{mma}_a = {mma}.make_fragment_A({mma}_thr.partition_A({ops[0][0]}))")
-    w.emit(f"{mma}_b = {mma}.make_fragment_B({mma}_thr.partition_B({ops[1][0]}))")
+    g = threads() // WARPGROUP
+    sl = f"cute.arch.make_warp_uniform(tidx // {WARPGROUP}) * {WARPGROUP}" if g > 1 else "tidx"
+    w.prologue += [f"{mma} = {tiled}", f"{mma}_thr = {mma}.get_slice({sl})   # the warpgroup's operand slices",
+                   f"{mma}_a = {mma}.make_fragment_A({mma}_thr.partition_A({ops[0][0]}))",
+                   f"{mma}_b = {mma}.make_fragment_B({mma}_thr.partition_B({ops[1][0]}))"]
     c = acc or f"{mma}_c"
     if acc is None:
         w.emit(f"{c} = cute.make_rmem_tensor({acc_shape(m, n)!r}, cutlass.Float32)")

@@ -19,7 +19,7 @@ import numpy as np
 from ...layouts import Layout, check, coalesce
 from ...layouts import inttuple as it
 from .context import Ctx
-from .values import THREADS, Block, Scalar, block_tv, dsl_dtype, tv_owners, tv_values
+from .values import Block, Scalar, block_tv, dsl_dtype, threads, tv_owners, tv_values
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
@@ -81,14 +81,15 @@ def fit_bits(table: np.ndarray) -> Layout | None:
 
 def table(tv: Layout) -> np.ndarray:
     """A thread-value layout at every (thread, value), as a (threads, values) array."""
-    V = tv_values(tv)
-    return check.evaluate(tv, np.arange(THREADS * V, dtype=np.int64)).reshape(V, THREADS).T.astype(np.int64)
+    V, T = tv_values(tv), threads()
+    return check.evaluate(tv, np.arange(T * V, dtype=np.int64)).reshape(V, T).T.astype(np.int64)
 
 
 def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     """The shuffle plan of reducing block ``x`` (logical shape ``shape``, column-major indices) over ``axes``, or
     None when its thread-value layout does not allow one."""
-    if x.lazy is not None or x.splat is not None or tv_owners(x.tv) != THREADS:
+    nt = threads()
+    if x.lazy is not None or x.splat is not None or tv_owners(x.tv) != nt:
         return None
     if not all(type(s) is int for s in shape):
         return None
@@ -111,7 +112,7 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     P = out[:, rep]                                                           # (thread, slot) -> output
     if not (P[:, slot] == out).all() or (np.sort(P, axis=1)[:, 1:] == np.sort(P, axis=1)[:, :-1]).any():
         return None
-    same = [b for b in range(_bits(THREADS)) if (P[np.arange(THREADS) ^ (1 << b)] == P).all()]
+    same = [b for b in range(_bits(nt)) if (P[np.arange(nt) ^ (1 << b)] == P).all()]
     lanes = [b for b in same if 1 << b < WARP]
     warps = [b for b in same if 1 << b >= WARP]
     # every output's elements combined exactly once: the lanes and warps combined hold the same outputs in the same
@@ -122,9 +123,9 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     slots = fit_bits(slot)
     if slots is None:
         return None
-    k = np.zeros(THREADS, dtype=np.int64)
+    k = np.zeros(nt, dtype=np.int64)
     for j, b in enumerate(warps):
-        k += ((np.arange(THREADS) >> b) & 1) << j
+        k += ((np.arange(nt) >> b) & 1) << j
     write = fit_bits(P + n_out * k[:, None]) if S == _pow2(S) else None
     own = fit_bits(P) if write is not None else None
     if own is None:
@@ -132,8 +133,8 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     direct = False
     if not warps and kept:
         bt = block_tv(n_out)
-        if tv_values(bt) == S and tv_owners(bt) == THREADS:
-            direct = all(int(bt((t, s))) == P[t, s] for t in range(THREADS) for s in range(S))
+        if tv_values(bt) == S and tv_owners(bt) == nt:
+            direct = all(int(bt((t, s))) == P[t, s] for t in range(nt) for s in range(S))
     mask = sum(1 << b for b in lanes)
     return ShufflePlan(slots, S, tuple(1 << b for b in lanes), 1 << len(warps), write, own, mask, n_out, direct)
 
@@ -231,15 +232,16 @@ def gather(ctx: Ctx, x: Block, tv: Layout) -> Block | None:
     not hold."""
     src, lin, lout, _ = x.lazy
     acc, at = src.held
-    if tv_owners(tv) != THREADS or src.dtype != "f32":
+    nt = threads()
+    if tv_owners(tv) != nt or src.dtype != "f32":
         return None
     lin_off = check.evaluate(lin, np.arange(src.n, dtype=np.int64)).ravel()
     where = {int(o): i for i, o in enumerate(lin_off)}        # the source's storage offset -> its logical index
     if len(where) != src.n:
         return None
     V, S = tv_values(tv), int(it.product(at.shape[1]))
-    held = check.evaluate(at, np.arange(THREADS * S, dtype=np.int64)).reshape(S, THREADS).T     # (thread, slot)
-    offs = check.evaluate(lout, table(tv).ravel()).reshape(THREADS, V)
+    held = check.evaluate(at, np.arange(nt * S, dtype=np.int64)).reshape(S, nt).T     # (thread, slot)
+    offs = check.evaluate(lout, table(tv).ravel()).reshape(nt, V)
     want = np.vectorize(lambda o: where.get(int(o), -1), otypes=[np.int64])(offs)    # (thread, value) -> source
     slot = np.argmax(held[:, :, None] == want[:, None, :], axis=1)[0]                 # by thread 0
     if not (held[:, slot] == want).all():

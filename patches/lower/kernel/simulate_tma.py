@@ -44,10 +44,10 @@ def _modes(t: _Tensor) -> list[int]:
 
 
 class TiledMma:
-    """One warpgroup's wgmma (64 x n atoms) with the majorness it was built with."""
+    """The CTA's wgmma (64 x n atoms, ``wgs`` warpgroups stacked along M) with the majorness it was built with."""
 
-    def __init__(self, n: int, a_major: str, b_major: str) -> None:
-        self.n, self.majors, self.accumulate = n, (a_major, b_major), False
+    def __init__(self, n: int, a_major: str, b_major: str, wgs: int = 1) -> None:
+        self.n, self.majors, self.accumulate, self.wgs = n, (a_major, b_major), False, wgs
 
     def get_slice(self, t: Any) -> TiledMma:
         return self
@@ -67,14 +67,14 @@ class TiledMma:
 
     def partition_C(self, ident: Any) -> list:    # noqa: N802
         """Thread 0's accumulator coordinates, register by register (what the r2s order builder reads)."""
-        return _acc_coords(int(ident.shape[0]), self.n, 0)
+        return _acc_coords(int(ident.shape[0]), self.n, 0, self.wgs)
 
 
-def _acc_coords(m: int, n: int, t: int) -> list:
+def _acc_coords(m: int, n: int, t: int, wgs: int) -> list:
     from .rules_mma import accumulator_tv
 
-    tv = _Lay(accumulator_tv(m, n))
-    return [(e % m, e // m) for e in (tv((t, v)) for v in range(m * n // 128))]
+    tv = _Lay(accumulator_tv(m, n, wgs))
+    return [(e % m, e // m) for e in (tv((t, v)) for v in range(m * n // (128 * wgs)))]
 
 
 class R2S:
@@ -91,8 +91,8 @@ class R2S:
     def partition_S(self, x: Any) -> Any:         # noqa: N802
         if isinstance(x, _Tensor):
             m, n = (_size(s) for s in x.layout.shape)
-            return SimpleNamespace(shape=(m * n // 128,))
-        return _acc_coords(int(x.shape[0]), int(x.shape[1]), 0)
+            return SimpleNamespace(shape=(m * n // (128 * self.mma.wgs),))
+        return _acc_coords(int(x.shape[0]), int(x.shape[1]), 0, self.mma.wgs)
 
     def partition_D(self, x: _Tensor) -> tuple:   # noqa: N802
         return ("r2s", x)
@@ -102,7 +102,7 @@ def r2s_copy(r2s: R2S, src: _Tensor, dst: tuple) -> None:
     s = dst[1]
     m, n = (_size(x) for x in s.layout.shape)
     vals = src.load().reshape(-1, order="F")
-    for v, (i, j) in enumerate(_acc_coords(m, n, _local.tid)):
+    for v, (i, j) in enumerate(_acc_coords(m, n, _local.tid, r2s.mma.wgs)):
         s[(i, j)] = vals[v]
 
 
@@ -137,17 +137,17 @@ def gemm(mma: TiledMma, acc: _Tensor, a: tuple, b: tuple, out: _Tensor) -> None:
             raise LoweringError(f"simulate: a {want}-major wgmma reads a {_major(t)}-major operand buffer")
     c = _operand(*a) @ _operand(*b).T                                   # (m, 16) @ (16, n)
     per = _size(acc.layout.shape)
-    m = per * 128 // mma.n
-    tv = _Lay(accumulator_tv(m, mma.n))
+    m = per * 128 * mma.wgs // mma.n
+    tv = _Lay(accumulator_tv(m, mma.n, mma.wgs))
     mine = np.array([tv((_local.tid, v)) for v in range(per)])
     vals = c.reshape(-1, order="F")[mine].astype(np.float32)
     old = acc.load() if mma.accumulate else 0
     acc.store(np.asarray(old + vals, dtype=np.float32))
 
 
-def make_trivial_tiled_mma(a_dt: Any, b_dt: Any, a_major: str, b_major: str, *rest: Any, tiler_mn: tuple = (64, 8),
-                           **kw: Any) -> TiledMma:
-    return TiledMma(int(tiler_mn[1]), a_major, b_major)
+def make_trivial_tiled_mma(a_dt: Any, b_dt: Any, a_major: str, b_major: str, acc_dt: Any = None,
+                           atom_layout_mnk: tuple = (1, 1, 1), tiler_mn: tuple = (64, 8), **kw: Any) -> TiledMma:
+    return TiledMma(int(tiler_mn[1]), a_major, b_major, int(atom_layout_mnk[0]))
 
 
 # -- TMA -------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ them through shared memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from math import gcd
 from typing import Any
@@ -17,7 +20,27 @@ from ...layouts import Layout, make_layout, make_layout_tv
 from ...layouts import inttuple as it
 from ..errors import LoweringError
 
-THREADS = 128
+THREADS = 128            # one warpgroup: the CTA size of kernels without a wgmma of M >= 128 (and the default)
+WARPGROUP = 128
+_CTA_THREADS: ContextVar[int] = ContextVar("cta_threads", default=THREADS)
+
+
+def threads() -> int:
+    """The CTA size of the kernel being lowered: THREADS, or a multiple of it when its wgmmas take several
+    warpgroups (``cta_threads``); every block's thread-value layout spreads over that many threads."""
+    return _CTA_THREADS.get()
+
+
+@contextmanager
+def cta_threads(n: int) -> Iterator[None]:
+    """Lower (and build thread-value layouts) for a CTA of ``n`` threads, a whole number of warpgroups."""
+    if n <= 0 or n % WARPGROUP:
+        raise LoweringError(f"a CTA of {n} threads is not a whole number of {WARPGROUP}-thread warpgroups")
+    token = _CTA_THREADS.set(n)
+    try:
+        yield
+    finally:
+        _CTA_THREADS.reset(token)
 DSL_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32", "f64": "cutlass.Float64",
               "i32": "cutlass.Int32", "i64": "cutlass.Int64", "i16": "cutlass.Int16", "i8": "cutlass.Int8",
               "u8": "cutlass.Uint8", "u32": "cutlass.Uint32", "bool": "cutlass.Boolean"}
@@ -157,7 +180,7 @@ MAX_PER_THREAD = 128     # register values per thread a block may take
 
 def owners(n: int) -> int:
     """How many threads own distinct elements of an ``n``-element block (the others hold copies)."""
-    return gcd(n, THREADS)
+    return gcd(n, threads())
 
 
 def vector_width(per_thread: int) -> int:
@@ -174,11 +197,11 @@ def block_tv(n: int) -> Layout:
     g = owners(n)
     per = n // g
     if per > MAX_PER_THREAD:
-        raise LoweringError(f"a block of {n} elements needs {per} values per thread ({THREADS} threads); at most "
+        raise LoweringError(f"a block of {n} elements needs {per} values per thread ({threads()} threads); at most "
                             f"{MAX_PER_THREAD} fit in registers: use smaller blocks")
     vec = vector_width(per)
     _, tv = make_layout_tv(make_layout(g), make_layout(vec))           # (g, vec) -> t * vec + v
-    chunks, rep = per // vec, THREADS // g
+    chunks, rep = per // vec, threads() // g
     ts, vs = _first_stride(tv, 0), _first_stride(tv, 1)
     return Layout._make(((g, rep), (vec, chunks)), ((ts, 0), (vs, g * vec)))
 

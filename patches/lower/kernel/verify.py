@@ -26,7 +26,7 @@ import numpy as np
 from ...layouts import check
 from ..verify.report import Report
 from ..verify.trace import in_trace
-from .values import THREADS, tv_owners, tv_values
+from .values import THREADS, cta_threads, threads, tv_owners, tv_values
 
 
 def _size(layout: Any) -> int:
@@ -43,7 +43,8 @@ def verify_kernel(module: Any, kinds: tuple | None = None) -> Report:
     K = module.load()
     report = Report(module.spec.name)
     t0 = time.perf_counter()
-    in_trace(lambda: _checks(K, module.spec, report, kinds))
+    with cta_threads(int(getattr(K, "THREADS", THREADS))):      # the module's CTA size: every thread is walked
+        in_trace(lambda: _checks(K, module.spec, report, kinds))
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -91,7 +92,7 @@ def _block_tv(built: Any, n: int, c: Any) -> None:
     seen = np.zeros(n, np.int64)
     owners = tv_owners(_as_patches(built))
     first: dict = {}
-    for t in range(THREADS):
+    for t in range(threads()):
         for v in range(per):
             e = int(built((t, v)))
             if not 0 <= e < n:
@@ -119,13 +120,13 @@ def _static(x: Any) -> Any:
 
 def _offsets(built: Any, sel: Any, tv: Any, c: Any) -> None:
     per = tv_values(tv)
-    for t in range(THREADS):
+    for t in range(threads()):
         for v in range(per):
             want = int(sel(int(tv((t, v)))))
             got = int(built((t, v)))
             if got != want:
                 c.fail(f"thread {t} value {v}: offset {got}, the element it holds is at {want}")
-    c.elements += THREADS * per
+    c.elements += threads() * per
 
 
 def _composed(built: Any, layout: Any, c: Any) -> None:
@@ -142,7 +143,7 @@ def _accumulator(tiled_mma: Any, m: int, n: int, tv: Any, c: Any) -> None:
 
     ident = cute.make_identity_tensor((m, n))
     per = tv_values(tv)
-    for t in range(THREADS):
+    for t in range(threads()):
         part = tiled_mma.get_slice(t).partition_C(ident)
         if int(cute.size(part)) != per:
             c.fail(f"thread {t}: {int(cute.size(part))} accumulator registers, the layout says {per}")
@@ -204,7 +205,7 @@ def _r2s(r2s: Any, m: int, n: int, unit: int, order: str, K: Any, c: Any) -> Non
     tv = accumulator_tv(m, n)
     regs = getattr(K, order)()                 # the register the kernel puts at each source position
     seen, cover = np.zeros(m * n, np.int64), np.zeros(m * n, np.int64)
-    for t in range(THREADS):
+    for t in range(threads()):
         # The source side says where a thread's values land (stmatrix is warp-collective: the destination side
         # holds the addresses this thread gives for its warp's rows); the destinations must still cover the tile.
         got = values(r2s.get_slice(t).partition_S(sC))
