@@ -181,7 +181,7 @@ def test_tiled_matmul_sass_has_tma_loads_and_stores():
     k, types = C.tiled_matmul()
     exe = pt.lower(pt.stage(k, *types)).compile()
     n = exe.counts("UTMALDG", "UTMASTG", "HGMMA")
-    assert n["UTMALDG"] > 0 and n["UTMASTG"] > 0 and n["HGMMA"] >= 8, n
+    assert n["UTMALDG"] > 0 and n["UTMASTG"] > 0 and n["HGMMA"] >= 4, n     # per warpgroup (two of them)
     assert exe.resources["spills"] == 0
 
 
@@ -222,11 +222,11 @@ def test_the_verifier_checks_the_stmatrix_order_of_the_output_block():
     pytest.importorskip("cutlass")
     from patches.lower.verify import VerificationError
 
-    k, types = C.tiled_matmul(128, 128, 64, 128, 128, 32)
+    k, types = C.tiled_matmul(256, 64, 64, 256, 64, 32)           # two warpgroups, two 64-row slices each
     mod = pt.lower(pt.stage(k, *types))
     assert "StMatrix8x8x16bOp(True, 4)" in mod.source          # an M-contiguous bf16 block: stmatrix, transposed
     report = verify_kernel(mod, kinds=("r2s",))
-    assert report.ok and report.elements == 128 * 128
+    assert report.ok and report.elements == 256 * 64
     old = "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]"
     bad = _mutated(mod, old, "return list(range(cute.size(src)))")     # the accumulator's own order: wrong
     with pytest.raises(VerificationError, match="stored at offset"):

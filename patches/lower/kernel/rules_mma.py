@@ -1,9 +1,10 @@
 """The block matmul on Hopper tensor cores: bf16/f16 blocks (M, K) @ (K, N) with an f32 result become wgmmas of the
 CTA's warpgroups, each owning 64-row slices of the accumulator as the GEMM template's consumer warpgroups do (a
-kernel whose wgmmas all have M a multiple of 128 runs two warpgroups: ``warpgroups``). The operands go from registers into shared memory in the K-major swizzled layouts of
-``patches.layouts.hopper.wgmma_smem_layout``; the accumulator stays in registers, held by the wgmma's own
-thread-value layout (``accumulator_tv``, checked against CuTe's partition), so the elementwise work after it and
-the loop carrying it stay in registers. Other matmuls take the SIMT rule."""
+kernel whose wgmmas all have M a multiple of 128 runs two warpgroups: ``warpgroups``). The operands go from
+registers into shared memory in the K-major swizzled layouts of ``patches.layouts.hopper.wgmma_smem_layout``; the
+accumulator stays in registers, held by the wgmma's own thread-value layout (``accumulator_tv``, checked against
+CuTe's partition), so the elementwise work after it and the loop carrying it stay in registers. Other matmuls take
+the SIMT rule."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def accumulator_tv(m: int, n: int, wgs: int | None = None) -> Layout:
     g = threads() // WARPGROUP if wgs is None else wgs
     if m % (64 * g):
         raise LoweringError(f"a {m}-row wgmma accumulator cannot be shared by {g} warpgroups of 64-row slices")
-    return Layout._make(((4, 8, 4, g), ((2, 2, n // 8), m // (64 * g))),
-                        ((2 * m, 1, 16, 64), ((m, 8, 8 * m), 64 * g)))
+    threads_shape, threads_stride = ((4, 8, 4, g), (2 * m, 1, 16, 64)) if g > 1 else ((4, 8, 4), (2 * m, 1, 16))
+    return Layout._make((threads_shape, ((2, 2, n // 8), m // (64 * g))), (threads_stride, ((m, 8, 8 * m), 64 * g)))
 
 
 def warpgroups(body: Any) -> int:
