@@ -78,7 +78,7 @@ def _compiled(prog):
     exe = pt.lower(prog).compile()
     res = exe.resources
     assert res["spills"] == 0 and 0 < res["registers"] <= 255, res
-    assert exe.counts("HGMMA")["HGMMA"] >= 8 and "wgmma.mma_async" in exe.ptx
+    assert exe.counts("HGMMA")["HGMMA"] >= 4 and "wgmma.mma_async" in exe.ptx     # per warpgroup (two of them)
     return exe
 
 
