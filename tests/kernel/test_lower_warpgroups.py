@@ -12,10 +12,12 @@ from patches.lower.errors import LoweringError
 from patches.lower.kernel import KernelModule
 from patches.lower.kernel.rules_mma import accumulator_tv, warpgroups
 from patches.lower.kernel.shuffle import plan
+from patches.lower.kernel.simulate import simulate_module
 from patches.lower.kernel.values import Block, cta_threads, threads
 from patches.lower.kernel.verify import verify_kernel
 from patches.lower.module import tool
 from patches.lower.verify import VerificationError
+from patches.staging import dtypes
 
 from . import lower_cases as C
 from .test_lower_simt import check_against_interpreter
@@ -29,7 +31,7 @@ def test_a_128_row_matmul_block_runs_on_two_warpgroups_and_a_64_row_one_on_one()
     src = _source(*C.tiled_matmul(128, 128, 128, 128, 128, 64))
     assert "THREADS = 256" in src and "256 threads per CTA" in src
     assert "cutlass.Float32, (2, 1, 1), tiler_mn=(64, 128))" in src          # one 64x128 atom per warpgroup
-    assert "make_warp_uniform(tidx // 128) * 128" in src                    # each warpgroup's operand slices
+    assert "get_slice(cute.arch.make_warp_uniform(wg_thread_" in src        # each warpgroup's operand slices
     assert "consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32)" in src   # 8 warps
     one = _source(*C.tiled_matmul(64, 128, 128, 64, 64, 32))
     assert "THREADS = 128" in one and "(1, 1, 1)" in one
@@ -39,6 +41,30 @@ def test_a_128_row_matmul_block_runs_on_two_warpgroups_and_a_64_row_one_on_one()
 def test_the_tiled_matmul_on_two_warpgroups_computes_what_the_interpreter_does():
     k, types = C.tiled_matmul(128, 256, 256, 128, 128, 64)                  # grid (1, 2), a 4-step pipelined loop
     check_against_interpreter(pt.stage(k, *types), rtol=2e-2, atol=2e-2)
+
+
+def test_a_warpgroup_partitioning_its_operands_by_another_warpgroups_slice_is_caught():
+    """Both warpgroups slicing the operands by thread 0 (so both multiply rows 0..63): the model computes the wrong
+    rows for warpgroup 1, as the GPU would, and the verifier finds its A slice lacks its accumulator's rows."""
+    pytest.importorskip("cutlass")
+    k, types = C.tiled_matmul(128, 128, 64, 128, 128, 64)
+    prog = pt.stage(k, *types)
+    mod = pt.lower(prog)
+    good = "return (t // 128) * 128"
+    assert good in mod.source and "get_slice(cute.arch.make_warp_uniform(wg_thread_" in mod.source
+    rep = verify_kernel(mod, kinds=("operand_slice",))
+    assert rep.ok and rep.elements == 128 * 64, str(rep)                     # each warpgroup's 64 rows of A
+    bad = KernelModule(mod.spec, mod.source.replace(good, "return t * 0"), 0.0, kind="kernel")
+    with pytest.raises(VerificationError, match="lack its accumulator rows"):
+        verify_kernel(bad, kinds=("operand_slice",)).raise_if_failed()
+    rng = np.random.default_rng(1)
+    xs = [dtypes.cast(rng.standard_normal(np.atleast_1d(v.type.shape).tolist()), v.type.dtype) for v in prog.params]
+    want = np.asarray(prog(*xs), np.float64)
+    got = np.asarray(simulate_module(mod, *xs)[0], np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    wrong = np.asarray(simulate_module(bad, *xs)[0], np.float64)
+    assert np.allclose(wrong[:64], want[:64], rtol=2e-2, atol=2e-2)           # warpgroup 0: its own rows
+    assert not np.allclose(wrong[64:], want[64:], rtol=2e-2, atol=2e-2)       # warpgroup 1: rows 0..63 again
 
 
 def test_the_two_warpgroup_accumulator_splits_the_rows_by_64_row_slices():

@@ -135,7 +135,13 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
     # a loop then only adds the stage's offset to them, as the GEMM template's mainloop does.
     mma = w.fresh("mma")
     g = threads() // WARPGROUP
-    sl = f"cute.arch.make_warp_uniform(tidx // {WARPGROUP}) * {WARPGROUP}" if g > 1 else "tidx"
+    slicer = None
+    if g > 1:       # a warpgroup's operands: the slice of its first thread, a warp-uniform value (uniform descriptors)
+        slicer = w.builder(("wg_thread",), "wg_thread", f"(t // {WARPGROUP}) * {WARPGROUP}",
+                           "the thread whose tiled-MMA slice a thread's warpgroup partitions its operands by: the "
+                           "warpgroup's first", params="t")
+    w.checks.append((tiled[:-2], "operand_slice", (m, k, slicer, acc_tv)))
+    sl = f"cute.arch.make_warp_uniform({slicer}(tidx))" if slicer else "tidx"
     w.prologue += [f"{mma} = {tiled}", f"{mma}_thr = {mma}.get_slice({sl})   # the warpgroup's operand slices",
                    f"{mma}_a = {mma}.make_fragment_A({mma}_thr.partition_A({ops[0][0]}))",
                    f"{mma}_b = {mma}.make_fragment_B({mma}_thr.partition_B({ops[1][0]}))"]

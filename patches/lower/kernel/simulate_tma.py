@@ -49,8 +49,8 @@ class TiledMma:
     def __init__(self, n: int, a_major: str, b_major: str, wgs: int = 1) -> None:
         self.n, self.majors, self.accumulate, self.wgs = n, (a_major, b_major), False, wgs
 
-    def get_slice(self, t: Any) -> TiledMma:
-        return self
+    def get_slice(self, t: Any) -> _Slice:
+        return _Slice(self, int(t))
 
     def set(self, field: Any, value: bool) -> None:
         self.accumulate = bool(value)
@@ -60,14 +60,22 @@ class TiledMma:
 
     make_fragment_B = make_fragment_A             # noqa: N815
 
+
+
+class _Slice:
+    """Thread ``t``'s slice of a tiled MMA: its operands are those of ``t``'s warpgroup (the rows it multiplies)."""
+
+    def __init__(self, mma: TiledMma, t: int) -> None:
+        self.mma, self.t = mma, t
+
     def partition_A(self, s: Any) -> Any:         # noqa: N802
-        return _Operand(s)
+        return _Operand(s, self.t)
 
     partition_B = partition_A                     # noqa: N815
 
     def partition_C(self, ident: Any) -> list:    # noqa: N802
-        """Thread 0's accumulator coordinates, register by register (what the r2s order builder reads)."""
-        return _acc_coords(int(ident.shape[0]), self.n, 0, self.wgs)
+        """The slice thread's accumulator coordinates, register by register (what the r2s order builder reads)."""
+        return _acc_coords(int(ident.shape[0]), self.mma.n, self.t, self.mma.wgs)
 
 
 def _acc_coords(m: int, n: int, t: int, wgs: int) -> list:
@@ -107,11 +115,11 @@ def r2s_copy(r2s: R2S, src: _Tensor, dst: tuple) -> None:
 
 
 class _Operand:
-    def __init__(self, t: _Tensor) -> None:
-        self.t = t
+    def __init__(self, t: _Tensor, thread: int) -> None:
+        self.t, self.thread = t, thread
 
     def __getitem__(self, idx: tuple) -> tuple:
-        return (self.t, int(idx[2]), int(idx[3]))
+        return (self.t, int(idx[2]), int(idx[3]), self.thread)
 
 
 def _major(t: _Tensor) -> str:
@@ -132,14 +140,17 @@ def _operand(t: _Tensor, kb: int, stage: int) -> np.ndarray:
 def gemm(mma: TiledMma, acc: _Tensor, a: tuple, b: tuple, out: _Tensor) -> None:
     from .rules_mma import accumulator_tv
 
-    for (t, _, _), want in zip((a, b), mma.majors):
+    for (t, _, _, _), want in zip((a, b), mma.majors):
         if _major(t) != want:
             raise LoweringError(f"simulate: a {want}-major wgmma reads a {_major(t)}-major operand buffer")
-    c = _operand(*a) @ _operand(*b).T                                   # (m, 16) @ (16, n)
+    c = _operand(*a[:3]) @ _operand(*b[:3]).T                           # (m, 16) @ (16, n)
     per = _size(acc.layout.shape)
     m = per * 128 * mma.wgs // mma.n
     tv = _Lay(accumulator_tv(m, mma.n, mma.wgs))
-    mine = np.array([tv((_local.tid, v)) for v in range(per)])
+    # The warpgroup multiplies the rows of the slice its A operand was partitioned by: the registers of this thread
+    # receive the elements its lane holds in that slice's warpgroup (its own rows only when the slice is its own).
+    src = _local.tid % 128 + 128 * (a[3] // 128)
+    mine = np.array([tv((src, v)) for v in range(per)])
     vals = c.reshape(-1, order="F")[mine].astype(np.float32)
     old = acc.load() if mma.accumulate else 0
     acc.store(np.asarray(old + vals, dtype=np.float32))

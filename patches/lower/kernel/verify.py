@@ -7,7 +7,8 @@ CuTe DSL trace the module's builder functions are called and evaluated thread by
   (thread, value) to the offset of the element that thread holds: ``sel(tv(t, v))``;
 * every swizzled operand buffer is ``wgmma_smem_layout``'s layout at every coordinate;
 * every tiled MMA's accumulator, partitioned by CuTe over an identity tensor, holds in each register the element
-  the accumulator layout the kernel uses says (``rules_mma.accumulator_tv``);
+  the accumulator layout the kernel uses says (``rules_mma.accumulator_tv``), and the A operand slice each
+  warpgroup partitions by (the ``wg_thread`` builder) holds the rows of its threads' accumulator registers;
 * every TMA descriptor and its box partition (the module's ``make_tma`` and ``tma_boxes`` builders, on a fake
   argument) moves, for a box coordinate and a stage, exactly the box's elements of the argument, each to the
   shared-memory offset of its (row, column, stage) in the staged layout: what the kernel's indexing
@@ -73,6 +74,9 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
             _r2s(built, *payload, K, report.check(f"{name}: stmatrix stores each accumulator register at its element"))
         elif kind == "accumulator":
             _accumulator(built, *payload, report.check(f"{name}: wgmma registers hold the accumulator layout's elements"))
+        elif kind == "operand_slice":
+            _operand_slice(built, *payload, K, report.check(f"{name}: each warpgroup's A operand slice holds the rows of "
+                                                            "its accumulator"))
 
 
 def _same_layout(built: Any, layout: Any, c: Any) -> None:
@@ -155,6 +159,27 @@ def _accumulator(tiled_mma: Any, m: int, n: int, tv: Any, c: Any) -> None:
                 c.fail(f"thread {t} register {v}: wgmma writes ({mm}, {nn}), the kernel takes it for "
                        f"({e % m}, {e // m})")
     c.elements += m * n
+
+
+def _operand_slice(tiled_mma: Any, m: int, k: int, slicer: str | None, tv: Any, K: Any, c: Any) -> None:
+    """The A rows of the slice each thread's warpgroup partitions its operands by (``slicer(t)``, or ``t``) are the
+    rows of that thread's accumulator registers: a warpgroup multiplies the rows it accumulates."""
+    from cutlass import cute
+
+    ident = cute.make_identity_tensor((m, k))
+    rows_of: dict = {}
+    per = tv_values(tv)
+    for t in range(threads()):
+        s = int(getattr(K, slicer)(t)) if slicer else t
+        if s not in rows_of:
+            part = tiled_mma.get_slice(s).partition_A(ident)
+            rows_of[s] = {int(part[i][0]) for i in range(int(cute.size(part)))}
+            c.elements += int(cute.size(part))
+        want = {int(tv((t, v))) % m for v in range(per)}
+        if not want <= rows_of[s]:
+            c.fail(f"thread {t}: its operands are thread {s}'s slice, rows {sorted(rows_of[s])[:2]}.., which lack its "
+                   f"accumulator rows {sorted(want - rows_of[s])[:4]}")
+            return
 
 
 def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, box: tuple, stages: int, dtype: str,
