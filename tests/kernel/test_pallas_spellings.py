@@ -227,3 +227,13 @@ def test_cond_passes_operands_as_lax_cond():
                     pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)
     with pytest.raises(pt.StagingError, match="^cond"):
         bad(x)
+
+
+def test_fori_loop_accepts_jaxs_unroll_hint():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.fori_loop(0, 3, lambda i, c: c + x_ref[...], pt.zeros((4,), "f64"), unroll=2)
+    spec = pt.BlockSpec((4,), lambda i: (i,))
+    x = rng.standard_normal(8)
+    np.testing.assert_allclose(pt.kernel(k, pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)(x), 3 * x)
+    with pytest.raises(pt.StagingError, match="^fori_loop: unroll must be"):
+        pt.fori_loop(0, 3, lambda i, c: c, np.zeros(2), unroll=-1)

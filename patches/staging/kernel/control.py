@@ -149,8 +149,11 @@ def stage_body(f: Callable, types: list, name: str, out_types: list | None = Non
     return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name)
 
 
-def fori_loop(lower: Any, upper: Any, body: Callable, init: Any) -> Any:
-    """``for i in range(lower, upper): carry = body(i, carry)``, staged as one loop; bounds are ints or Sym expressions."""
+def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any = None) -> Any:
+    """``for i in range(lower, upper): carry = body(i, carry)``, staged as one loop; bounds are ints or Sym expressions.
+    ``unroll`` (JAX's: None, a bool or a positive int) is accepted as a hint; it never changes the result."""
+    if not (unroll is None or isinstance(unroll, (bool, np.bool_)) or isinstance(unroll, (int, np.integer)) and unroll >= 1):
+        raise fail("fori_loop", f"unroll must be None, a bool or a positive int, got {unroll!r}")
     for b in (lower, upper):
         if not (isinstance(b, (int, np.integer)) and not isinstance(b, bool) or hasattr(b, "free_symbols")):
             raise fail("fori_loop", f"loop bounds must be static (ints or Sym expressions), got {b!r}")
