@@ -105,7 +105,20 @@ def grad_through_slices():
     return pt.grad(lambda x: pt.sum(kk(x) * kk(x))), [pt.tensor("f32", (R, C))]
 
 
+def bool_and_i8_views():
+    """Masks and narrow integers move between threads through the i32 exchange (converted back exactly)."""
+    def k(x_ref, m_ref, c_ref, o_ref, p_ref):
+        m = m_ref[...]
+        o_ref[...] = pt.where(m[:, :32] & m[:, 32:], x_ref[...][:, :32], 0.0)
+        p_ref[...] = pt.transpose(pt.transpose(c_ref[...]) + 1)
+    s = lambda w: pt.BlockSpec((8, w), lambda i: (i, 0))      # noqa: E731
+    return pt.kernel(k, (pt.tensor("f32", (R, 32)), pt.tensor("i8", (R, C))), grid=(2,), in_specs=[s(C)] * 3,
+                     out_specs=[s(32), s(C)]), [pt.tensor("f32", (R, C)), pt.tensor("bool", (R, C)),
+                                                pt.tensor("i8", (R, C))]
+
+
 CASES = {
+    "bool_and_i8_views": bool_and_i8_views,
     "iota_causal_mask_inf": causal_mask,
     "cross_entropy": cross_entropy,
     "integer_floordiv_mod": integer_ops,
