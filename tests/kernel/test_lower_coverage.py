@@ -184,6 +184,7 @@ def test_new_rules_compile_for_sm90a_without_spills():
         r = pt.program_id(0) * 8 + pt.iota("i32", (8, C), 0)
         masked = pt.where(pt.iota("i32", (8, C), 1) <= r % 32, x, -np.inf)
         z = pt.gelu(x, approximate=False) + pt.concatenate([x[:, 32:], x[:, :32]], axis=1) * x[0, 1]
+        z = pt.relu(z) + pt.maximum(z, x) + pt.minimum(x, 0.5)
         o_ref[...] = pt.min(z, axis=1) + pt.max(masked, axis=1) + (y_ref[...] // 3).astype("f32")
         i_ref[...] = pt.argmax(masked, axis=1) + y_ref[...] % 7
     kk = pt.kernel(k, (pt.tensor("f32", R), pt.tensor("i32", R)), grid=(R // 8,),
@@ -193,3 +194,33 @@ def test_new_rules_compile_for_sm90a_without_spills():
     check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
     exe = pt.lower(prog).compile()
     assert exe.resources["spills"] == 0 and ".target sm_90a" in exe.ptx, exe.resources
+
+
+@pytest.mark.parametrize("rows,cols,axis", [(8, 64, 1), (128, 8, 0), (16, 128, 1)])
+def test_nans_propagate_as_numpys(rows, cols, axis):
+    """relu, maximum, minimum, clip and max/min reductions keep a NaN (numpy's semantics), in registers, in warp
+    shuffles and in the cross-warp combine."""
+    from patches.lower.kernel.simulate import simulate_module
+
+    def k(x_ref, y_ref, o_ref, m_ref, n_ref):
+        x, y = x_ref[...], y_ref[...]
+        o_ref[...] = pt.relu(x) + pt.maximum(x, y) + pt.minimum(y, x) + pt.clip(x, -0.5, 0.5) \
+            + (x - pt.max(x, axis=axis, keepdims=True))      # the reducing lanes' own copies, broadcast back
+        m_ref[...] = pt.max(x, axis=axis)
+        n_ref[...] = pt.min(x, axis=axis)
+    full = pt.BlockSpec((rows, cols), lambda i: (0, 0))
+    red = pt.BlockSpec((cols if axis == 0 else rows,), lambda i: (0,))
+    n = cols if axis == 0 else rows
+    kk = pt.kernel(k, (pt.tensor("f32", (rows, cols)), pt.tensor("f32", n), pt.tensor("f32", n)), grid=(1,),
+                   in_specs=[full, full], out_specs=[full, red, red])
+    prog = pt.stage(kk, pt.tensor("f32", (rows, cols)), pt.tensor("f32", (rows, cols)))
+    rng = np.random.default_rng(rows + cols)
+    x, y = rng.standard_normal((2, rows, cols)).astype(np.float32)
+    x[rng.random((rows, cols)) < 0.02] = np.nan
+    y[rng.random((rows, cols)) < 0.02] = np.nan
+    x[0, 0] = np.nan
+    want = prog(x, y)
+    got = simulate_module(pt.lower(prog), x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(np.asarray(g)), np.isnan(np.asarray(w)))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, equal_nan=True)

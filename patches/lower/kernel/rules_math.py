@@ -65,7 +65,7 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         code = UNARY[op].format(_operand(ctx, ins[0], cd), one=one)
     elif op == "relu":
         x = _operand(ctx, ins[0], cd)
-        code = (f"cute.where({x} > {dsl_dtype(cd, 'relu')}(0), {x}, cute.full_like({x}, 0))" if blocks
+        code = (f"cute.where({x} < {dsl_dtype(cd, 'relu')}(0), cute.full_like({x}, 0), {x})" if blocks   # NaN stays
                 else f"cute.math.max({x}, {dsl_dtype(cd, 'relu')}(0.0))")
     elif op in BINARY:
         if op == "div" and not cd.startswith("f"):
@@ -78,7 +78,7 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     elif op in ("maximum", "minimum"):
         a, b = (_operand(ctx, x, cd) for x in ins)
         cmp = ">" if op == "maximum" else "<"
-        code = f"cute.where({a} {cmp} {b}, {a}, {b})" if blocks else f"cute.math.{op[:3]}({a}, {b})"
+        code = nan_select(a, cmp, b) if blocks else f"cute.math.{op[:3]}({a}, {b})"
     elif op == "pow" and isinstance(ins[1], Scalar) and ins[1].expr.endswith(("(2.0)", "(2)", "(3.0)", "(3)")):
         a = _operand(ctx, ins[0], cd)
         code = " * ".join([a] * (3 if ins[1].expr.endswith(("(3.0)", "(3)")) else 2))
@@ -94,6 +94,11 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     if blocks:
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
     return Scalar(name, out_dtype)
+
+
+def nan_select(a: str, cmp: str, b: str) -> str:
+    """``a`` where ``a cmp b`` or ``a`` is NaN, else ``b``: numpy's maximum/minimum, which propagate a NaN of either."""
+    return f"cute.where(({a} {cmp} {b}) | ({a} != {a}), {a}, {b})"
 
 
 def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
