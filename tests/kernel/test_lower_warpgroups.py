@@ -39,7 +39,7 @@ def test_a_128_row_matmul_block_runs_on_two_warpgroups_and_a_64_row_one_on_one()
 
 
 def test_the_tiled_matmul_on_two_warpgroups_computes_what_the_interpreter_does():
-    k, types = C.tiled_matmul(128, 256, 256, 128, 128, 64)                  # grid (1, 2), a 4-step pipelined loop
+    k, types = C.tiled_matmul(128, 128, 192, 128, 128, 64)                  # one CTA, a 3-step pipelined loop
     check_against_interpreter(pt.stage(k, *types), rtol=2e-2, atol=2e-2)
 
 
@@ -104,7 +104,7 @@ def test_reductions_of_the_accumulator_over_its_rows_and_over_m_across_the_warpg
 
 
 def test_flash_attention_with_128_row_query_blocks_runs_on_two_warpgroups():
-    k, types = C.flash_attention(256, 64, 128, 64)
+    k, types = C.flash_attention(128, 64, 128, 32)                          # one CTA, 4 K/V blocks
     assert "THREADS = 256" in _source(k, types)
     check_against_interpreter(pt.stage(k, *types), rtol=2e-2, atol=2e-2)
 
