@@ -68,8 +68,12 @@ def padded_labels(t: Any, m: BlockMapping) -> dict:
     extents = padding_extents(t.layout, m.tiler, m.carved)
     kept = [k for k in range(len(tiler)) if k not in m.squeezed]
     exprs = _expressions(m.index_map)
-    return {j: ("axis", extents[k], tiler[k], exprs[k] if k < len(exprs) else None)
-            for j, k in enumerate(kept) if extents[k] % tiler[k]}
+    out: dict = {}
+    for j, k in enumerate(kept):
+        if extents[k] % tiler[k]:
+            label = ("axis", extents[k], tiler[k], exprs[k] if k < len(exprs) else None)
+            out[j] = label if label not in out.values() else label + ("mode", j)   # two modes, one coordinate
+    return out
 
 
 # -- how one equation moves positions ----------------------------------------------------------------------

@@ -10,8 +10,12 @@ positions are still refused with the check's message."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import patches as pt
 
@@ -226,3 +230,43 @@ def test_a_body_reading_part_of_its_block_has_a_zero_cotangent_elsewhere():
     mm = tiled_relu_matmul(10, 6, 8, 4, 4, 4)
     for body in bwd(mm, *[pt.tensor("f64", s) for s in [(10, 8), (8, 6), (10, 6)]]):
         assert "set" not in [e.prim.name for e in body.eqns], body    # the K loop's sub-blocks cover the block
+
+
+@st.composite
+def tiled_cases(draw):
+    M, N, BM, BN, BK = (draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 4)),
+                        draw(st.integers(1, 4)), draw(st.integers(1, 3)))
+    K = BK * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 0, 1]))     # K pads in a third of the cases
+    return M, N, K, BM, BN, BK, draw(st.sampled_from(["relu", "leaky", "none"])), draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=600 if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else 25, deadline=None)
+@given(tiled_cases())
+def test_tiled_matmul_gradients_match_the_plain_program_or_are_refused(case):
+    """Random extents and blocks of a K loop with a decision in the epilogue: a padded K (masked with iota, so the
+    forward is exact) mixes positions and is refused when a decision follows; otherwise the gradient is exact."""
+    M, N, K, BM, BN, BK, epi, seed = case
+    nk = -(-K // BK)
+    act = {"relu": pt.relu, "leaky": leaky, "none": lambda x: x * 2.0}[epi]
+
+    def mm(a_ref, b_ref, c_ref):
+        def step(k, acc):
+            kk = k * BK + pt.iota("i32", BK)
+            a = pt.where((kk < K)[None, :], a_ref[:, pt.ds(k * BK, BK)], 0.0)
+            return acc + a @ pt.where((kk < K)[:, None], b_ref[pt.ds(k * BK, BK), :], 0.0)
+        c_ref[...] = act(pt.fori_loop(0, nk, step, pt.zeros((BM, BN), "f64")))
+    f = pt.kernel(mm, out_shape=pt.tensor("f64", (M, N)), grid=(-(-M // BM), -(-N // BN)),
+                  in_specs=[pt.BlockSpec((BM, nk * BK), lambda i, j: (i, 0)), pt.BlockSpec((nk * BK, BN), lambda i, j: (0, j))],
+                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+    r = np.random.default_rng(seed)
+    a, b, w = r.standard_normal((M, K)), r.standard_normal((K, N)), r.standard_normal((M, N))
+    np.testing.assert_allclose(f(a, b), np.asarray(act(a @ b)), rtol=1e-12, atol=1e-12)
+    loss = lambda x, y: pt.reduce_sum(f(x, y) * w)  # noqa: E731
+    if K % BK and epi != "none":
+        with pytest.raises(pt.StagingError, match="grad: kernel mm: the result of .* depends on data read from the padded"):
+            pt.grad(loss, (0, 1))(a, b)
+        return
+    got = pt.grad(loss, (0, 1))(a, b)
+    want = pt.grad(lambda x, y: pt.reduce_sum(act(x @ y) * w), (0, 1))(a, b)
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
