@@ -270,3 +270,24 @@ def test_tiled_matmul_gradients_match_the_plain_program_or_are_refused(case):
     want = pt.grad(lambda x, y: pt.reduce_sum(act(x @ y) * w), (0, 1))(a, b)
     for g, h in zip(got, want):
         np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
+def test_the_gradient_of_the_padded_relu_k_loop_lowers():
+    """The accepted kernel's backward kernels (zero-padded operands, whole blocks) lower in one call, and the
+    simulated schedule equals the interpreter (f32, rows padded: 120 in blocks of 64)."""
+    from patches.lower.plan import random_args
+
+    M, N, K, BM, BN, BK = 120, 96, 64, 64, 64, 32
+
+    def mm(a_ref, b_ref, bias_ref, c_ref):
+        def step(k, acc):
+            return acc + a_ref[:, pt.ds(k * BK, BK)] @ b_ref[pt.ds(k * BK, BK), :]
+        c_ref[...] = pt.relu(pt.fori_loop(0, K // BK, step, pt.zeros((BM, BN), "f32")) + bias_ref[...])
+    out = pt.BlockSpec((BM, BN), lambda i, j: (i, j))
+    f = pt.kernel(mm, out_shape=pt.tensor("f32", (M, N)), grid=(2, 2), out_specs=out,
+                  in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j)), out])
+    prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(f(a, b, c)), (0, 1, 2)),
+                    *[pt.tensor("f32", s) for s in [(M, K), (K, N), (M, N)]])
+    args = random_args(prog, seed=1)
+    for g, w in zip(pt.lower(prog).simulate(*args), pt.evaluate(prog, *args)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
