@@ -108,6 +108,21 @@ def test_generated_specs_against_numpy_with_gradients():
             np.testing.assert_allclose(np.sum(g * d), fd, rtol=1e-6, atol=1e-8, err_msg=f"{spec} {shapes}")
             graded += 1
     assert checked == len(CASES) and graded == 40
+    mixed = 0
+    for n, (spec, shapes) in enumerate(CASES[::3]):   # mixed dtypes: f32 tensors, Python scalars, an f64 result
+        rng = rng_for("mixed", n)
+        arrays, refs = _arrays(rng, shapes, "col")
+        ops = [float(r) if not s else pt.astype(a, "f32") for a, r, s in zip(arrays, refs, shapes)]
+        refs32 = [np.float32(r) if not s else r.astype(np.float32).astype(np.float64) for r, s in zip(refs, shapes)]
+        if any(s for s in shapes):
+            out = pt.einsum(spec, *ops)                  # the scalars are weak: an f32 result
+            assert out.dtype == "f32", spec
+            np.testing.assert_allclose(np.asarray(out.logical(), float), _want(spec, refs32), rtol=2e-5, atol=2e-5)
+            out = pt.einsum(spec, *ops, preferred_element_type="float64")
+            assert out.dtype == "f64", spec
+            np.testing.assert_allclose(out.logical(), _want(spec, refs32), rtol=1e-12, atol=1e-12)
+            mixed += 1
+    assert mixed > 40
     # the set covers what it is for: ellipses (zero modes too), extent-1 broadcasts, repeated letters
     assert sum("..." in s for s, _ in CASES) > 60 and sum(any(1 in sh for sh in shp) for _, shp in CASES) > 40
     assert sum(any(t.count(c) > 1 for t in s.split("->")[0].split(",") for c in LETTERS) for s, _ in CASES) > 20
