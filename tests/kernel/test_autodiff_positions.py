@@ -291,3 +291,16 @@ def test_the_gradient_of_the_padded_relu_k_loop_lowers():
     args = random_args(prog, seed=1)
     for g, w in zip(pt.lower(prog).simulate(*args), pt.evaluate(prog, *args)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+def test_two_padded_modes_on_one_coordinate_are_tracked_apart():
+    """X (7, 7) in blocks (4, 4) on the diagonal, (i, i): both modes pad with the same extent, block and index
+    expression. A count over the rows stored along the columns of an output padded like X's columns would be
+    accepted if the two modes shared one label; the padded rows enter every column's count, so it is refused."""
+    def col_count(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x * pt.sum(pt.astype(x <= 0.0, "f64"), axis=0)[None, :]
+    f = pt.kernel(col_count, out_shape=pt.tensor("f64", (4, 7)), grid=(2,),
+                  in_specs=[pt.BlockSpec((4, 4), lambda i: (i, i))], out_specs=pt.BlockSpec((4, 4), lambda i: (0, i)))
+    with pytest.raises(pt.StagingError, match="grad: kernel col_count: the result of le of f64.* reaches reduce_sum"):
+        pt.grad(lambda v: pt.reduce_sum(f(v)))(rng.standard_normal((7, 7)))
