@@ -78,7 +78,7 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
     padded = padding.is_padded(ctx, ref)
     off = add_offsets(ctx, ref.off, terms, padding.fresh(ctx, "poff") if padded else None)
     if padded:
-        padding.part(ctx, ref, index, dyn, off, sel, "a slice of a padded edge block")
+        padding.part(ctx, ref, index, dyn, off, sel)
     return off, sel
 
 

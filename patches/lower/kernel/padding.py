@@ -71,8 +71,9 @@ def record(ctx: Ctx, ref: RefVal, off: Any, sel: Any, why: str) -> Pad | None:
         return None
     pad = ctx.padded.get(_key(ref.ptr, off, sel))
     if pad is None:
-        raise ctx.fail(f"{why}: a view of a padded edge block other than a slice of it (pt.ds, ref.at[...], an "
-                       "integer index), such as a tile of it, is not lowered; slice the block instead")
+        raise ctx.fail(f"{why}{': ' if why else ''}a view of a padded edge block other than a slice of it (pt.ds, ref.at[...], an "
+                       "integer index), such as a tile carved from it in the body, is not lowered; slice the block "
+                       "instead")
     return pad
 
 
@@ -94,13 +95,13 @@ def _index(ctx: Ctx, x: Any, dyn: list) -> int | str:
     return x
 
 
-def part(ctx: Ctx, ref: RefVal, index: tuple, dyn: list, off: str, sel: Any, why: str) -> None:
+def part(ctx: Ctx, ref: RefVal, index: tuple, dyn: list, off: str, sel: Any) -> None:
     """Register the Pad of ``ref[index]`` (at ``off``, layout ``sel``) when ``ref`` is a padded block or a part."""
-    pad = record(ctx, ref, ref.off, ref.layout, why)
+    pad = record(ctx, ref, ref.off, ref.layout, "")
     if pad is None:
         return
     if len(pad.modes) != len(index):
-        raise ctx.fail(f"{why}: {len(index)} indices for a padded block of {len(pad.modes)} modes")
+        raise ctx.fail(f"{len(index)} indices for a padded edge block of {len(pad.modes)} modes")
     modes, conds = [], list(pad.conds)
     for (ext, lim), ix in zip(pad.modes, index):
         s = _index(ctx, ix.start, dyn)

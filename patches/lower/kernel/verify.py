@@ -75,7 +75,11 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
 
 
 def _same_layout(built: Any, layout: Any, c: Any) -> None:
+    from cutlass import cute
+
     n = _size(layout)
+    if int(cute.size(built)) != n:      # also the extents (a TMA view's bounds them), not only the offsets
+        c.fail(f"CuTe's layout has {int(cute.size(built))} elements, the patches layout {n}")
     want = check.evaluate(layout, np.arange(n, dtype=np.int64)).reshape(-1) if layout.shape != () else [0]
     for i in range(n if layout.shape != () else 0):
         got = int(built(i))
