@@ -244,3 +244,18 @@ def test_padded_k_looped_matmul_compiles_for_sm90a_with_tma_and_no_spills():
     counts = exe.counts("HGMMA", "UTMALDG", "UTMASTG")
     assert counts["HGMMA"] >= 1 and counts["UTMALDG"] >= 1 and counts["UTMASTG"] >= 1
     assert exe.resources["spills"] == 0
+
+
+def test_dynamic_integer_indices_into_an_edge_block_are_predicated():
+    def rowpick(x_ref, o_ref):
+        i = pt.program_id(0)
+        r = x_ref.at[i * 3 + 40, :]              # a row chosen at run time: past the edge in the last block
+        o_ref[...] = x_ref[...] * 0.0 + r[...][None, :] + x_ref[i + 60, 5]
+    spec = pt.BlockSpec((64, 32), lambda i: (i, 0))
+    k = pt.kernel(rowpick, out_shape=pt.tensor("f32", (150, 32)), grid=(3,), in_specs=[spec], out_specs=spec)
+    x = np.arange(150 * 32, dtype=np.float32).reshape(150, 32)
+    want = np.asarray(k(x))
+    assert np.isnan(want[128:]).all() and np.isfinite(want[:128]).all()     # rows 174 and 190 do not exist
+    mod = pt.lower(pt.stage(k, pt.tensor("f32", (150, 32))))
+    assert mod.source.count(") < lim") == 2          # one condition per integer index into the padded mode
+    np.testing.assert_array_equal(np.asarray(simulate_module(mod, x)[0]), want)
