@@ -68,13 +68,15 @@ def _check_matmul(M, N, K, BM, BN, BK):
     return mod, not fin.all()
 
 
+@pytest.mark.slow
 def test_k_looped_matmul_at_m_n_not_multiples_of_the_block_equals_numpy():
     mod, had_nan = _check_matmul(200, 136, 192, 128, 128, 64)     # grid (2, 2): row, column and corner edge blocks
     assert not had_nan           # M and N edges reach only dropped outputs: the interpreter agrees everywhere
 
 
 def test_a_k_edge_reads_zeros_by_tma_and_the_matmul_is_exact_where_the_interpreter_is_nan():
-    mod, had_nan = _check_matmul(72, 40, 80, 64, 64, 32)        # K = 80 in blocks of 32: the third reads 16 zeros
+    # M = 72 (an edge row block), N = 40 (one padded column block), K = 80 in blocks of 32: the third reads 16 zeros
+    mod, had_nan = _check_matmul(72, 40, 80, 64, 64, 32)
     assert had_nan               # the interpreter's NaN past K poisons every product; the kernel is exact
 
 
@@ -90,35 +92,37 @@ def _mutated(mod, old, new):
 
 def test_a_wrong_tma_extent_is_caught_by_the_verifier_and_the_model():
     pytest.importorskip("cutlass")
-    k, types = padded_matmul(72, 40, 80, 64, 64, 32)
+    k, types = padded_matmul(40, 40, 48, 64, 64, 32)           # one CTA: M, N and K edges in one block
     mod = pt.lower(pt.stage(k, *types))
-    report = verify_kernel(mod, kinds=("layout", "tma"))
-    assert report.ok and any("TMA boxes" in c.name for c in report.checks)
-    # The A descriptor over the padded K (96) instead of the real K (80): the box past K reads other data.
-    good = "cute.make_layout((72, 80), stride=(1, 72))"
-    bad = _mutated(mod, good, "cute.make_layout((72, 96), stride=(1, 72))")
+    # The A descriptor over the padded K (64) instead of the real K (48): the box past K reads other data.
+    good = "cute.make_layout((40, 48), stride=(1, 40))"
+    bad = _mutated(mod, good, "cute.make_layout((40, 64), stride=(1, 40))")
     from patches.lower.verify import VerificationError
-    with pytest.raises(VerificationError, match="the patches layout"):
+    with pytest.raises(VerificationError, match="CuTe's layout has 2560 elements, the patches layout 1920"):
         verify_kernel(bad, kinds=("layout",)).raise_if_failed()
     with pytest.raises(IndexError, match="out of bounds"):     # the model reads past the argument's buffer
-        simulate_module(bad, *_mm_inputs(72, 40, 80))
+        simulate_module(bad, *_mm_inputs(40, 40, 48))
 
 
 def test_the_verifier_walks_the_edge_box_and_the_plan_verify_accepts_zero_filled_nan():
     pytest.importorskip("cutlass")
-    k, types = padded_matmul(72, 40, 80, 64, 64, 32)
-    mod = pt.lower(pt.stage(k, *types))
-    assert mod.verify().ok                  # every builder, the TMA boxes at (0, 0) and the edge box
+    k, types = padded_matmul(40, 40, 48, 64, 64, 32)
+    report = pt.lower(pt.stage(k, *types)).verify()     # every builder; the TMA boxes at (0, 0) and at the K edge
+    assert report.ok and sum("TMA boxes" in c.name for c in report.checks) == 3
     # In a schedule (the kernel and glue), the kernel's check against the interpreter skips the NaN the
     # interpreter reads past K, and still compares every finite output.
     plan = pt.lower(pt.stage(lambda a, b, c: k(a, b, c).astype("f32") * 2.0, *types))
     kern = next(x for x in plan.kernels if x.kind == "kernel")
-    assert kern.verify(movement=False) < 2e-2
+    assert kern.spec.zero_filled and kern.verify(movement=False) < 2e-2
+    from patches.lower.plan import _error
+    nan = np.array([np.nan, 1.0])
+    assert _error(np.array([3.0, 1.0]), nan, True) == 0.0 and _error(np.array([3.0, 1.0]), nan) == float("inf")
+    assert _error(np.array([3.0, np.nan]), nan, True) == float("inf")     # NaN where the interpreter is finite
 
 
 # -- SIMT parts -------------------------------------------------------------------------------------------------------
 
-R, C, BR, CH = 200, 200, 64, 64
+R, C, BR, CH = 72, 72, 32, 32
 CP = -(-C // CH) * CH
 
 
@@ -159,11 +163,11 @@ def test_a_row_kernel_reading_ds_chunks_of_padded_blocks_equals_numpy_and_the_in
 def test_a_wrong_slice_bound_is_caught_by_the_model():
     mod = pt.lower(pt.stage(_rows_kernel(), pt.tensor("f32", (R, C))))
     x = np.random.default_rng(1).standard_normal((R, C)).astype(np.float32)
-    assert mod.source.count("= 200 - (v") == 3          # the moving chunks' column limits (two reads, a write)
-    bad = _mutated(mod, "= 200 - (v", "= 201 - (v")      # one column past C in the last chunk
-    with pytest.raises(IndexError, match="outside"):     # column 200 of the last row lies past the buffer
+    assert mod.source.count("= 72 - (v") == 3           # the moving chunks' column limits (two reads, a write)
+    bad = _mutated(mod, "= 72 - (v", "= 73 - (v")        # one column past C in the last chunk
+    with pytest.raises(IndexError, match="outside"):     # column 72 of the last row lies past the buffer
         simulate_module(bad, x)
-    rows = _mutated(mod, "lim2 = 200 - (pid0) * 64", "lim2 = 201 - (pid0) * 64")    # the output's row limit
+    rows = _mutated(mod, "lim2 = 72 - (pid0) * 32", "lim2 = 73 - (pid0) * 32")      # the output's row limit
     with pytest.raises(IndexError, match="outside"):
         simulate_module(rows, x)
 
