@@ -71,7 +71,8 @@ def record(ctx: Ctx, ref: RefVal, off: Any, sel: Any, why: str) -> Pad | None:
         return None
     pad = ctx.padded.get(_key(ref.ptr, off, sel))
     if pad is None:
-        raise ctx.fail(f"{why}{': ' if why else ''}a view of a padded edge block other than a slice of it (pt.ds, ref.at[...], an "
+        where = f"{why}: " if why else ""
+        raise ctx.fail(f"{where}a view of a padded edge block other than a slice of it (pt.ds, ref.at[...], an "
                        "integer index), such as a tile carved from it in the body, is not lowered; slice the block "
                        "instead")
     return pad
