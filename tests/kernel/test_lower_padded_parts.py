@@ -19,23 +19,8 @@ from patches.lower.kernel.verify import verify_kernel
 from patches.lower.module import tool
 from patches.staging import dtypes
 
-
-def padded_matmul(M, N, K, BM=128, BN=128, BK=64, act=pt.relu):
-    """docs/kernels.md's K-looped matmul (bf16 in, f32 accumulate, bias + activation, bf16 out) at any M, N, K: the
-    grid and the K blocks round up, so the edge blocks pad (K to ``KP``, a multiple of ``BK``)."""
-    KP = -(-K // BK) * BK
-
-    def mm_kernel(a_ref, b_ref, bias_ref, c_ref):
-        def body(k, acc):
-            return acc + pt.matmul(a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :],
-                                   preferred_element_type="f32")
-        out = pt.fori_loop(0, KP // BK, body, pt.zeros((BM, BN), "f32")) + bias_ref[...].astype("f32")[None, :]
-        c_ref[...] = act(out).astype(c_ref.dtype)
-    k = pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(-(-M // BM), -(-N // BN)),
-                  in_specs=[pt.BlockSpec((BM, KP), lambda i, j: (i, 0)), pt.BlockSpec((KP, BN), lambda i, j: (0, j)),
-                            pt.BlockSpec((BN,), lambda i, j: (j,))],
-                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
-    return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("bf16", N)]
+from .lower_cases import padded_matmul
+from .test_lower_simt import check_against_interpreter
 
 
 def _mm_inputs(M, N, K, seed=0):
@@ -263,3 +248,4 @@ def test_dynamic_integer_indices_into_an_edge_block_are_predicated():
     mod = pt.lower(pt.stage(k, pt.tensor("f32", (150, 32))))
     assert mod.source.count(") < lim") == 2          # one condition per integer index into the padded mode
     np.testing.assert_array_equal(np.asarray(simulate_module(mod, x)[0]), want)
+    check_against_interpreter(pt.stage(k, pt.tensor("f32", (150, 32))))     # NaN where the interpreter's is
