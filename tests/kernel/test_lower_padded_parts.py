@@ -226,13 +226,15 @@ def test_the_tma_model_zero_fills_past_the_edge_counts_the_whole_box_and_clips_s
 
 
 @pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
-def test_padded_k_looped_matmul_compiles_for_sm90a_with_tma_and_no_spills():
+def test_padded_k_looped_matmul_and_the_row_kernel_compile_for_sm90a_without_spills():
     pytest.importorskip("cutlass")
     k, types = padded_matmul(200, 136, 200)                    # M, N and K edges at blocks 128 x 128 x 64
     exe = pt.lower(pt.stage(k, *types)).compile()
     counts = exe.counts("HGMMA", "UTMALDG", "UTMASTG")
     assert counts["HGMMA"] >= 1 and counts["UTMALDG"] >= 1 and counts["UTMASTG"] >= 1
     assert exe.resources["spills"] == 0
+    rows = pt.lower(pt.stage(_rows_kernel(), pt.tensor("f32", (R, C)))).compile()     # predicated SIMT slices
+    assert rows.resources["spills"] == 0 and ".target sm_90a" in rows.ptx
 
 
 def test_dynamic_integer_indices_into_an_edge_block_are_predicated():
