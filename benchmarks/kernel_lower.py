@@ -1,6 +1,7 @@
 """CPU: lowering and cute.compile time of every lowered pt.kernel (tests/kernel/lower_cases.py), and the SASS of the
 K-looped tiled matmul kernel against the GEMM template at the same 128x128x64 tile (relu(x @ w + bias), bf16 in,
-f32 accumulate): instruction counts by opcode, whole kernel and mainloop, at K = 256 and 1024.
+f32 accumulate): instruction counts by opcode, whole kernel and mainloop, at K = 256 and 1024; and the same kernel
+at 200x136x200 (padded edge blocks) against 256x256x256.
 Run from the repository root as ``PYTHONPATH=. python benchmarks/kernel_lower.py`` (this tree's ``patches``)."""
 
 import re
@@ -59,6 +60,22 @@ def main() -> None:
               f"{c['HGMMA']:5d} {c['SHFL']:5d} {c['STS']:5d} {c['LDS']:5d}")
     for k in (256, 1024):                              # 4 and 16 k-tiles of 64
         compare(mods["tiled_matmul"] if k == 256 else None, k)
+    compare_padded(mods["tiled_matmul"])
+
+
+def compare_padded(exe) -> None:
+    """The tiled matmul at M, N, K its 128x128x64 blocks do not divide (200, 136, 200: edge blocks on every axis,
+    TMA zero-filling past the edges) against the same kernel at 256x256x256: the same number of k-steps."""
+    from tests.kernel import lower_cases as C
+
+    kern, types = C.padded_matmul(200, 136, 200)
+    padded = pt.lower(pt.stage(kern, *types)).compile()
+    ours, full = counts(padded), counts(exe)
+    print("\nSASS of the tiled matmul at 200x136x200 (padded edge blocks) vs 256x256x256, same tile and k-steps:")
+    print(f"{'opcode':8s} {'padded':>8s} {'divided':>8s}")
+    for op in (*OPCODES, "total", "mainloop"):
+        print(f"{op:8s} {ours[op]:8d} {full[op]:8d}")
+    print(f"spills: padded {padded.resources['spills']}, registers {padded.resources['registers']}")
 
 
 def template_gemm(m: int, n: int, k: int):

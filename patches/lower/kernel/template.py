@@ -14,7 +14,7 @@ from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from ..names import comment_block
-from . import mainloop, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
+from . import mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
 from .tma import choose_stages
@@ -43,6 +43,7 @@ class KernelSpec:
     program_text: str
     checks: tuple = ()      # (builder, kind, payload): what patches.lower.kernel.verify establishes
     parallel: tuple = ()    # the parallel grid axes (the CTA grid); the others are loops inside the CTA
+    zero_filled: tuple = ()  # labels of padded operands a TMA load reads past their edge: zeros there, not NaN
 
     def kernel_operands(self) -> tuple:
         return self.args
@@ -110,7 +111,7 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
                      t.layout) for k, (m, t) in enumerate(zip(list(p["in_specs"]) + list(p["out_specs"]),
                                                                [v.type for v in e.inputs] + [v.type for v in e.outputs])))
     ctx = Ctx(p["name"], grid, args, stages)
-    ctx.padded = {}     # operand pointer -> (offset, layout, bounds) of a block that may cross the edge
+    padding.start(ctx)  # the records of blocks that may cross the operand's edge, and of their parts
     ctx.where.append(f"kernel {p['name']}")
     w = ctx.w
     specs = list(p["in_specs"]) + list(p["out_specs"])
@@ -139,10 +140,12 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
                                f"index map of {m.label}")
         rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
         off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
-        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem",
-                        None if padded else _origin(m, t, coords, k))   # no TMA box for an edge block
+        # A TMA box of an edge block bounds-checks against the argument's extents: zeros past them for a load,
+        # clipped for a store (patches.lower.kernel.tma).
+        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
         if padded:
-            ctx.padded[window.ptr] = (window.off, window.layout, _bounds(ctx, m, extents, coords))
+            padding.register(ctx, window.ptr, window.off, window.layout,
+                             padding.Pad(_bounds(ctx, m, extents, coords)))
         if m.ref_type.space == GMEM:
             ref = window
         else:
@@ -185,13 +188,14 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     if seq:
         w.emit("cute.arch.barrier()   # this point's writes are seen by the next point of the arbitrary axes")
         w.depth -= len(seq)
-    ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
+    ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par),
+                          tuple(sorted(ctx.zero_filled)))
     return ctx
 
 
 def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
-    """Per mode of a padded operand's block: (block extent, the name of how many of its coordinates lie inside the
-    operand at this grid point, or None when the blocks divide that mode). Coordinate t of block c is element
+    """Per mode of a padded operand's block: (block extent, how many of its coordinates lie inside the operand at
+    this grid point: a name, a number for a block known at lowering time, None when all do). Coordinate t of block c is element
     c * b + t, inside when below the extent n."""
     tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
     out = []
@@ -203,8 +207,11 @@ def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
             c = coords[d]
             if not isinstance(c, Scalar):
                 raise ctx.fail(f"operand {m.label}: block coordinates must be scalars")
-            lim = ctx.w.fresh("lim")
-            ctx.w.emit(f"{lim} = {n} - ({c.index}) * {b}   # coordinates of mode {d} of {m.label}'s block inside it")
+            if c.static is not None:        # a block known at lowering time: its limit is a number
+                lim = None if n - c.static * b >= b else n - c.static * b
+            else:
+                lim = padding.fresh(ctx, "lim")
+                ctx.w.emit(f"{lim} = {n} - ({c.index}) * {b}   # coordinates of mode {d} of {m.label}'s block inside it")
         out.append((b, lim))
     return tuple(out)
 

@@ -18,6 +18,7 @@ from ...layouts import Layout, LayoutError
 from ...layouts.hopper import wgmma_smem_layout
 from ..config import SMEM_CAPACITY
 from .context import Ctx
+from .padding import is_padded
 from .values import Origin, RefVal, Staged, dsl_dtype, tv_values
 
 BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
@@ -192,6 +193,8 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         except LayoutError:
             continue
         ok.append((r, ref, view, tiles, major, lay, box))
+        if is_padded(ctx, ref):     # TMA zero-fills what lies past the argument's extents (see zero_filled)
+            ctx.zero_filled.add(ctx.args[ref.origin.arg].label)
     if not ok:
         return None
     loads, staged, per_stage = [], {}, 0

@@ -75,7 +75,11 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
 
 
 def _same_layout(built: Any, layout: Any, c: Any) -> None:
+    from cutlass import cute
+
     n = _size(layout)
+    if int(cute.size(built)) != n:      # also the extents (a TMA view's bounds them), not only the offsets
+        c.fail(f"CuTe's layout has {int(cute.size(built))} elements, the patches layout {n}")
     want = check.evaluate(layout, np.arange(n, dtype=np.int64)).reshape(-1) if layout.shape != () else [0]
     for i in range(n if layout.shape != () else 0):
         got = int(built(i))
@@ -158,7 +162,9 @@ def _accumulator(tiled_mma: Any, m: int, n: int, tv: Any, c: Any) -> None:
 
 def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, box: tuple, stages: int, dtype: str,
          c: Any) -> None:
-    """Walk the TMA boxes of one descriptor: box coordinates (0, 0) and the last, at the first and last stage."""
+    """Walk the TMA boxes of one descriptor: box coordinates (0, 0) and the last, at the first and last stage. The
+    last box may cross the argument's edge (a padded edge block): its coordinates past the extents are still
+    walked, as the places where TMA writes zeros (a load) or that it skips (a store)."""
     import cutlass
     import cutlass.cute as cute
 
@@ -174,7 +180,7 @@ def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, b
     st, g = getattr(K, boxes_name)(atom, coords, sbuf)
     want_off = offsets(outer)
     n = box[0] * box[1]
-    last = tuple(int(cute.size(coords, mode=[i])) // box[i] - 1 for i in range(2))
+    last = tuple(-(-int(cute.size(coords, mode=[i])) // box[i]) - 1 for i in range(2))
     for tile in ((0, 0), last):
         for stage in sorted({0, stages - 1}):
             soff = offsets(st.layout)[stage * n:(stage + 1) * n]
