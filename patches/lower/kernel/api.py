@@ -12,6 +12,7 @@ from ..errors import LoweringError
 from ..module import CUTLASS_DTYPE, Module
 from ..names import kernel_name
 from .fit import fit_registers
+from .symbolic import fake_symbolic, symbols_of
 from .template import lower_kernel_eqn
 
 _ids = itertools.count()
@@ -32,11 +33,15 @@ class KernelModule(Module):
         from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
 
         out = []
+        syms: dict = {}
         for a in self.spec.args:
             name = CUTLASS_DTYPE.get(a.dtype) or {"i32": "Int32", "f64": "Float64", "i64": "Int64"}.get(a.dtype)
             if name is None:
                 raise LoweringError(f"argument {a.label}: dtype {a.dtype} has no fake tensor")
-            out.append(make_fake_tensor(getattr(cutlass, name), (a.layout.shape,), (1,), assumed_align=16))
+            if symbols_of(a.layout):    # run-time extents: a compact tensor of dynamic shape (sym_int, divisibility)
+                out.append(fake_symbolic(getattr(cutlass, name), a.layout, syms))
+            else:
+                out.append(make_fake_tensor(getattr(cutlass, name), (a.layout.shape,), (1,), assumed_align=16))
         return out + [make_fake_stream()]
 
 

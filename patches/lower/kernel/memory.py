@@ -16,6 +16,7 @@ from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from .context import Ctx
+from .symbolic import code
 from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
 
 
@@ -26,9 +27,10 @@ def _flat(m: Layout) -> bool:
 def offset_of(ctx: Ctx, m: Layout, start: Any) -> str | int:
     """The offset of coordinate ``start`` (an int or an expression) of mode layout ``m``."""
     if isinstance(start, int):
-        return int(m(start)) if start else 0
+        at = m(start) if start else 0
+        return at if type(at) is int else code(at)      # a symbolic stride: run-time integer code
     if _flat(m):
-        return f"{start} * {m.stride}" if m.stride != 1 else start
+        return f"{start} * {code(m.stride)}" if m.stride != 1 else start
     return f"{ctx.w.layout(m, 'a hierarchical mode indexed dynamically', 'mode')}({start})"
 
 
@@ -57,7 +59,7 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
                 raise ctx.fail("a dynamic index must be a scalar")
             start = start.index
         elif not isinstance(start, int):
-            raise ctx.fail(f"index start {start} on mode {pos} is symbolic; kernels lower at static shapes")
+            start = code(start)         # a symbolic start: run-time integer code
         if ix.kind == "all":
             kept.append(m)
         elif ix.kind == "at":
