@@ -21,12 +21,13 @@ _ids = itertools.count()
 class KernelModule(Module):
     """A lowered kernel: ``.source``, ``.compile()`` (sm_90a, no GPU needed), arguments as flat buffers."""
 
-    def verify(self) -> Any:
+    def verify(self, sizes: dict | None = None) -> Any:
         """Check the module's builders on the CPU (patches.lower.kernel.verify); raises a VerificationError listing
-        the mismatches, returns the Report when every thread and value is right."""
+        the mismatches, returns the Report when every thread and value is right. A kernel over symbolic extents is
+        checked at the bindings ``sizes`` (symbol or name -> int; default: each at twice its least value)."""
         from .verify import verify_kernel
 
-        return verify_kernel(self).raise_if_failed()
+        return verify_kernel(self, sizes=sizes).raise_if_failed()
 
     def fake_args(self) -> list:
         import cutlass
