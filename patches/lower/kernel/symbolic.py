@@ -41,6 +41,11 @@ class Symbol:
     sym: Any
     arg: int
     mode: int
+    rank: int = 2          # the argument's number of flat modes
+
+    def read(self) -> str:
+        """The host's expression of the symbol's value: the extent of its mode of the argument tensor."""
+        return f"cute.size(m{self.arg})" if self.rank == 1 else f"m{self.arg}.shape[{self.mode}]"
 
 
 def _leaves(x: Any) -> list:
@@ -67,7 +72,7 @@ def table(layouts: list) -> tuple:
         every |= symbols_of(lay)
         for d, s in enumerate(_leaves(lay.shape)):
             if getattr(s, "is_Symbol", False) and s not in found:
-                found[s] = (k, d)
+                found[s] = (k, d, len(_leaves(lay.shape)))
     missing = sorted(str(s) for s in every if s not in found)
     if missing:
         raise LoweringError(f"the symbols {sanitize(', '.join(missing))} are not the extent of any operand mode; "
@@ -175,7 +180,7 @@ def arg_layout(layout: Layout, label: str) -> Layout:
 
 def host_lines(syms: tuple) -> list[str]:
     """The host's reads of the symbols off the arguments' shapes."""
-    return [f"{s.ident} = m{s.arg}.shape[{s.mode}]   # {sanitize(str(s.sym))}: extent of mode {s.mode} of m{s.arg}"
+    return [f"{s.ident} = {s.read()}   # {sanitize(str(s.sym))}: extent of mode {s.mode} of m{s.arg}"
             for s in syms]
 
 

@@ -12,6 +12,7 @@ from ...layouts import Layout, arith, cosize, size
 from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
+from ..errors import LoweringError
 from ..names import comment_block, sanitize
 from . import mainloop, rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
 from .context import Ctx, lower_program
@@ -94,7 +95,10 @@ def _full(layout: Any) -> tuple:
 def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
     """The CuTe DSL source of one ``kernel`` equation and its KernelSpec: lowered once with one stage per pipelined
     loop to measure the shared memory everything else takes, then with the stages that fit."""
-    syms = table([v.type.layout for v in list(e.inputs) + list(e.outputs)])
+    try:
+        syms = table([v.type.layout for v in list(e.inputs) + list(e.outputs)])
+    except LoweringError as err:
+        raise LoweringError(f"kernel {sanitize(e.params['name'])}: {err}") from None
     with active(syms):
         ctx = _lower(e, module_name, ())
         if ctx.w.pipelines:
