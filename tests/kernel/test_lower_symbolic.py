@@ -15,14 +15,18 @@ from patches.lower.kernel.simulate import simulate_module
 from patches.lower.kernel.verify import verify_kernel
 from patches.lower.module import tool
 from patches.staging import dtypes
+from patches.staging.symbols import substitute
+from patches.staging.types import logical_shape
 
 from . import lower_cases as C
 
 
 def _run(prog, mod, sizes, seed=0, rtol=1e-6):
-    """The model of ``mod`` at the arrays' sizes against the interpreter of ``prog`` on the same arrays."""
+    """The model of ``mod`` against the interpreter of ``prog`` on the same random arrays, of the shapes the
+    parameters take at ``sizes`` (symbol -> int)."""
     rng = np.random.default_rng(seed)
-    xs = [dtypes.cast(rng.standard_normal(s), v.type.dtype) for s, v in zip(sizes, prog.params)]
+    shapes = [tuple(int(x) for x in logical_shape(substitute(v.type, sizes))) for v in prog.params]
+    xs = [dtypes.cast(rng.standard_normal(s), v.type.dtype) for s, v in zip(shapes, prog.params)]
     want = prog(*xs)
     want = list(want) if isinstance(want, (tuple, list)) else [want]
     got = simulate_module(mod, *xs)
@@ -30,7 +34,7 @@ def _run(prog, mod, sizes, seed=0, rtol=1e-6):
     for g, w in zip(got, want):
         g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
         assert g.shape == w.shape and not np.isnan(g).any(), "elements never written"
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(1.0, float(np.abs(w).max())))
 
 
 def _names(src):
@@ -42,9 +46,12 @@ def _names(src):
     return {t.string for p, t in zip(toks, toks[1:]) if t.type == tokenize.NAME and p.string != "."}   # no attributes
 
 
+def _syms(BM, BN, BK):
+    return Sym("M", divisible_by=BM), Sym("N", divisible_by=BN), Sym("K", divisible_by=BK)
+
+
 def _matmul(BM=64, BN=64, BK=32):
-    M, N, K = Sym("M", divisible_by=BM), Sym("N", divisible_by=BN), Sym("K", divisible_by=BK)
-    k, types = C.tiled_matmul(M, N, K, BM, BN, BK)
+    k, types = C.tiled_matmul(*_syms(BM, BN, BK), BM, BN, BK)
     return pt.stage(k, *types)
 
 
@@ -61,8 +68,9 @@ def test_symbolic_tiled_matmul_is_one_module_right_at_several_sizes():
     assert src.count("CopyBulkTensorTileG2SOp") == 2 and "CopyBulkTensorTileS2GOp" in src
     assert re.search(r"make_tma_\d+\(m0, sym0, sym1\)", code)     # the descriptor's global shape from the tensor
     # 1 k tile (fewer than the stages: the prologue stops at the trip count), 4 k tiles, 2x2 CTAs over 8 k tiles
+    M, N, K = _syms(64, 64, 32)
     for m, n, k in [(64, 64, 32), (128, 64, 128), (128, 128, 256)]:
-        _run(prog, mod, [(m, k), (k, n), (n,)], rtol=2 ** -7)
+        _run(prog, mod, {M: m, N: n, K: k}, rtol=2 ** -7)
 
 
 def test_symbolic_tiled_matmul_verifies_at_bindings():
@@ -105,20 +113,20 @@ def test_symbolic_tiled_matmul_compiles_to_hgmma_and_tma_with_no_spills():
 
 
 def test_symbolic_vector_add_and_row_softmax():
-    N = Sym("N", divisible_by=256)
-    k, _ = C.vector_add(N, 256)
-    prog = pt.stage(k, pt.tensor("f32", N), pt.tensor("f32", N))
+    L = Sym("L", divisible_by=256)
+    k, _ = C.vector_add(L, 256)
+    prog = pt.stage(k, pt.tensor("f32", L), pt.tensor("f32", L))
     mod = pt.lower(prog)
     assert "grid=(((sym0) // 256), 1, 1)" in mod.source
     for n in (256, 768):
-        _run(prog, mod, [(n,), (n,)])
+        _run(prog, mod, {L: n})
     R = Sym("R", divisible_by=8)
     k, _ = C.softmax(R, 64, 8)
     prog = pt.stage(k, pt.tensor("f32", (R, 64)))
     mod = pt.lower(prog)
     assert re.search(r"sel_\d+\(sym0\)", mod.source)              # rows R apart: a layout of run-time strides
     for r in (8, 24):
-        _run(prog, mod, [(r, 64)], rtol=1e-5)
+        _run(prog, mod, {R: r}, rtol=1e-5)
 
 
 def test_symbolic_softmax_verifies_at_bindings():
@@ -137,7 +145,35 @@ def test_symbol_names_are_not_pasted_into_code():
     prog = pt.stage(k, pt.tensor("f32", n), pt.tensor("f32", n))
     mod = pt.lower(prog)
     assert "sym0 = cute.size(m0)" in mod.source and "tidx" not in mod.source.split("sym0 = ")[1].split("#")[0]
-    _run(prog, mod, [(512,), (512,)])
+    _run(prog, mod, {n: 512})
+
+
+def _grad_programs():
+    k, types = C.tiled_matmul(*_syms(64, 64, 64), 64, 64, 64, act=lambda x: x)
+    prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types)
+    return C.kernel_programs(prog)
+
+
+def test_backward_kernels_of_the_symbolic_matmul_read_tma_stages_at_several_sizes():
+    subs = _grad_programs()
+    assert [s.eqns[0].params["name"] for s in subs] == ["mm_kernel_bwd_a_ref", "mm_kernel_bwd_b_ref"]
+    for sub in subs:
+        mod = pt.lower(sub)
+        # the reversed K loop (from extent K/64 - 1) reads its transposed blocks from TMA stages
+        assert "the pipelined mainloop" in mod.source and "CopyBulkTensorTileG2SOp" in mod.source
+        M, N, K = _syms(64, 64, 64)
+        for m, n, k in [(64, 128, 64), (128, 64, 128)]:
+            _run(sub, mod, {M: m, N: n, K: k}, rtol=2 ** -7)
+
+
+@pytest.mark.slow
+@needs_sass
+def test_backward_kernels_of_the_symbolic_matmul_compile_to_hgmma_with_no_spills():
+    pytest.importorskip("cutlass")
+    for sub in _grad_programs():
+        exe = pt.lower(sub).compile()
+        n = exe.counts("HGMMA", "UTMALDG")
+        assert n["HGMMA"] > 0 and n["UTMALDG"] > 0 and exe.resources["spills"] == 0, n
 
 
 def test_what_cannot_be_symbolic_is_named():

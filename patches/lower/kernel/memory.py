@@ -16,7 +16,7 @@ from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from .context import Ctx
-from .symbolic import code
+from .symbolic import code, symbols_of
 from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
 
 
@@ -161,11 +161,12 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
     (no registers held, so any block size)."""
     w = ctx.w
-    n = static_size(sel.shape, why)
+    n = static_size(sel.shape, why) if not symbols_of(sel.shape) else code(it.product(sel.shape))  # run-time extent
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     dst, j = w.fresh("dst"), w.fresh("j")
     w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-    w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
+    trips = -(-n // THREADS) if isinstance(n, int) else f"({n} + {THREADS - 1}) // {THREADS}"
+    w.emit(f"for {j} in cutlass.range({trips}, unroll=1):")
     w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if bounds is None:

@@ -115,6 +115,8 @@ def _exact_affine(body: Any, x: Any, defs: dict) -> tuple[int, int] | None:
         e = defs.get(id(v))
         if e is None or v.type.rank != 0 or v.type.dtype not in ("i32", "i64"):
             return None
+        if e.prim.name == "extent":         # a symbolic extent: a constant of the loop
+            return (0, e.params["value"])
         args = [ev(a) for a in e.inputs]
         if any(a is None for a in args):
             return None

@@ -194,7 +194,7 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         ext = [int(s) for s in t.shape]
         box = (ext[r.mn_mode], ext[r.k_mode])
         got = tma_view(ctx, ref, (r.mn_mode, r.k_mode), box, t.dtype) if t.dtype in TMA_DTYPES else "dtype"
-        if isinstance(got, str) or r.a % r.size or r.b % r.size:
+        if isinstance(got, str) or r.a % r.size or not multiple(r.b, r.size):
             continue
         view, tiles = got
         major = "k" if view.stride[1] == 1 else "mn"
@@ -225,7 +225,7 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         steps = list(tiles)
         pos = (r.mn_mode, r.k_mode).index(r.mode)
         a, b = r.a // r.size, r.b // r.size
-        steps[pos] = f"{tiles[pos]} + {a} * (@IT@)" + (f" + {b}" if b else "")
+        steps[pos] = f"{tiles[pos]} + {a} * (@IT@)" + (f" + {code(b)}" if b != 0 else "")
         loads.append((atom, f"{buf}_g", f"{buf}_st", steps))
         staged[id(r.eqn)] = Staged(buf, f"{p}_stage", major, dt, r.role, box[0], box[1], r.transposed)
         w.comment(f"{r.role} block ds({moving.size}) of mode {r.mode} -> TMA box {box}, {major.upper()}-major")
