@@ -22,11 +22,12 @@ from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, m
 from .errors import LoweringError
 
 
-def expand(eqns: list) -> list:
-    """The equations with every rewritable primitive replaced by its expansion."""
+def expand(eqns: list, only: tuple | None = None) -> list:
+    """The equations with every rewritable primitive (of the names ``only``, default all) replaced by its
+    expansion."""
     out: list = []
     for e in eqns:
-        rule = RULES.get(e.prim.name)
+        rule = RULES.get(e.prim.name) if only is None or e.prim.name in only else None
         out.extend(rule(e) if rule else [e])
     return out
 

@@ -195,3 +195,45 @@ def test_padded_blocks_staged_in_smem_with_scratch_in_any_layout():
     for v in (x, np.asfortranarray(x)):
         np.testing.assert_allclose(f(v), 3 * x + 1, rtol=1e-15)
     np.testing.assert_allclose(pt.vmap(f, in_axes=1, out_axes=1)(np.stack([x, -x], 1)), np.stack([3 * x + 1, 1 - 3 * x], 1))
+
+
+def test_scratch_shapes_and_memory_space_calls():
+    """``scratch_shapes=[pt.SMEM(shape, dtype)]`` as Pallas's ``scratch_shapes=[pltpu.VMEM(shape, dtype)]``."""
+    def k(x_ref, o_ref, s_ref, r_ref):
+        s_ref[...] = x_ref[...] * 2.0
+        r_ref[...] = s_ref[...] + 1.0
+        o_ref[...] = r_ref[...]
+    spec = pt.BlockSpec((4, 4), lambda i: (i, 0))
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    f = pt.kernel(k, pt.tensor("f32", (8, 4)), grid=(2,), in_specs=[spec], out_specs=spec,
+                  scratch_shapes=[pt.SMEM((4, 4), np.float32), pt.RMEM((4, 4), "float32")])
+    np.testing.assert_allclose(f(x), x * 2 + 1, rtol=1e-6)
+    body = pt.stage(f, pt.tensor("f32", (8, 4))).eqns[0].params["body"]
+    assert [t.space for t in body.in_types[2:]] == [pt.SMEM, pt.RMEM]
+    with pytest.raises(pt.StagingError, match="scratch or scratch_shapes"):
+        pt.kernel(k, pt.tensor("f32", (8, 4)), grid=(2,), in_specs=[spec], out_specs=spec,
+                  scratch=[pt.SMEM((4, 4))], scratch_shapes=[pt.SMEM((4, 4))])
+
+
+def test_cond_passes_operands_as_lax_cond():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.cond(pt.program_id(0) == 0, lambda a, b: a * b, lambda a, b: a - b, x_ref[...], 3.0)
+    spec = pt.BlockSpec((4,), lambda i: (i,))
+    x = rng.standard_normal(8)
+    got = pt.kernel(k, pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)(x)
+    np.testing.assert_allclose(got, np.concatenate([x[:4] * 3, x[4:] - 3]))
+    bad = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., pt.cond(True, lambda: x_ref[...], lambda: x_ref[...],
+                                                                         x_ref[...])),
+                    pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)
+    with pytest.raises(pt.StagingError, match="^cond"):
+        bad(x)
+
+
+def test_fori_loop_accepts_jaxs_unroll_hint():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.fori_loop(0, 3, lambda i, c: c + x_ref[...], pt.zeros((4,), "f64"), unroll=2)
+    spec = pt.BlockSpec((4,), lambda i: (i,))
+    x = rng.standard_normal(8)
+    np.testing.assert_allclose(pt.kernel(k, pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)(x), 3 * x)
+    with pytest.raises(pt.StagingError, match="^fori_loop: unroll must be"):
+        pt.fori_loop(0, 3, lambda i, c: c, np.zeros(2), unroll=-1)

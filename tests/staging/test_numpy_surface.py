@@ -355,7 +355,7 @@ def test_bad_arguments_name_the_function():
             fn = getattr(pt, name)
             if name in ("arange", "iota", "einsum", "concatenate"):
                 continue
-            two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor")
+            two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor", "dot")
             args = (bad, bad) if name in two else (bad, 3) if name == "reshape" else (bad,)
             with pytest.raises(pt.StagingError, match=f"^{name}: expects a tensor"):
                 fn(*args)

@@ -11,7 +11,9 @@ import numpy as np
 
 from ...layouts import LayoutError
 from ...staging import Literal
+from ...staging.kernel.refs import REF_PRIMS, format_index
 from ..errors import LoweringError
+from ..expand import expand
 from ..names import sanitize
 from .values import Accumulated, Block, RefVal, Scalar, Staged, dsl_dtype
 from .writer import Writer
@@ -20,6 +22,7 @@ from .writer import Writer
 RULES: dict[str, Callable[..., list]] = {}
 # Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
 TAKES_LAZY = {"matmul"}
+EXPANDED = ("argmax", "argmin", "call", "concatenate")    # rewritten into lowered primitives first (patches.lower.expand)
 MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
 
@@ -56,20 +59,22 @@ def literal(a: Literal) -> Scalar:
     dt = a.type.dtype
     if isinstance(v, (bool, np.bool_)) or dt == "bool":
         return Scalar("True" if v else "False", "bool")
-    if isinstance(v, float):
-        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float(v)!r})", dt)
-    if dt in ("f32", "f64", "bf16", "f16"):
-        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float(v)!r})", dt)
+    if isinstance(v, float) or dt in ("f32", "f64", "bf16", "f16"):
+        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float_code(v)})", dt)
     return Scalar(f"{dsl_dtype(dt, 'literal')}({int(v)})", dt, int(v))
+
+
+def float_code(v: Any) -> str:
+    """A float as code: finite values by repr, NaN and infinities through ``float('...')`` (never a bare name)."""
+    v = float(v)
+    return repr(v) if np.isfinite(v) else f"float('{v!r}')"
 
 
 def describe(e: Any) -> str:
     """The equation in a line: primitive, params (an index as ``[:, ds($0,8)]``), output types."""
-    if "index" in e.params:
-        from ...staging.kernel.refs import _fmt_index
-
+    if e.prim in REF_PRIMS:
         dyn = [f"${k}" for k in range(len(e.inputs))]
-        return f"{e.prim.name}{_fmt_index(e.params['index'], dyn)}"
+        return f"{e.prim.name}{format_index(e.params['index'], dyn)}"
     shown = {k: v for k, v in e.params.items() if not hasattr(v, "eqns") and not k.startswith("_")}
     ps = ", ".join(f"{k}={v}" for k, v in shown.items())
     outs = ", ".join(str(v.type) for v in e.outputs)
@@ -85,7 +90,7 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
             return literal(a)
         return env[id(a)]
 
-    for k, e in enumerate(prog.eqns):
+    for k, e in enumerate(expand(prog.eqns, EXPANDED)):     # argmax/argmin and jit calls: as the schedule expands them
         ctx.where.append(f"{label} equation {k} ({e.prim.name})")
         try:
             fn = ctx.special.get(id(e)) or RULES.get(e.prim.name)

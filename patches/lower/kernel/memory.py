@@ -268,6 +268,8 @@ def exchange_dtype(dtype: str) -> str:
         return "f32"
     if dtype in ("f64", "i32"):
         return dtype
+    if dtype in ("bool", "i8", "i16", "u8"):       # exact in i32, converted back on the way out
+        return "i32"
     raise LoweringError(f"moving {dtype} elements between threads is not lowered")
 
 

@@ -18,7 +18,8 @@ from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_
 
 UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
          "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
-         "abs": "cute.math.abs({0})", "logistic": "{one} / ({one} + cute.math.exp(-{0}))"}
+         "abs": "cute.math.abs({0})", "erf": "cute.math.erf({0})",
+         "logistic": "{one} / ({one} + cute.math.exp(-{0}))"}
 BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
@@ -64,16 +65,20 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         code = UNARY[op].format(_operand(ctx, ins[0], cd), one=one)
     elif op == "relu":
         x = _operand(ctx, ins[0], cd)
-        code = (f"cute.where({x} > {dsl_dtype(cd, 'relu')}(0), {x}, cute.full_like({x}, 0))" if blocks
+        code = (f"cute.where({x} < {dsl_dtype(cd, 'relu')}(0), cute.full_like({x}, 0), {x})" if blocks   # NaN stays
                 else f"cute.math.max({x}, {dsl_dtype(cd, 'relu')}(0.0))")
     elif op in BINARY:
         if op == "div" and not cd.startswith("f"):
             raise ctx.fail(f"integer division of {in_dtype} values is not lowered")
         code = BINARY[op].format(*(_operand(ctx, x, cd) for x in ins))
+    elif op in ("floordiv", "mod"):     # numpy's: the quotient rounds down (floordivsi for integers)
+        a, b = (_operand(ctx, x, cd) for x in ins)
+        q = f"cute.math.floor({a} / {b})" if cd.startswith("f") else f"({a} // {b})"
+        code = q if op == "floordiv" else f"{a} - {q} * {b}"
     elif op in ("maximum", "minimum"):
         a, b = (_operand(ctx, x, cd) for x in ins)
         cmp = ">" if op == "maximum" else "<"
-        code = f"cute.where({a} {cmp} {b}, {a}, {b})" if blocks else f"cute.math.{op[:3]}({a}, {b})"
+        code = nan_select(a, cmp, b) if blocks else f"cute.math.{op[:3]}({a}, {b})"
     elif op == "pow" and isinstance(ins[1], Scalar) and ins[1].expr.endswith(("(2.0)", "(2)", "(3.0)", "(3)")):
         a = _operand(ctx, ins[0], cd)
         code = " * ".join([a] * (3 if ins[1].expr.endswith(("(3.0)", "(3)")) else 2))
@@ -89,6 +94,11 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     if blocks:
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
     return Scalar(name, out_dtype)
+
+
+def nan_select(a: str, cmp: str, b: str) -> str:
+    """``a`` where ``a cmp b`` or ``a`` is NaN, else ``b``: numpy's maximum/minimum, which propagate a NaN of either."""
+    return f"cute.where(({a} {cmp} {b}) | ({a} != {a}), {a}, {b})"
 
 
 def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
@@ -129,8 +139,8 @@ def _pred(ctx: Ctx, p: Any, n: int, shape: Any) -> str:
     return p.name if isinstance(p, Block) else p.expr
 
 
-ELEMENTWISE = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "logistic", "relu", "add", "sub", "mul",
-               "div", "maximum", "minimum", "pow", "where", *COMPARE]
+ELEMENTWISE = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "erf", "logistic", "relu", "add", "sub",
+               "mul", "div", "floordiv", "mod", "maximum", "minimum", "pow", "where", *COMPARE]
 
 
 TAKES_LAZY.update(ELEMENTWISE)
@@ -150,7 +160,7 @@ def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 
 
-@rule("copy")
+@rule("copy", "stop_gradient")
 def _copy(ctx: Ctx, e: Any, ins: list) -> list:
     return [ins[0]]      # registers hold values by logical index: a new layout moves nothing
 
@@ -206,10 +216,11 @@ def _same_order(a: Layout, b: Layout) -> bool:
     return ia.shape == ib.shape and bool((ia == ib).all())
 
 
-INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')"}
+INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')", "reduce_min": "float('inf')"}
+COMBINE = {"reduce_sum": "{a} + {b}", "reduce_max": "cute.math.max({a}, {b})", "reduce_min": "cute.math.min({a}, {b})"}
 
 
-@rule("reduce_sum", "reduce_max")
+@rule("reduce_sum", "reduce_max", "reduce_min")
 def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     """Per-thread partials, warp shuffles and a cross-warp combine where the block's thread-value layout allows
     (``shuffle.plan``); else each thread reduces its output elements over the reduced modes from the exchange
@@ -219,9 +230,9 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     if isinstance(x, Scalar):
         return [x]
     cd = exchange_dtype(x.dtype)
-    if cd == "i32" and e.prim.name == "reduce_max":
-        raise ctx.fail("reduce_max of integers is not lowered")
-    combine = "{a} + {b}" if e.prim.name == "reduce_sum" else "cute.math.max({a}, {b})"
+    if cd == "i32" and e.prim.name != "reduce_sum":
+        raise ctx.fail(f"{e.prim.name} of integers is not lowered")
+    combine = COMBINE[e.prim.name]
     shape = t_in.shape if type(t_in.shape) is tuple else (t_in.shape,)
     p = shuffle.plan(x, shape, tuple(axes)) if isinstance(x, Block) else None
     if p is not None:

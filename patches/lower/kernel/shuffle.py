@@ -209,7 +209,8 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
         own_at = w.layout(p.own, "(thread, slot) -> the output it holds", "partial_own")
         if p.n_slots > 1 and type(p.own.shape) is tuple and p.own.stride[1] == 1:    # consecutive: vector loads
             h = w.fresh("own")
-            vec = "{a} + {b}" if "+" in op else "cute.where({a} > {b}, {a}, {b})"
+            vec = "{a} + {b}" if "+" in op else \
+                f"cute.where(({{a}} {'<' if 'min' in op else '>'} {{b}}) | ({{a}} != {{a}}), {{a}}, {{b}})"   # NaN stays
             w.emit(f"{h} = cute.make_tensor({buf}.iterator, {own_at})[(tidx, None)].load()   # this lane's outputs")
             for k in range(1, p.replicas):
                 hk = w.fresh("own")

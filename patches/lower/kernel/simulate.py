@@ -9,6 +9,7 @@ Unwritten outputs and unwritten shared memory read as NaN, so a missed element s
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import replace
@@ -30,6 +31,11 @@ def _where(c: Any, x: Any, y: Any) -> SSA:
     out = np.where(np.asarray(c), x, y)
     ref = x if isinstance(x, np.ndarray) and x.ndim else y
     return np.asarray(out, dtype=np.asarray(ref).dtype).view(SSA)
+
+
+def _erf(x: Any) -> np.ndarray:
+    a = np.asarray(x)
+    return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype) if a.size else a
 
 
 def _math(f: Any) -> Any:
@@ -92,7 +98,7 @@ cute = SimpleNamespace(
     where=_where,
     math=SimpleNamespace(exp=_math(np.exp), log=_math(np.log), sin=_math(np.sin), cos=_math(np.cos),
                          tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs), max=_math(np.maximum),
-                         min=_math(np.minimum), pow=_math(np.power)),
+                         min=_math(np.minimum), pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf)),
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
                          barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop,
                          warp_idx=lambda: _local.tid // 32, make_warp_uniform=lambda x: x,

@@ -14,7 +14,7 @@ from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
 from ..names import comment_block, sanitize
-from . import mainloop, rules_control, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
+from . import mainloop, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
 from .symbolic import active, arg_layout, code, host_lines, multiple, table

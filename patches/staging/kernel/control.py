@@ -149,8 +149,11 @@ def stage_body(f: Callable, types: list, name: str, out_types: list | None = Non
     return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name)
 
 
-def fori_loop(lower: Any, upper: Any, body: Callable, init: Any) -> Any:
-    """``for i in range(lower, upper): carry = body(i, carry)``, staged as one loop; bounds are ints or Sym expressions."""
+def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any = None) -> Any:
+    """``for i in range(lower, upper): carry = body(i, carry)``, staged as one loop; bounds are ints or Sym expressions.
+    ``unroll`` (JAX's: None, a bool or a positive int) is accepted as a hint; it never changes the result."""
+    if not (unroll is None or isinstance(unroll, (bool, np.bool_)) or isinstance(unroll, (int, np.integer)) and unroll >= 1):
+        raise fail("fori_loop", f"unroll must be None, a bool or a positive int, got {unroll!r}")
     for b in (lower, upper):
         if not (isinstance(b, (int, np.integer)) and not isinstance(b, bool) or hasattr(b, "free_symbols")):
             raise fail("fori_loop", f"loop bounds must be static (ints or Sym expressions), got {b!r}")
@@ -222,16 +225,17 @@ abstract_eval_rules[cond_p] = _cond_abstract
 impl_rules[cond_p] = _cond_impl
 
 
-def cond(pred: Any, true_fn: Callable, false_fn: Callable) -> Any:
-    """``true_fn()`` if ``pred`` else ``false_fn()``, staged as one branch; both return values of the same types."""
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)`` (JAX's ``lax.cond``), staged as one branch;
+    both return values of the same types."""
     if isinstance(pred, bool):
         pred = np.bool_(pred)
-    check_callable("cond", true_fn, 0, "the true branch")
-    check_callable("cond", false_fn, 0, "the false branch")
-    t_prog = stage_body(lambda: true_fn(), [], "true")
+    check_callable("cond", true_fn, len(operands), "the true branch")
+    check_callable("cond", false_fn, len(operands), "the false branch")
+    t_prog = stage_body(lambda: true_fn(*operands), [], "true")
     outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
-    t_prog = stage_body(lambda: true_fn(), [], "true", outs)
-    f_prog = stage_body(lambda: false_fn(), [], "false", outs)
+    t_prog = stage_body(lambda: true_fn(*operands), [], "true", outs)
+    f_prog = stage_body(lambda: false_fn(*operands), [], "false", outs)
     res = bind_multi(cond_p, pred, *t_prog.const_values, *f_prog.const_values, true=t_prog.closed_over(),
                      false=f_prog.closed_over(), n_true=len(t_prog.consts))
     return res[0] if len(res) == 1 else tuple(res) if res else None

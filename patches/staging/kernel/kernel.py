@@ -123,13 +123,13 @@ def _out_leaf(t: Any) -> TensorType:
 
 def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: Any = None, out_specs: Any = None,
            scratch: Any = (), name: str | None = None, interpret: bool = True, out_shape: Any = None,
-           dimension_semantics: Any = None) -> Callable:
+           dimension_semantics: Any = None, scratch_shapes: Any = None) -> Callable:
     """A kernel over a grid: ``kernel(body, out_type, grid=..., in_specs=[...], out_specs=...)(*operands)``.
 
     ``body(*in_refs, *out_refs, *scratch_refs)`` runs once per grid point and writes its outputs through Refs.
-    ``out_shape`` is Pallas's name for ``out_type``. ``dimension_semantics`` (Pallas's): per grid axis "parallel"
-    (default) or "arbitrary"; the arbitrary axes of one parallel point run in order on one program, which keeps
-    its scratch and may revisit its output blocks.
+    ``out_shape`` is Pallas's name for ``out_type``, ``scratch_shapes`` for ``scratch``. ``dimension_semantics``
+    (Pallas's): per grid axis "parallel" (default) or "arbitrary"; the arbitrary axes of one parallel point run in
+    order on one program, which keeps its scratch and may revisit its output blocks.
     """
     if out_shape is not None:
         if out_type is not None:
@@ -137,6 +137,10 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         out_type = out_shape
     if out_type is None:
         raise fail("kernel", "out_type (or out_shape) is required: the types of the outputs")
+    if scratch_shapes is not None:
+        if scratch != ():
+            raise fail("kernel", "give scratch or scratch_shapes (Pallas's name for it), not both")
+        scratch = scratch_shapes
     import sympy
 
     raw = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)

@@ -32,6 +32,11 @@ class MemorySpace(str):
     def __repr__(self) -> str:
         return self.upper()
 
+    def __call__(self, shape: Any, dtype: Any = "f32") -> tuple:
+        """``SMEM((8, 128), "f32")``: a scratch buffer of that shape in this space (Pallas's ``VMEM(shape, dtype)``),
+        as the arguments of ``pt.Scratch``."""
+        return (shape, dtype, self)
+
 
 GMEM, SMEM, RMEM = MemorySpace("gmem"), MemorySpace("smem"), MemorySpace("rmem")
 SPACES = (GMEM, SMEM, RMEM)
@@ -250,7 +255,7 @@ EFFECTS = (set_p, addupdate_p)
 effectful.update(EFFECTS)
 
 
-def _fmt_index(index: tuple, dyn: list) -> str:
+def format_index(index: tuple, dyn: list) -> str:
     parts = []
     for ix in index:
         s = ix.start if not isinstance(ix.start, Dyn) else dyn[ix.start.k]
@@ -260,12 +265,12 @@ def _fmt_index(index: tuple, dyn: list) -> str:
 
 def _print_get(e: Any, use: Any, define: Any) -> str:
     out = define(e.outputs[0])
-    return f"{out} = {e.prim.name} {use(e.inputs[0])}{_fmt_index(e.params['index'], [use(a) for a in e.inputs[1:]])}"
+    return f"{out} = {e.prim.name} {use(e.inputs[0])}{format_index(e.params['index'], [use(a) for a in e.inputs[1:]])}"
 
 
 def _print_store(arrow: str) -> Any:
     def fmt(e: Any, use: Any, define: Any) -> str:
-        idx = _fmt_index(e.params["index"], [use(a) for a in e.inputs[2:]])
+        idx = format_index(e.params["index"], [use(a) for a in e.inputs[2:]])
         return f"{e.prim.name} {use(e.inputs[0])}{idx} {arrow} {use(e.inputs[1])}"
     return fmt
 

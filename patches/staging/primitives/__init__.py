@@ -48,6 +48,7 @@ from .numpy_ops import (
     argmax,
     argmin,
     clip,
+    dot,
     gelu,
     log_softmax,
     logsumexp,
@@ -106,7 +107,7 @@ COMPARE_NAMES = sorted(COMPARE)
 
 # The numpy/JAX-style functions (listed in docs/staging.md).
 NUMPY_OPS = [
-    "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
 ]
@@ -122,7 +123,7 @@ __all__ = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
-    "arange", "argmax", "argmin", "clip", "concatenate", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var", "BINARY", "BINARY_NAMES",
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",

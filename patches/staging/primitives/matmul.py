@@ -83,16 +83,24 @@ matmul_p = primitive("matmul", _abstract, _impl)
 
 
 def matmul(a: Any, b: Any, preferred_element_type: Any = None) -> Any:
-    """``a @ b`` with numpy's conventions: (..., M, K) @ (..., K, N); batch modes broadcast with stride 0.
+    """``a @ b`` with numpy's conventions: (..., M, K) @ (..., K, N); batch modes broadcast with stride 0; a vector
+    operand is a matrix of one row (a) or one column (b) whose mode is dropped from the result.
 
     ``preferred_element_type="f32"`` gives an f32 result of bf16/f16 operands (accumulated in f32, as wgmma does).
     """
-    from .views import broadcast_to, transpose
+    from .views import broadcast, broadcast_to, getitem, transpose
 
     ta, tb = get_aval(a), get_aval(b)
-    if ta.rank < 2 or tb.rank < 2:
-        raise fail("matmul", "operands must have rank >= 2 (use broadcast or view to add modes)", ta, tb)
+    if ta.rank < 1 or tb.rank < 1:
+        raise fail("matmul", "operands must have rank >= 1 (multiply rank-0 values with *)", ta, tb)
     params = params_of(preferred_element_type)
+    if ta.rank == 1 or tb.rank == 1:     # numpy's: a vector gains a mode of 1 (before for a, after for b), dropped after
+        a2 = broadcast(a, (1, ta.shape), (1,)) if ta.rank == 1 else a
+        b2 = broadcast(b, (tb.shape, 1), (0,)) if tb.rank == 1 else b
+        c = matmul(a2, b2, preferred_element_type)
+        r = get_aval(c).rank
+        drop = (r - 2,) * (ta.rank == 1) + (r - 1,) * (tb.rank == 1)
+        return getitem(c, tuple(0 if k in drop else slice(None) for k in range(r)))
     if ta.rank == 2 and tb.rank == 2:
         return bind(matmul_p, a, b, **params)
     am, bm = modes_of(ta.shape), modes_of(tb.shape)

@@ -22,7 +22,9 @@ from .. import dtypes
 from ..core import bind, get_aval, is_tensor_like
 from ..errors import StagingError, fail
 from ..types import compact, mode_size, modes_of, normal_shape
+from .einsum import einsum
 from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, sqrt, sub, tanh, where
+from .matmul import matmul, params_of
 from .reductions import (
     _check_keepdims,
     argmax_p,
@@ -235,6 +237,26 @@ def _view_or_copy(x: Any, dims: tuple) -> Any:
 
 
 # -- elementwise compositions ----------------------------------------------------------------------------
+
+
+def dot(a: Any, b: Any, preferred_element_type: Any = None) -> Any:
+    """numpy's ``dot``: ``a * b`` for a rank-0 operand, ``matmul`` up to rank 2, else the sum over a's last mode and
+    b's second-to-last (``einsum``)."""
+    a, b = _tensor("dot", a), _tensor("dot", b)
+    ra, rb = get_aval(a).rank, get_aval(b).rank
+    params_of(preferred_element_type)
+    if ra and rb and ra <= 2 and rb <= 2:
+        return matmul(a, b, preferred_element_type)
+    if ra == 0 or rb == 0:
+        out = mul(a, b)
+    else:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        if ra + rb - 1 > len(letters):
+            raise fail("dot", f"operands of rank {ra} and {rb} have too many modes")
+        sa, rest = letters[:ra], letters[ra:]
+        sb = rest[:rb - 2] + sa[-1] + rest[rb - 2] if rb >= 2 else sa[-1]
+        out = einsum(f"{sa},{sb}->{sa[:-1]}{sb.replace(sa[-1], '')}", a, b)
+    return astype(out, preferred_element_type) if preferred_element_type is not None else out
 
 
 def rsqrt(x: Any) -> Any:

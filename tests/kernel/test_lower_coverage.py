@@ -1,0 +1,226 @@
+"""Kernels written the way JAX/Pallas users write them, lowered: every primitive a kernel body can hold has a lowering
+rule or an expansion into ones that do (iota, floordiv/mod, erf, reduce_min, stop_gradient, value slices, reshapes
+and tiles, embed, argmax/argmin, jit calls, concatenate), infinities in literals, ``lax.cond`` with operands and
+Pallas's ``scratch_shapes``. The emitted module's numpy model gives the interpreter's answer; one kernel holding all of
+it compiles for sm_90a."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.layouts import Layout
+from patches.lower.kernel import RULES
+from patches.lower.kernel.context import EXPANDED
+from patches.staging.core import impl_rules
+
+from .test_lower_simt import check_against_interpreter, needs_sass
+
+R, C = 16, 64
+
+
+def _rows(fn, dtype="f32", out_cols=C):
+    def k(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+    k.__name__ = fn.__name__ if fn.__name__ != "<lambda>" else "rows"
+    return pt.kernel(k, pt.tensor(dtype, (R, out_cols)), grid=(R // 8,),
+                     in_specs=[pt.BlockSpec((8, C), lambda i: (i, 0))],
+                     out_specs=pt.BlockSpec((8, out_cols), lambda i: (i, 0))), [pt.tensor(dtype, (R, C))]
+
+
+def _reduce_rows(fn, dtype="i32"):
+    def k(x_ref, o_ref):
+        o_ref[...] = fn(x_ref[...])
+    return pt.kernel(k, pt.tensor(dtype, R), grid=(R // 8,), in_specs=[pt.BlockSpec((8, C), lambda i: (i, 0))],
+                     out_specs=pt.BlockSpec((8,), lambda i: (i,))), [pt.tensor("f32", (R, C))]
+
+
+def causal_mask():
+    def k(x_ref, o_ref):
+        r = pt.program_id(0) * 8 + pt.iota("i32", (8, 64), 0)
+        o_ref[...] = pt.where(pt.iota("i32", (8, 64), 1) <= r, x_ref[...], -np.inf)
+    s = pt.BlockSpec((8, 64), lambda i: (i, 0))
+    return pt.kernel(k, pt.tensor("f32", (64, 64)), grid=(8,), in_specs=[s], out_specs=s), [pt.tensor("f32", (64, 64))]
+
+
+def cross_entropy():
+    def k(x_ref, y_ref, o_ref):
+        x = x_ref[...]
+        m = pt.max(x, axis=1, keepdims=True)
+        lse = pt.log(pt.sum(pt.exp(x - m), axis=1)) + m[:, 0]
+        hit = pt.broadcast_to(pt.arange(C, dtype="i32")[None, :], (8, C)) == y_ref[...][:, None]
+        o_ref[...] = lse - pt.sum(pt.where(hit, x, 0.0), axis=1)
+    return pt.kernel(k, pt.tensor("f32", R), grid=(R // 8,),
+                     in_specs=[pt.BlockSpec((8, C), lambda i: (i, 0)), pt.BlockSpec((8,), lambda i: (i,))],
+                     out_specs=pt.BlockSpec((8,), lambda i: (i,))), [pt.tensor("f32", (R, C)), pt.tensor("i32", R)]
+
+
+def integer_ops():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.where(x % 3 == 0, x // 3, x * 2 + 1) + (-x) // 4 + (-x) % 5
+    s = pt.BlockSpec((64,), lambda i: (i,))
+    return pt.kernel(k, pt.tensor("i32", 256), grid=(4,), in_specs=[s], out_specs=s), [pt.tensor("i32", 256)]
+
+
+def float_floordiv_mod():
+    return _rows(lambda x: (x * 7.0) // 2.0 + (x * 7.0) % 1.5)
+
+
+def scratch_shapes_and_when():
+    def k(a_ref, b_ref, o_ref, acc_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            acc_ref[...] = pt.zeros((16, 16), "f32")
+        acc_ref[...] += pt.matmul(a_ref[...], b_ref[...], preferred_element_type="f32")
+
+        @pt.when(pt.program_id(2) == pt.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+    return pt.kernel(k, pt.tensor("bf16", (32, 32)), grid=(2, 2, 2),
+                     dimension_semantics=("parallel", "parallel", "arbitrary"),
+                     in_specs=[pt.BlockSpec((16, 16), lambda i, j, kk: (i, kk)),
+                               pt.BlockSpec((16, 16), lambda i, j, kk: (kk, j))],
+                     out_specs=pt.BlockSpec((16, 16), lambda i, j, kk: (i, j)),
+                     scratch_shapes=[pt.RMEM((16, 16), np.float32)]), [pt.tensor("bf16", (32, 32))] * 2
+
+
+def cond_with_operands():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.cond(pt.program_id(0) % 2 == 0, lambda v: v * 2.0, lambda v: v - 1.0, x_ref[...])
+    s = pt.BlockSpec((32,), lambda i: (i,))
+    return pt.kernel(k, pt.tensor("f32", 128), grid=(4,), in_specs=[s], out_specs=s), [pt.tensor("f32", 128)]
+
+
+def jit_in_body():
+    f = pt.jit(lambda v: v * 3.0 - 1.0)
+    return _rows(lambda x: f(x))
+
+
+def grad_through_slices():
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = x[:, :32] * x[:, 32:]
+    kk = pt.kernel(k, pt.tensor("f32", (R, 32)), grid=(2,), in_specs=[pt.BlockSpec((8, C), lambda i: (i, 0))],
+                   out_specs=pt.BlockSpec((8, 32), lambda i: (i, 0)))
+    return pt.grad(lambda x: pt.sum(kk(x) * kk(x))), [pt.tensor("f32", (R, C))]
+
+
+def bool_and_i8_views():
+    """Masks and narrow integers move between threads through the i32 exchange (converted back exactly)."""
+    def k(x_ref, m_ref, c_ref, o_ref, p_ref):
+        m = m_ref[...]
+        o_ref[...] = pt.where(m[:, :32] & m[:, 32:], x_ref[...][:, :32], 0.0)
+        p_ref[...] = pt.transpose(pt.transpose(c_ref[...]) + 1)
+    s = lambda w: pt.BlockSpec((8, w), lambda i: (i, 0))      # noqa: E731
+    return pt.kernel(k, (pt.tensor("f32", (R, 32)), pt.tensor("i8", (R, C))), grid=(2,), in_specs=[s(C)] * 3,
+                     out_specs=[s(32), s(C)]), [pt.tensor("f32", (R, C)), pt.tensor("bool", (R, C)),
+                                                pt.tensor("i8", (R, C))]
+
+
+CASES = {
+    "bool_and_i8_views": bool_and_i8_views,
+    "iota_causal_mask_inf": causal_mask,
+    "cross_entropy": cross_entropy,
+    "integer_floordiv_mod": integer_ops,
+    "float_floordiv_mod": float_floordiv_mod,
+    "erf_gelu_exact": lambda: _rows(lambda x: pt.gelu(x, approximate=False)),
+    "logsumexp": lambda: _reduce_rows(lambda x: pt.logsumexp(x, axis=1), "f32"),
+    "reduce_min": lambda: _reduce_rows(lambda x: pt.min(x, axis=1), "f32"),
+    "argmax_argmin": lambda: _reduce_rows(lambda x: pt.argmax(x, axis=1) * 100 + pt.argmin(x, axis=1)),
+    "stop_gradient": lambda: _rows(lambda x: x - pt.stop_gradient(pt.max(x, axis=1, keepdims=True))),
+    "reshape_in_body": lambda: _rows(lambda x: pt.reshape(pt.reshape(x, (8, 8, 8)) * 2.0, (8, 64))),
+    "tile_in_body": lambda: _rows(lambda x: pt.reshape(pt.tile(x, (4, 8)) + 1.0, (8, 64), order="F")),
+    "concatenate_in_body": lambda: _rows(lambda x: pt.concatenate([x[:, 32:], x[:, :32]], axis=1)),
+    "slice_to_scalar": lambda: _rows(lambda x: x * x[3, 5]),
+    "scratch_shapes_when": scratch_shapes_and_when,
+    "cond_with_operands": cond_with_operands,
+    "jit_in_body": jit_in_body,
+    "grad_through_slices": grad_through_slices,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_user_kernel_lowers_and_computes_what_the_interpreter_does(name):
+    k, types = CASES[name]()
+    check_against_interpreter(pt.stage(k, *types), atol=1e-5, rtol=1e-5)
+
+
+def test_every_interpreted_primitive_a_body_can_hold_has_a_rule_or_an_expansion():
+    """The primitives the interpreter runs, less the ones that cannot appear in a kernel body (a nested kernel)."""
+    missing = sorted(p.name for p in impl_rules if p.name not in RULES and p.name not in EXPANDED
+                     and p.name != "kernel")
+    assert missing == [], missing
+
+
+def test_embed_that_sums_is_refused_by_name():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.embed(x_ref[...], 8, Layout((8, 2), (1, 0)))     # both columns onto one row: a sum
+    kk = pt.kernel(k, pt.tensor("f32", 16), grid=(2,), in_specs=[pt.BlockSpec((8, 2), lambda i: (i, 0))],
+                   out_specs=pt.BlockSpec((8,), lambda i: (i,)))
+    with pytest.raises(pt.LoweringError, match=r"body equation 1 \(embed\): the embed map .* sends several elements"):
+        pt.lower(pt.stage(kk, pt.tensor("f32", (16, 2))))
+
+
+def test_describe_names_a_value_slice_without_a_foreign_error():
+    from patches.lower.kernel.context import describe
+
+    prog = pt.stage(*_swap(_rows(lambda x: x * x[3, 5])))
+    body = prog.eqns[0].params["body"]
+    text = [describe(e) for e in body.eqns]
+    assert any(t.startswith("slice[") for t in text), text
+
+
+def _swap(kt):
+    k, types = kt
+    return (k, *types)
+
+
+@needs_sass
+def test_new_rules_compile_for_sm90a_without_spills():
+    pytest.importorskip("cutlass")
+
+    def k(x_ref, y_ref, o_ref, i_ref):
+        x = x_ref[...]
+        r = pt.program_id(0) * 8 + pt.iota("i32", (8, C), 0)
+        masked = pt.where(pt.iota("i32", (8, C), 1) <= r % 32, x, -np.inf)
+        z = pt.gelu(x, approximate=False) + pt.concatenate([x[:, 32:], x[:, :32]], axis=1) * x[0, 1]
+        z = pt.relu(z) + pt.maximum(z, x) + pt.minimum(x, 0.5)
+        o_ref[...] = pt.min(z, axis=1) + pt.max(masked, axis=1) + (y_ref[...] // 3).astype("f32")
+        i_ref[...] = pt.argmax(masked, axis=1) + y_ref[...] % 7
+    kk = pt.kernel(k, (pt.tensor("f32", R), pt.tensor("i32", R)), grid=(R // 8,),
+                   in_specs=[pt.BlockSpec((8, C), lambda i: (i, 0)), pt.BlockSpec((8,), lambda i: (i,))],
+                   out_specs=[pt.BlockSpec((8,), lambda i: (i,))] * 2)
+    prog = pt.stage(kk, pt.tensor("f32", (R, C)), pt.tensor("i32", R))
+    check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
+    exe = pt.lower(prog).compile()
+    assert exe.resources["spills"] == 0 and ".target sm_90a" in exe.ptx, exe.resources
+
+
+@pytest.mark.parametrize("rows,cols,axis", [(8, 64, 1), (128, 8, 0), (16, 128, 1)])
+def test_nans_propagate_as_numpys(rows, cols, axis):
+    """relu, maximum, minimum, clip and max/min reductions keep a NaN (numpy's semantics), in registers, in warp
+    shuffles and in the cross-warp combine."""
+    from patches.lower.kernel.simulate import simulate_module
+
+    def k(x_ref, y_ref, o_ref, m_ref, n_ref):
+        x, y = x_ref[...], y_ref[...]
+        o_ref[...] = pt.relu(x) + pt.maximum(x, y) + pt.minimum(y, x) + pt.clip(x, -0.5, 0.5) \
+            + (x - pt.max(x, axis=axis, keepdims=True))      # the reducing lanes' own copies, broadcast back
+        m_ref[...] = pt.max(x, axis=axis)
+        n_ref[...] = pt.min(x, axis=axis)
+    full = pt.BlockSpec((rows, cols), lambda i: (0, 0))
+    red = pt.BlockSpec((cols if axis == 0 else rows,), lambda i: (0,))
+    n = cols if axis == 0 else rows
+    kk = pt.kernel(k, (pt.tensor("f32", (rows, cols)), pt.tensor("f32", n), pt.tensor("f32", n)), grid=(1,),
+                   in_specs=[full, full], out_specs=[full, red, red])
+    prog = pt.stage(kk, pt.tensor("f32", (rows, cols)), pt.tensor("f32", (rows, cols)))
+    rng = np.random.default_rng(rows + cols)
+    x, y = rng.standard_normal((2, rows, cols)).astype(np.float32)
+    x[rng.random((rows, cols)) < 0.02] = np.nan
+    y[rng.random((rows, cols)) < 0.02] = np.nan
+    x[0, 0] = np.nan
+    want = prog(x, y)
+    got = simulate_module(pt.lower(prog), x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(np.asarray(g)), np.isnan(np.asarray(w)))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, equal_nan=True)
