@@ -1,7 +1,7 @@
 """Lowering rules of the grid and control flow: ``program_id`` (the CTA's block index, extra grid axes folded into
-z), ``num_programs`` and ``extent`` (static ints), ``fori_loop`` (a ``cutlass.range`` loop, carries in registers;
-the register holders ``mainloop`` builds on)
-and ``cond`` (a uniform ``if``/``else``, results in registers)."""
+z), ``num_programs`` and ``extent`` (ints, or run-time integers of symbolic extents), ``fori_loop`` (a
+``cutlass.range`` loop, carries in registers; the register holders ``mainloop`` builds on) and ``cond`` (a uniform
+``if``/``else``, results in registers)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ def _program_id(ctx: Ctx, e: Any, ins: list) -> list:
 @rule("num_programs")
 def _num_programs(ctx: Ctx, e: Any, ins: list) -> list:
     g = ctx.grid[e.params["axis"]]
-    return [Scalar(f"cutlass.Int32({code(g)})", "i32", g if type(g) is int else None)]
+    return [Scalar(f"cutlass.Int32({code(g)})", "i32")]
 
 
 @rule("extent")
 def _extent(ctx: Ctx, e: Any, ins: list) -> list:
     v = e.params["value"]
-    return [Scalar(f"cutlass.Int32({code(v)})", "i32", v if type(v) is int else None)]
+    return [Scalar(f"cutlass.Int32({code(v)})", "i32")]
 
 
 def _holders(ctx: Ctx, types: list, vals: list, tvs: list, shapes: list | None = None) -> list:
