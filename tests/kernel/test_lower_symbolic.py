@@ -97,6 +97,9 @@ def test_a_binding_that_breaks_a_fact_is_refused():
     x = np.zeros((100, 32), np.float32)
     with pytest.raises(pt.LoweringError, match="break a fact"):
         simulate_module(mod, x, np.zeros((32, 64), np.float32), np.zeros(64, np.float32))
+    a = np.zeros((64, 32), np.float32)
+    with pytest.raises(pt.LoweringError, match=r"argument 1 has shape \(64, 64\); .* expects \(32, 64\)"):
+        simulate_module(mod, a, np.zeros((64, 64), np.float32), np.zeros(64, np.float32))
 
 
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
