@@ -202,3 +202,21 @@ def test_what_cannot_be_symbolic_is_named():
     k = pt.kernel(copy, pt.tensor("f32", 2 * M), grid=(2 * M // 128,), in_specs=[spec], out_specs=spec)
     with pytest.raises(pt.LoweringError, match=r"kernel copy: the symbols M are not the extent of any operand mode"):
         pt.lower(pt.stage(k, pt.tensor("f32", 2 * M)))
+
+
+def test_extents_print_as_integer_code_that_evaluates_to_them():
+    import sympy
+
+    from patches.lower.kernel import symbolic
+
+    M, N = Sym("M", divisible_by=64), Sym("N", divisible_by=8)
+    syms = (symbolic.Symbol("sym0", M, 0, 0), symbolic.Symbol("sym1", N, 0, 1))
+    exprs = [M / 64, 128 * N, M * N, N / 8 - 1, sympy.ceiling(N / 16), M ** 2, -M, 3 * M / 2 + N, 7]
+    with symbolic.active(syms):
+        codes = [symbolic.code(x) for x in exprs]
+        with pytest.raises(pt.LoweringError, match="not the extent of any operand mode"):
+            symbolic.code(Sym("Q") + 1)
+    for m, n in [(64, 8), (192, 40), (4096, 1000)]:
+        for x, c in zip(exprs, codes):
+            got = eval(c, {"__builtins__": {}}, {"sym0": m, "sym1": n})   # our own generated integer code
+            assert got == int(sympy.sympify(x).subs({M: m, N: n})), (x, c)

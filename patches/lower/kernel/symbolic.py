@@ -249,9 +249,9 @@ def default_sizes(syms: tuple) -> dict:
     """Bindings for checks that need some: each symbol at twice its least value (at least two of any block)."""
     out = {}
     for s in syms:
-        lo = getattr(s.sym, "lo", 1)
-        div = getattr(s.sym, "divisor", 1)
-        out[s.sym] = max(lo, 2 * div)
+        lo, div, hi = getattr(s.sym, "lo", 1), getattr(s.sym, "divisor", 1), getattr(s.sym, "hi", None)
+        v = max(lo, 2 * div)
+        out[s.sym] = lo if hi is not None and v > hi else v
     return out
 
 
