@@ -220,3 +220,31 @@ def test_extents_print_as_integer_code_that_evaluates_to_them():
         for x, c in zip(exprs, codes):
             got = eval(c, {"__builtins__": {}}, {"sym0": m, "sym1": n})   # our own generated integer code
             assert got == int(sympy.sympify(x).subs({M: m, N: n})), (x, c)
+
+
+def test_symbolic_k_grid_matmul_with_an_arbitrary_axis_and_num_programs():
+    """The Pallas-style K-grid matmul over M, N, K: the arbitrary axis loops K/16 times in the CTA, and the last
+    visit (``num_programs(2) - 1``) writes the scratch accumulator out."""
+    M, N, K = _syms(32, 32, 16)
+    specs = dict(in_specs=[pt.BlockSpec((32, 16), lambda i, j, k: (i, k)),
+                           pt.BlockSpec((16, 32), lambda i, j, k: (k, j))],
+                 out_specs=pt.BlockSpec((32, 32), lambda i, j, k: (i, j)))
+
+    def body(x_ref, y_ref, o_ref, acc_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            acc_ref[...] = pt.zeros((32, 32), "f32")
+        acc_ref[...] = acc_ref[...] + x_ref[...] @ y_ref[...]
+
+        @pt.when(pt.program_id(2) == pt.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+    k = pt.kernel(body, pt.tensor("f32", (M, N)), grid=(M // 32, N // 32, K // 16),
+                  dimension_semantics=("parallel", "parallel", "arbitrary"),
+                  scratch=[pt.Scratch((32, 32), "f32", pt.SMEM)], **specs)
+    prog = pt.stage(k, pt.tensor("f32", (M, K)), pt.tensor("f32", (K, N)))
+    mod = pt.lower(prog)
+    assert "for pid2 in cutlass.range(((sym1) // 16), unroll=1):" in mod.source
+    assert "cutlass.Int32(((sym1) // 16)) - cutlass.Int32(1)" in mod.source
+    for m, n, kk in [(32, 64, 16), (64, 32, 48)]:
+        _run(prog, mod, {M: m, N: n, K: kk}, rtol=1e-5)
