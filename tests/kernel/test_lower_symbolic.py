@@ -248,3 +248,23 @@ def test_symbolic_k_grid_matmul_with_an_arbitrary_axis_and_num_programs():
     assert "cutlass.Int32(((sym1) // 16)) - cutlass.Int32(1)" in mod.source
     for m, n, kk in [(32, 64, 16), (64, 32, 48)]:
         _run(prog, mod, {M: m, N: n, K: kk}, rtol=1e-5)
+
+
+def test_an_index_map_of_a_symbolic_extent():
+    """Block ``L/256 - 1 - i`` of the input (a reversed walk): the index map's ``extent`` is run-time code."""
+    from patches.staging.kernel.control import extent
+
+    L = Sym("L", divisible_by=256)
+
+    def twice(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+    k = pt.kernel(twice, pt.tensor("f32", L), grid=(L // 256,),
+                  in_specs=[pt.BlockSpec((256,), lambda i: (extent(L // 256 - 1) - i,))],
+                  out_specs=pt.BlockSpec((256,), lambda i: (i,)))
+    prog = pt.stage(k, pt.tensor("f32", L))
+    mod = pt.lower(prog)
+    assert "cutlass.Int32(((-256 + sym0) // 256))" in mod.source
+    for n in (256, 1024):
+        x = np.arange(n, dtype=np.float32)
+        got = simulate_module(mod, x)[0]
+        np.testing.assert_array_equal(got, 2 * x.reshape(-1, 256)[::-1].reshape(-1))
