@@ -268,3 +268,19 @@ def test_an_index_map_of_a_symbolic_extent():
         x = np.arange(n, dtype=np.float32)
         got = simulate_module(mod, x)[0]
         np.testing.assert_array_equal(got, 2 * x.reshape(-1, 256)[::-1].reshape(-1))
+
+
+def test_a_ds_start_of_a_symbolic_extent():
+    """``x_ref[ds(L - 256, 256)]``: the last block of a window of symbolic length, at an offset computed at run time."""
+    L = Sym("L", divisible_by=256)
+
+    def last(x_ref, o_ref):
+        o_ref[...] = x_ref[pt.ds(L - 256, 256)] + 1.0
+    k = pt.kernel(last, pt.tensor("f32", 256), grid=(1,), in_specs=[pt.BlockSpec((L,), lambda i: (0,))],
+                  out_specs=pt.BlockSpec((256,), lambda i: (0,)))
+    prog = pt.stage(k, pt.tensor("f32", L))
+    mod = pt.lower(prog)
+    assert "off0 = (-256 + sym0)" in mod.source
+    for n in (256, 1024):
+        x = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(simulate_module(mod, x)[0], x[-256:] + 1)
