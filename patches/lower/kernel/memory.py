@@ -15,6 +15,7 @@ from ..errors import LoweringError
 from . import padding
 from .context import Ctx
 from .padding import pad_value, predicated
+from .symbolic import code, symbols_of
 from .values import NARROW, THREADS, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, tv_owners, tv_values
 
 
@@ -25,9 +26,10 @@ def _flat(m: Layout) -> bool:
 def offset_of(ctx: Ctx, m: Layout, start: Any) -> str | int:
     """The offset of coordinate ``start`` (an int or an expression) of mode layout ``m``."""
     if isinstance(start, int):
-        return int(m(start)) if start else 0
+        at = m(start) if start else 0
+        return at if type(at) is int else code(at)      # a symbolic stride: run-time integer code
     if _flat(m):
-        return f"{start} * {m.stride}" if m.stride != 1 else start
+        return f"{start} * {code(m.stride)}" if m.stride != 1 else start
     return f"{ctx.w.layout(m, 'a hierarchical mode indexed dynamically', 'mode')}({start})"
 
 
@@ -57,7 +59,7 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
                 raise ctx.fail("a dynamic index must be a scalar")
             start = start.index
         elif not isinstance(start, int):
-            raise ctx.fail(f"index start {start} on mode {pos} is symbolic; kernels lower at static shapes")
+            start = code(start)         # a symbolic start: run-time integer code
         if ix.kind == "all":
             kept.append(m)
         elif ix.kind == "at":
@@ -169,11 +171,12 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
     (no registers held, so any block size)."""
     w = ctx.w
-    n = static_size(sel.shape, why)
+    n = static_size(sel.shape, why) if not symbols_of(sel.shape) else code(it.product(sel.shape))  # run-time extent
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     dst, j = w.fresh("dst"), w.fresh("j")
     w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-    w.emit(f"for {j} in cutlass.range({-(-n // THREADS)}, unroll=1):")
+    trips = -(-n // THREADS) if isinstance(n, int) else f"({n} + {THREADS - 1}) // {THREADS}"
+    w.emit(f"for {j} in cutlass.range({trips}, unroll=1):")
     w.emit(f"    if {j} * {THREADS} + tidx < {n}:")
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if bounds is None:

@@ -35,15 +35,23 @@ def _size(layout: Any) -> int:
     return int(size(layout))
 
 
-def verify_kernel(module: Any, kinds: tuple | None = None) -> Report:
+def verify_kernel(module: Any, kinds: tuple | None = None, sizes: dict | None = None) -> Report:
     """The Report of every check of the module's builders (``kinds``: only those kinds of check), to raise with
-    ``.raise_if_failed()``."""
+    ``.raise_if_failed()``. A kernel over symbolic extents is checked at the bindings ``sizes`` (by symbol or
+    name; default: each symbol at twice its least value): builders of run-time strides are called with them."""
     import time
+
+    from . import symbolic
 
     K = module.load()
     report = Report(module.spec.name)
+    syms = getattr(module.spec, "symbols", ())
+    env = symbolic.bind(syms, [], [], {**symbolic.default_sizes(syms), **(sizes or {})}) if syms else {}
+    if syms:
+        K = _Bound(K, {s.ident: env[s.sym] for s in syms})
+    spec = module.spec if not syms else _bound_spec(module.spec, env)
     t0 = time.perf_counter()
-    in_trace(lambda: _checks(K, module.spec, report, kinds))
+    in_trace(lambda: _checks(K, spec, report, kinds))
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -72,6 +80,42 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
             _r2s(built, *payload, K, report.check(f"{name}: stmatrix stores each accumulator register at its element"))
         elif kind == "accumulator":
             _accumulator(built, *payload, report.check(f"{name}: wgmma registers hold the accumulator layout's elements"))
+
+
+class _Bound:
+    """The loaded module with each builder that takes run-time extents (``sym0``, ...) called with their bound
+    values after the caller's own arguments."""
+
+    def __init__(self, K: Any, values: dict) -> None:
+        self.K, self.values = K, values
+
+    def __getattr__(self, name: str) -> Any:
+        import inspect
+
+        from .symbolic import IDENT
+
+        fn = getattr(self.K, name)
+        if not callable(fn):
+            return fn
+        extra = [self.values[p] for p in inspect.signature(fn).parameters if IDENT.fullmatch(p)]
+        return (lambda *a: fn(*a, *extra)) if extra else fn
+
+
+def _bound_spec(spec: Any, env: dict) -> Any:
+    """The spec's check payloads at the bindings (layouts, selections, TMA extents)."""
+    from dataclasses import replace
+
+    from .symbolic import substitute
+
+    def sub(kind: str, payload: Any) -> Any:
+        if kind == "layout":
+            return substitute(payload, env)
+        if kind == "offsets":
+            return (substitute(payload[0], env), payload[1])
+        if kind == "tma":
+            return (*payload[:2], int(substitute(payload[2], env)), *payload[3:])
+        return payload
+    return replace(spec, checks=tuple((name, kind, sub(kind, payload)) for name, kind, payload in spec.checks))
 
 
 def _same_layout(built: Any, layout: Any, c: Any) -> None:
