@@ -12,7 +12,7 @@ from ...layouts import inttuple as it
 from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
-from . import padding
+from . import padding, sync
 from .context import Ctx
 from .padding import pad_value, predicated
 from .symbolic import code, symbols_of
@@ -105,6 +105,8 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     name = w.fresh()
     bounds = padded_bounds(ctx, ref, off, sel, why)
+    if sel.shape == ():
+        sync.access(ctx, ref.ptr, off, sel, "every thread", False)
     if sel.shape == () and bounds is not None:     # one element of an edge block: the pad value past the edge
         w.emit(f"{name}_r = cute.make_rmem_tensor((1,), {dsl_dtype(ref.dtype, why)})")
         w.emit(f"{name}_r[0] = {pad_value(ref.dtype, why)}")
@@ -116,6 +118,7 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
     tv = tv if tv is not None else block_tv(n)
+    sync.access(ctx, ref.ptr, off, sel, tv, False)
     view = _thread_view(ctx, ref.ptr, off, sel, tv, why) if bounds is None else None
     per = tv_values(tv)
     if bounds is not None:      # an edge block: elements past the operand's extents read the pad value
@@ -170,6 +173,7 @@ def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
 def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> None:
     """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
     (no registers held, so any block size)."""
+    sync.access(ctx, ref.ptr, off, sel, "threads striding", True)
     w = ctx.w
     n = static_size(sel.shape, why) if not symbols_of(sel.shape) else code(it.product(sel.shape))  # run-time extent
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
@@ -195,6 +199,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     if sel.shape == ():
         if isinstance(x, Block):
             raise ctx.fail("a block stored into a single element")
+        sync.access(ctx, ref.ptr, off, sel, "thread 0", True)
         w.emit("if tidx == 0:")
         line = f"cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}"
         if bounds is not None:      # one element of an edge block: dropped past the edge
@@ -202,8 +207,12 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         else:
             w.emit(f"    {line}")
         return
+    if isinstance(x, Scalar) and symbols_of(sel.shape):      # a splat of run-time size: the threads stride over it
+        fill(ctx, ref, off, sel, x, why)
+        return
     n = static_size(sel.shape, why)
     b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
+    sync.access(ctx, ref.ptr, off, sel, b.tv, True)
     g = tv_owners(b.tv)
     guard = g < THREADS
     if guard:

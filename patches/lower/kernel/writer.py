@@ -28,11 +28,15 @@ class Writer:
         self.pipelines: list = []          # patches.lower.kernel.tma.Pipe, in emission order
         self.host: list[str] = []          # host lines before the launch (TMA descriptors)
         self.kernel_params: list[tuple[str, str]] = []     # extra kernel parameters (name, annotation)
+        self.pending: dict = {}           # Ref pointer -> (thread mappings since the last barrier, any write): sync
+        self.bodies: list[dict] = []      # the same, per nested program being emitted (sync.enter/leave)
 
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
 
     def emit(self, line: str) -> None:
+        if line.startswith("cute.arch.barrier()"):     # every thread's earlier accesses are done (patches...sync)
+            self.pending.clear()
         self.lines.append("    " * self.depth + line)
 
     def comment(self, text: str) -> None:
