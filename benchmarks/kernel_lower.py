@@ -1,6 +1,8 @@
 """CPU: lowering and cute.compile time of every lowered pt.kernel (tests/kernel/lower_cases.py), and the SASS of the
 K-looped tiled matmul kernel against the GEMM template at the same 128x128x64 tile (relu(x @ w + bias), bf16 in,
-f32 accumulate): instruction counts by opcode, whole kernel and mainloop, at K = 256 and 1024.
+f32 accumulate): instruction counts by opcode, whole kernel and mainloop, at K = 256 and 1024; the same kernel
+at 200x136x200 (padded edge blocks) against 256x256x256; and the same kernel staged over symbolic M, N, K against
+the symbolic template.
 Run from the repository root as ``PYTHONPATH=. python benchmarks/kernel_lower.py`` (this tree's ``patches``)."""
 
 import re
@@ -59,6 +61,23 @@ def main() -> None:
               f"{c['HGMMA']:5d} {c['SHFL']:5d} {c['STS']:5d} {c['LDS']:5d}")
     for k in (256, 1024):                              # 4 and 16 k-tiles of 64
         compare(mods["tiled_matmul"] if k == 256 else None, k)
+    compare_padded(mods["tiled_matmul"])
+    compare_symbolic()
+
+
+def compare_padded(exe) -> None:
+    """The tiled matmul at M, N, K its 128x128x64 blocks do not divide (200, 136, 200: edge blocks on every axis,
+    TMA zero-filling past the edges) against the same kernel at 256x256x256: the same number of k-steps."""
+    from tests.kernel import lower_cases as C
+
+    kern, types = C.padded_matmul(200, 136, 200)
+    padded = pt.lower(pt.stage(kern, *types)).compile()
+    ours, full = counts(padded), counts(exe)
+    print("\nSASS of the tiled matmul at 200x136x200 (padded edge blocks) vs 256x256x256, same tile and k-steps:")
+    print(f"{'opcode':8s} {'padded':>8s} {'divided':>8s}")
+    for op in (*OPCODES, "total", "mainloop"):
+        print(f"{op:8s} {ours[op]:8d} {full[op]:8d}")
+    print(f"spills: padded {padded.resources['spills']}, registers {padded.resources['registers']}")
 
 
 def template_gemm(m: int, n: int, k: int):
@@ -83,6 +102,31 @@ def compare(exe, k: int) -> None:
         r = f"{ours[op] / theirs[op]:6.2f}" if theirs[op] else "     -"
         print(f"{op:8s} {ours[op]:8d} {theirs[op]:9d} {r}")
     print(f"spills: lowered {exe.resources['spills']}, registers {exe.resources['registers']}")
+
+
+def compare_symbolic() -> None:
+    """The tiled matmul staged over Syms M, N, K (one module for every size): its SASS against the same kernel at
+    256x256x1024 and against the GEMM template staged over the same symbols."""
+    from patches.layouts import Sym
+    from tests.kernel import lower_cases as C
+
+    M, N, K = Sym("M", divisible_by=128), Sym("N", divisible_by=128), Sym("K", divisible_by=64)
+    kern, types = C.tiled_matmul(M, N, K)
+    t0 = time.perf_counter()
+    mod = pt.lower(pt.stage(kern, *types))
+    lower_ms = (time.perf_counter() - t0) * 1e3
+    sym = mod.compile()
+    kern, types = C.tiled_matmul(K=1024)
+    static = counts(pt.lower(pt.stage(kern, *types)).compile())
+    tmpl = counts(template_gemm(M, N, K))
+    ours = counts(sym)
+    print(f"\nSASS of the tiled matmul over symbolic M, N, K (lowered in {lower_ms:.1f} ms, compiled in "
+          f"{sym.compile_seconds:.2f} s) vs the same kernel at 256x256x1024 and the symbolic GEMM template:")
+    print(f"{'opcode':8s} {'symbolic':>8s} {'static':>8s} {'template':>9s} {'sym/tmpl':>8s}")
+    for op in (*OPCODES, "total", "mainloop"):
+        r = f"{ours[op] / tmpl[op]:8.2f}" if tmpl[op] else "       -"
+        print(f"{op:8s} {ours[op]:8d} {static[op]:8d} {tmpl[op]:9d} {r}")
+    print(f"spills: symbolic {sym.resources['spills']}, registers {sym.resources['registers']}")
 
 
 if __name__ == "__main__":

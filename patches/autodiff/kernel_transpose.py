@@ -28,8 +28,10 @@ from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
+from .kernel_coverage import covers
 from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
-from .kernel_padding import check_padded_body, cropped, unpadded
+from .kernel_padding import cropped, unpadded
+from .kernel_positions import check_padded_body
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 
@@ -232,9 +234,11 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
     out_map = _restricted(in_specs[k], axes, ngrid)
     scratch = body.in_types[len(in_specs) + len(out_specs):]
 
-    def bwd(*refs: Any) -> None:
+    def bwd(*refs: Any, zero_first: bool = False) -> None:
         vals = [r.value for r in refs]
         ids = [program_id(p) for p in range(len(axes))]
+        if zero_first:  # the body reads part of x's block: the rest of dx is zero, and written as such
+            refs[len(ops)][...] = P.zeros(out_map.ref_type.layout.shape, xt.dtype)
 
         def at(loop_ids: list) -> None:
             point: list = [None] * ngrid
@@ -259,8 +263,10 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
         nest(0, [])
 
     label = in_specs[k].label
-    prog = stage_kernel_body(bwd, [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch), sub,
-                             f"{name}_bwd_{label}")
+    ref_types = [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch)
+    prog = stage_kernel_body(bwd, ref_types, sub, f"{name}_bwd_{label}")
+    if not covers(prog, prog.params[len(ops)]):
+        prog = stage_kernel_body(lambda *r: bwd(*r, zero_first=True), ref_types, sub, f"{name}_bwd_{label}")
     prog, ops, maps = lean_kernel(prog, ops, tuple(maps), 1)   # only what dx needs: no primal or other cotangents
     (out,) = bind_multi(kernel_p, *ops, name=f"{name}_bwd_{label}", grid=sub, in_specs=tuple(maps),
                         out_specs=(out_map,), body=prog, _out_types=(xt,))

@@ -115,16 +115,22 @@ def shape_div(a: Any, b: Any) -> Any:
     return _fits(_shape_div(a, b), "shape_div")
 
 
+def _over_modes(f: Any, a: tuple, b: Any, op: str, carry: Any, reverse: bool = False) -> tuple:
+    """``f`` on each mode of the tuple ``a``: with b's mode when ``b`` is a tuple of a's rank, else with what is left of
+    ``b`` after the modes before (``carry(b, mode)``), left to right or (``reverse``) right to left."""
+    if type(b) is tuple:
+        _same_rank(a, b, op)
+        return tuple(f(x, y) for x, y in zip(a, b))
+    out = []
+    for x in (reversed(a) if reverse else a):
+        out.append(f(x, b))
+        b = carry(b, x)
+    return tuple(reversed(out)) if reverse else tuple(out)
+
+
 def _shape_div(a: Any, b: Any) -> Any:
     if type(a) is tuple:
-        if type(b) is tuple:
-            _same_rank(a, b, "shape_div")
-            return tuple(_shape_div(x, y) for x, y in zip(a, b))
-        out = []
-        for x in a:
-            out.append(_shape_div(x, b))
-            b = _shape_div(b, it.product(x))
-        return tuple(out)
+        return _over_modes(_shape_div, a, b, "shape_div", lambda r, x: _shape_div(r, it.product(x)))
     if type(b) is tuple:
         b = it.product(b)
     if _is_zero(b):
@@ -162,12 +168,7 @@ def _ceil_div(a: Any, b: Any) -> Any:
             if len(b) > len(a):
                 raise LayoutError(f"ceil_div: {it.to_str(b)} has more modes than {it.to_str(a)}")
             b = b + (1,) * (len(a) - len(b))
-            return tuple(_ceil_div(x, y) for x, y in zip(a, b))
-        out = []
-        for x in a:
-            out.append(_ceil_div(x, b))
-            b = _ceil_div(b, it.product(x))
-        return tuple(out)
+        return _over_modes(_ceil_div, a, b, "ceil_div", lambda r, x: _ceil_div(r, it.product(x)))
     if type(b) is tuple:
         b = it.product(b)
     return arith.ceil_div(a, b)
@@ -182,14 +183,7 @@ def prefix_product(a: Any, init: Any = 1) -> Any:
 
 def _prefix(a: Any, init: Any) -> Any:
     if type(a) is tuple:
-        if type(init) is tuple:
-            _same_rank(a, init, "prefix_product")
-            return tuple(_prefix(x, i) for x, i in zip(a, init))
-        out = []
-        for x in a:
-            out.append(_prefix(x, init))
-            init = init * it.product(x)
-        return tuple(out)
+        return _over_modes(_prefix, a, init, "prefix_product", lambda r, x: r * it.product(x))
     if type(init) is tuple:
         raise LayoutError(f"prefix_product: the start {it.to_str(init)} is a tuple but {it.to_str(a)} is not")
     return init
@@ -204,14 +198,7 @@ def suffix_product(a: Any, init: Any = 1) -> Any:
 
 def _suffix(a: Any, init: Any) -> Any:
     if type(a) is tuple:
-        if type(init) is tuple:
-            _same_rank(a, init, "suffix_product")
-            return tuple(_suffix(x, i) for x, i in zip(a, init))
-        out = []
-        for x in reversed(a):
-            out.append(_suffix(x, init))
-            init = init * it.product(x)
-        return tuple(reversed(out))
+        return _over_modes(_suffix, a, init, "suffix_product", lambda r, x: r * it.product(x), reverse=True)
     if type(init) is tuple:
         raise LayoutError(f"suffix_product: the start {it.to_str(init)} is a tuple but {it.to_str(a)} is not")
     return init

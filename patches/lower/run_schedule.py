@@ -60,10 +60,13 @@ def _gemm_args(spec: Any, ins: list, outs: list) -> list:
 
 
 def _kernel_args(k: Any, ins: list, outs: list) -> list:
-    """A ``pt.kernel`` module's arguments: each operand (inputs then outputs) as the flat buffer it spans."""
+    """A ``pt.kernel`` module's arguments: each operand (inputs then outputs) as the flat buffer it spans; an operand
+    of symbolic extents as it is (the kernel reads the symbols off its shape)."""
+    from ..staging.symbols import is_symbolic
+
     pos = {id(p): i for i, p in enumerate(k.program.params)}
     tensors = [ins[pos[id(x)]] for x in k.program.eqns[0].inputs] + outs
-    return [flat_buffer(t, a.layout.shape) for t, a in zip(tensors, k.spec.args)]
+    return [t if is_symbolic(a.layout) else flat_buffer(t, a.layout.shape) for t, a in zip(tensors, k.spec.args)]
 
 
 def flat_buffer(t: Any, n: Any) -> Any:

@@ -1,5 +1,6 @@
 """Kernels the lowering tests compile and simulate: the Pallas quickstart kernels, row softmax, layernorm, the
-K-looped tiled matmul with a bias+activation epilogue (bf16 in, f32 accumulate), flash-attention forward."""
+K-looped tiled matmul with a bias+activation epilogue (bf16 in, f32 accumulate; also at shapes its blocks do not
+divide), flash-attention forward."""
 
 from __future__ import annotations
 
@@ -75,6 +76,24 @@ def tiled_matmul(M=256, N=256, K=256, BM=128, BN=128, BK=64, act=pt.relu):
         c_ref[...] = act(out).astype(c_ref.dtype)
     k = pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(M // BM, N // BN),
                   in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j)),
+                            pt.BlockSpec((BN,), lambda i, j: (j,))],
+                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+    return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("bf16", N)]
+
+
+def padded_matmul(M=200, N=136, K=200, BM=128, BN=128, BK=64, act=pt.relu):
+    """The K-looped matmul at any M, N, K: the grid and the K blocks round up, so the edge blocks pad (K to ``KP``,
+    a multiple of ``BK``; the interpreter reads NaN past each edge, a TMA load zeros)."""
+    KP = -(-K // BK) * BK
+
+    def mm_kernel(a_ref, b_ref, bias_ref, c_ref):
+        def body(k, acc):
+            return acc + pt.matmul(a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :],
+                                   preferred_element_type="f32")
+        out = pt.fori_loop(0, KP // BK, body, pt.zeros((BM, BN), "f32")) + bias_ref[...].astype("f32")[None, :]
+        c_ref[...] = act(out).astype(c_ref.dtype)
+    k = pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(-(-M // BM), -(-N // BN)),
+                  in_specs=[pt.BlockSpec((BM, KP), lambda i, j: (i, 0)), pt.BlockSpec((KP, BN), lambda i, j: (0, j)),
                             pt.BlockSpec((BN,), lambda i, j: (j,))],
                   out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
     return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("bf16", N)]

@@ -23,7 +23,9 @@ def _shape(t):
 
 
 def check_against_interpreter(prog, seed=0, atol=0.0, rtol=1e-6):
-    """Every kernel of ``prog``, lowered and simulated, against the interpreter on the same random inputs."""
+    """Every kernel of ``prog``, lowered and simulated, against the interpreter on the same random inputs: equal
+    wherever the interpreter gives a number; where it reads NaN past a padded edge, NaN too, unless a TMA load read
+    zeros there (the module's ``zero_filled``), which may make those outputs exact."""
     rng = np.random.default_rng(seed)
     for sub in C.kernel_programs(prog):
         mod = pt.lower(sub)
@@ -33,8 +35,12 @@ def check_against_interpreter(prog, seed=0, atol=0.0, rtol=1e-6):
         got = simulate_module(mod, *xs)
         assert len(got) == len(want)
         for g, w in zip(got, want):
-            assert not np.isnan(np.asarray(g, np.float64)).any(), f"{sub.name}: elements never written"
-            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol)
+            g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+            pad = np.isnan(w)        # the interpreter's NaN: read past a padded edge (else the kernel must match it)
+            assert not np.isnan(g[~pad]).any(), f"{sub.name}: elements never written"
+            if mod.spec.zero_filled:     # a TMA load read zeros there: the kernel may be exact (docs/kernels.md)
+                g, w = g[~pad], w[~pad]
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 CASES = {
@@ -102,8 +108,8 @@ def test_what_cannot_be_lowered_is_named():
     with pytest.raises(pt.LoweringError, match=r"kernel total / body equation 0 \(get\): a block value of 512x1024"):
         pt.lower(pt.stage(k, pt.tensor("f32", (512, 1024))))
     M = Sym("M", divisible_by=128)
-    k, _ = C.vector_add(M, 128)
-    with pytest.raises(pt.LoweringError, match="symbolic"):
+    k, _ = C.vector_add(M, M)      # a symbolic block shape (symbolic extents lower: test_lower_symbolic.py)
+    with pytest.raises(pt.LoweringError, match="block shape M is symbolic"):
         pt.lower(pt.stage(k, pt.tensor("f32", M), pt.tensor("f32", M)))
 
     def imax(x_ref, o_ref):

@@ -4,7 +4,7 @@ Modules: ``values`` (what a variable becomes: Scalar, Block with its thread-valu
 lines, fresh names, named layout builders, exchange buffers), ``context`` (the rule table and ``lower_program``),
 ``memory`` (Ref selections, block loads/stores, the shared-memory exchange), ``rules_refs``, ``rules_control``,
 ``rules_math`` (one lowering rule per kernel-IR primitive, by family), ``template`` (the module around the body),
-``api`` (``lower_kernel``, ``KernelModule``).
+``symbolic`` (symbolic extents as run-time integers), ``api`` (``lower_kernel``, ``KernelModule``).
 """
 
 from .api import KernelModule, lower_kernel

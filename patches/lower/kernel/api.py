@@ -13,6 +13,7 @@ from ..module import CUTLASS_DTYPE, Module
 from ..names import kernel_name
 from .fit import fit_registers
 from .rules_mma import warpgroups
+from .symbolic import fake_symbolic, symbols_of
 from .template import lower_kernel_eqn
 from .values import WARPGROUP, cta_threads
 
@@ -22,23 +23,28 @@ _ids = itertools.count()
 class KernelModule(Module):
     """A lowered kernel: ``.source``, ``.compile()`` (sm_90a, no GPU needed), arguments as flat buffers."""
 
-    def verify(self) -> Any:
+    def verify(self, sizes: dict | None = None) -> Any:
         """Check the module's builders on the CPU (patches.lower.kernel.verify); raises a VerificationError listing
-        the mismatches, returns the Report when every thread and value is right."""
+        the mismatches, returns the Report when every thread and value is right. A kernel over symbolic extents is
+        checked at the bindings ``sizes`` (symbol or name -> int; default: each at twice its least value)."""
         from .verify import verify_kernel
 
-        return verify_kernel(self).raise_if_failed()
+        return verify_kernel(self, sizes=sizes).raise_if_failed()
 
     def fake_args(self) -> list:
         import cutlass
         from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
 
         out = []
+        syms: dict = {}
         for a in self.spec.args:
             name = CUTLASS_DTYPE.get(a.dtype) or {"i32": "Int32", "f64": "Float64", "i64": "Int64"}.get(a.dtype)
             if name is None:
                 raise LoweringError(f"argument {a.label}: dtype {a.dtype} has no fake tensor")
-            out.append(make_fake_tensor(getattr(cutlass, name), (a.layout.shape,), (1,), assumed_align=16))
+            if symbols_of(a.layout):    # run-time extents: a compact tensor of dynamic shape (sym_int, divisibility)
+                out.append(fake_symbolic(getattr(cutlass, name), a.layout, syms))
+            else:
+                out.append(make_fake_tensor(getattr(cutlass, name), (a.layout.shape,), (1,), assumed_align=16))
         return out + [make_fake_stream()]
 
 

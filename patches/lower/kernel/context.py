@@ -15,6 +15,7 @@ from ...staging.kernel.refs import REF_PRIMS, format_index
 from ..errors import LoweringError
 from ..expand import expand
 from ..names import sanitize
+from . import sync
 from .values import Accumulated, Block, RefVal, Scalar, Staged, dsl_dtype
 from .writer import Writer
 
@@ -90,28 +91,37 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
             return literal(a)
         return env[id(a)]
 
-    for k, e in enumerate(expand(prog.eqns, EXPANDED)):     # argmax/argmin and jit calls: as the schedule expands them
-        ctx.where.append(f"{label} equation {k} ({e.prim.name})")
-        try:
-            fn = ctx.special.get(id(e)) or RULES.get(e.prim.name)
-            if fn is None:
-                raise ctx.fail(f"{sanitize(describe(e))} has no kernel lowering rule")
-            ctx.w.comment(describe(e))
-            ins = [read(a) for a in e.inputs]
-            if e.prim.name not in TAKES_LAZY:
-                ins = [_done(ctx, x) for x in ins]
-            outs = fn(ctx, e, ins)
-        except LayoutError as err:
-            raise ctx.fail(f"the layout algebra refused: {err}") from None
-        except LoweringError as err:
-            if getattr(err, "located", False):
-                raise
-            raise ctx.fail(str(err)) from None
-        finally:
-            ctx.where.pop()
-        for v, x in zip(e.outputs, outs):
-            env[id(v)] = x
-    return [_done(ctx, read(a)) for a in prog.outputs]
+    entry = sync.enter(ctx) if label != "body" else None
+    try:
+        for k, e in enumerate(expand(prog.eqns, EXPANDED)):     # argmax, argmin, jit calls: as the schedule does
+            ctx.where.append(f"{label} equation {k} ({e.prim.name})")
+            try:
+                fn = ctx.special.get(id(e)) or RULES.get(e.prim.name)
+                if fn is None:
+                    raise ctx.fail(f"{sanitize(describe(e))} has no kernel lowering rule")
+                ctx.w.comment(describe(e))
+                ins = [read(a) for a in e.inputs]
+                if e.prim.name not in TAKES_LAZY:
+                    ins = [_done(ctx, x) for x in ins]
+                outs = fn(ctx, e, ins)
+            except LayoutError as err:
+                raise ctx.fail(f"the layout algebra refused: {err}") from None
+            except LoweringError as err:
+                if getattr(err, "located", False):
+                    raise
+                raise ctx.fail(str(err)) from None
+            finally:
+                ctx.where.pop()
+            for v, x in zip(e.outputs, outs):
+                env[id(v)] = x
+        outs = [_done(ctx, read(a)) for a in prog.outputs]
+    except BaseException:
+        if entry is not None:
+            ctx.w.bodies.pop()
+        raise
+    if entry is not None:
+        sync.leave(ctx, entry)
+    return outs
 
 
 def _done(ctx: Ctx, x: Any) -> Any:

@@ -20,6 +20,7 @@ from .plan import plan_loop
 from .rules_control import _carry_tvs, _default_tvs, _put, _take, plain_loop
 from .rules_math import elementwise
 from .rules_mma import acc_shape, accumulator_tv, stage_operand, wgmma
+from .symbolic import code
 from .tma import open_pipeline
 from .values import Accumulated, Block, RefVal, Scalar, block_tv, static_size
 
@@ -46,7 +47,7 @@ def _staged_operands(body: Any, mm: Any, staged: dict) -> bool:
 @rule("fori_loop")
 def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
-    plan = plan_loop(e) if type(lo) is int and type(hi) is int else None
+    plan = plan_loop(e)
     if plan is None or not (plan.reads or plan.updates or plan.fused):
         return plain_loop(ctx, e, ins)
     w, consts = ctx.w, ins[:nc]
@@ -104,7 +105,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
 
     def fused_mm(c: Ctx, q: Any, xs: list) -> list:
         kind, i = fused[id(q)]
-        first = f"{k} != {lo}" if kind == "carry" and i in zero else "True"   # a zero carry: the first overwrites
+        first = f"{k} != {code(lo)}" if kind == "carry" and i in zero else "True"   # a zero carry: the first overwrites
         return wgmma(c, q, xs, acc=holder_of[fused[id(q)]], wait=wait, accumulate=first)
 
     def absorbed_add(c: Ctx, q: Any, xs: list) -> list:
@@ -159,7 +160,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
             _zero_holder(ctx, upd_names[j], ref.dtype, upd_tv[j], upd_shape[j])
         if site:
             site.prologue(ctx)
-        w.emit(f"for {k} in cutlass.range({lo}, {hi}, unroll=1):" + ("   # the pipelined mainloop" if site else ""))
+        w.emit(f"for {k} in cutlass.range({code(lo)}, {code(hi)}, unroll=1):" + ("   # the pipelined mainloop" if site else ""))
         with w.indent():
             if site:
                 site.begin(ctx)

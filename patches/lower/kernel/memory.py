@@ -7,15 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
 from ...layouts import Layout, LayoutError, composition, cosize
 from ...layouts import inttuple as it
-from ...staging import dtypes
 from ...staging.kernel.refs import Dyn
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
+from . import padding, sync
 from .context import Ctx
+from .padding import pad_value, predicated
+from .symbolic import code, symbols_of
 from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, threads, tv_owners, tv_values
 
 
@@ -26,27 +26,29 @@ def _flat(m: Layout) -> bool:
 def offset_of(ctx: Ctx, m: Layout, start: Any) -> str | int:
     """The offset of coordinate ``start`` (an int or an expression) of mode layout ``m``."""
     if isinstance(start, int):
-        return int(m(start)) if start else 0
+        at = m(start) if start else 0
+        return at if type(at) is int else code(at)      # a symbolic stride: run-time integer code
     if _flat(m):
-        return f"{start} * {m.stride}" if m.stride != 1 else start
+        return f"{start} * {code(m.stride)}" if m.stride != 1 else start
     return f"{ctx.w.layout(m, 'a hierarchical mode indexed dynamically', 'mode')}({start})"
 
 
-def add_offsets(ctx: Ctx, base: str, terms: list) -> str:
-    """``base + terms`` as a new name when anything is dynamic, else the folded int as text."""
+def add_offsets(ctx: Ctx, base: str, terms: list, name: str | None = None) -> str:
+    """``base + terms`` as a new name (``name`` if given) when anything is dynamic, else the folded int as text."""
     if not terms or all(t == 0 for t in terms):
         return base
     static = sum(t for t in terms if isinstance(t, int)) + (int(base) if base.lstrip("-").isdigit() else 0)
     dyn = [str(t) for t in terms if not isinstance(t, int)] + ([] if base.lstrip("-").isdigit() else [base])
     if not dyn:
         return str(static)
-    name = ctx.w.fresh("off")
+    name = name or ctx.w.fresh("off")
     ctx.w.emit(f"{name} = {' + '.join(dyn + ([str(static)] if static else []))}")
     return name
 
 
 def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]:
-    """The offset and the layout of ``ref[index]`` (modes kept by ``:`` and ``ds``, fixed by an integer)."""
+    """The offset and the layout of ``ref[index]`` (modes kept by ``:`` and ``ds``, fixed by an integer); a part
+    of a padded edge block registers which of its elements lie inside the operand (patches.lower.kernel.padding)."""
     modes = mode_layouts(ref.layout) if ref.layout.rank else []
     kept, terms = [], []
     for pos, (m, ix) in enumerate(zip(modes, index)):
@@ -57,7 +59,7 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
                 raise ctx.fail("a dynamic index must be a scalar")
             start = start.index
         elif not isinstance(start, int):
-            raise ctx.fail(f"index start {start} on mode {pos} is symbolic; kernels lower at static shapes")
+            start = code(start)         # a symbolic start: run-time integer code
         if ix.kind == "all":
             kept.append(m)
         elif ix.kind == "at":
@@ -75,7 +77,11 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
     from ...staging.types import layout_of_modes
 
     sel = layout_of_modes(kept) if kept else Layout._make((), ())
-    return add_offsets(ctx, ref.off, terms), sel
+    padded = padding.is_padded(ctx, ref)
+    off = add_offsets(ctx, ref.off, terms, padding.fresh(ctx, "poff") if padded else None)
+    if padded:
+        padding.part(ctx, ref, index, dyn, off, sel)
+    return off, sel
 
 
 def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, tv: Layout, why: str) -> tuple[str, Any] | None:
@@ -100,10 +106,19 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     name = w.fresh()
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
+        sync.access(ctx, ref.ptr, off, sel, "every thread", False)
+    if sel.shape == () and bounds is not None:     # one element of an edge block: the pad value past the edge
+        w.emit(f"{name}_r = cute.make_rmem_tensor((1,), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"{name}_r[0] = {pad_value(ref.dtype, why)}")
+        predicated(w, "", bounds, None, f"{name}_r[0] = cute.make_tensor({base}, cute.make_layout(1))[0]")
+        w.emit(f"{name} = {name}_r[0]")
+        return Scalar(name, ref.dtype)
+    if sel.shape == ():
         w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
     tv = tv if tv is not None else block_tv(n)
+    sync.access(ctx, ref.ptr, off, sel, tv, False)
     view = _thread_view(ctx, ref.ptr, off, sel, tv, why) if bounds is None else None
     per = tv_values(tv)
     if bounds is not None:      # an edge block: elements past the operand's extents read the pad value
@@ -114,7 +129,7 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
         w.emit(f"for v in cutlass.range_constexpr({per}):")
         w.emit(f"    {e} = {tvn}((tidx, v))")
         w.emit(f"    {name}_r[v] = {pad_value(ref.dtype, why)}")
-        _predicated(w, "    ", bounds, e, f"{name}_r[v] = {src}[{e}]")
+        predicated(w, "    ", bounds, e, f"{name}_r[v] = {src}[{e}]")
         w.emit(f"{name} = {name}_r.load()")
     elif view is not None:
         w.emit(f"{name} = {view[0]}.load().reshape(({per},))")
@@ -158,13 +173,15 @@ def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
 def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> None:
     """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
     (no registers held, so any block size)."""
+    sync.access(ctx, ref.ptr, off, sel, "threads striding", True)
     w = ctx.w
-    n = static_size(sel.shape, why)
+    n = static_size(sel.shape, why) if not symbols_of(sel.shape) else code(it.product(sel.shape))  # run-time extent
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     dst, j = w.fresh("dst"), w.fresh("j")
     w.emit(f"{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
     nt = threads()
-    w.emit(f"for {j} in cutlass.range({-(-n // nt)}, unroll=1):")
+    trips = -(-n // nt) if isinstance(n, int) else f"({n} + {nt - 1}) // {nt}"
+    w.emit(f"for {j} in cutlass.range({trips}, unroll=1):")
     w.emit(f"    if {j} * {nt} + tidx < {n}:")
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if bounds is None:
@@ -172,7 +189,7 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     else:                       # an edge block: elements past the operand's extents are not written
         e = w.fresh("e")
         w.emit(f"        {e} = {j} * {nt} + tidx")
-        _predicated(w, "        ", bounds, e, f"{dst}[{e}] = {x.expr}")
+        predicated(w, "        ", bounds, e, f"{dst}[{e}] = {x.expr}")
 
 
 def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
@@ -183,11 +200,20 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     if sel.shape == ():
         if isinstance(x, Block):
             raise ctx.fail("a block stored into a single element")
+        sync.access(ctx, ref.ptr, off, sel, "thread 0", True)
         w.emit("if tidx == 0:")
-        w.emit(f"    cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}")
+        line = f"cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}"
+        if bounds is not None:      # one element of an edge block: dropped past the edge
+            predicated(w, "    ", bounds, None, line)
+        else:
+            w.emit(f"    {line}")
+        return
+    if isinstance(x, Scalar) and symbols_of(sel.shape):      # a splat of run-time size: the threads stride over it
+        fill(ctx, ref, off, sel, x, why)
         return
     n = static_size(sel.shape, why)
     b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
+    sync.access(ctx, ref.ptr, off, sel, b.tv, True)
     g = tv_owners(b.tv)
     guard = g < threads()
     if guard:
@@ -203,7 +229,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         w.emit(f"{pad}{b.name}_r.store({b.name})")
         w.emit(f"{pad}for v in cutlass.range_constexpr({per}):")
         w.emit(f"{pad}    {e} = {tv}((tidx, v))")
-        _predicated(w, pad + "    ", bounds, e, f"{dst}[{e}] = {b.name}_r[v]")
+        predicated(w, pad + "    ", bounds, e, f"{dst}[{e}] = {b.name}_r[v]")
     elif view is not None:
         shape = view[1]
         w.emit(f"{pad}{view[0]}.store({b.name}.reshape({shape!r}))")
@@ -216,44 +242,10 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         w.emit(f"{pad}    {dst}[{tv}((tidx, v))] = {b.name}_r[v]")
 
 
-def padded_bounds(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str) -> tuple | None:
-    """The bounds of an edge block when ``ref`` is a padded operand's block (None otherwise): per mode of the block,
-    (block extent, the name of how many of its coordinates exist here, or None when all do). Only the whole block
-    is predicated; a part of it (a slice, a sub-block, one element) is refused rather than read past the end."""
-    pads = getattr(ctx, "padded", None)
-    if not pads or ref.ptr not in pads:
-        return None
-    woff, wlay, bounds = pads[ref.ptr]
-    if str(off) != str(woff) or it.flatten(sel.shape) != it.flatten(wlay.shape) or \
-            it.flatten(sel.stride) != it.flatten(wlay.stride):
-        raise ctx.fail(f"{why}: a part of a padded edge block (a slice, a sub-block or one element) is not lowered; "
-                       "read and write whole blocks of an operand whose blocks do not divide it")
-    return bounds
-
-
-def pad_value(dtype: str, why: str) -> str:
-    """What a read past the operand's edge gives, as in the interpreter: NaN for floats, the most negative
-    integer, False."""
-    if dtype == "bool":
-        return "False"
-    if dtypes.is_float(dtype):
-        return f"{dsl_dtype(dtype, why)}(float('nan'))"
-    if dtypes.is_int(dtype):
-        return f"{dsl_dtype(dtype, why)}({int(np.iinfo(dtypes.to_numpy(dtype)).min)})"
-    raise LoweringError(f"{why}: no pad value for {dtype} elements of a padded edge block")
-
-
-def _predicated(w: Any, pad: str, bounds: tuple, e: str, line: str) -> None:
-    """``line`` under one ``if`` per padded mode: element ``e`` of the block (colexicographic over the block's
-    modes) has its coordinate in that mode below the mode's limit."""
-    stride, depth = 1, 0
-    for b, lim in bounds:
-        if lim is not None:
-            coord = e if stride == 1 else f"{e} // {stride}"
-            w.emit(f"{pad}{'    ' * depth}if {coord} % {b} < {lim}:")
-            depth += 1
-        stride *= b
-    w.emit(f"{pad}{'    ' * depth}{line}")
+def padded_bounds(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str) -> padding.Pad | None:
+    """Which elements of ``sel`` at ``ref.ptr + off`` lie inside a padded operand (None: all of them), from the
+    records of patches.lower.kernel.padding (a whole edge block or a slice of one; anything else is refused)."""
+    return padding.bounds(ctx, ref, off, sel, why)
 
 
 def compute_dtype(dtype: str) -> str:

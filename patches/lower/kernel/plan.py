@@ -20,6 +20,7 @@ from typing import Any
 from ...staging import Literal
 from ...staging.kernel.refs import Dyn
 from .rules_mma import fits_wgmma
+from .symbolic import at_least, trips
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def _affine(body: Any, x: Any, lo: int, hi: int) -> tuple[int, int] | None:
             return -args[0]
         return None
 
+    if type(lo) is not int or type(hi) is not int:
+        return _exact_affine(body, x, defs)
     if hi - lo < 1:
         return None
     vals = [ev(x, k) for k in range(lo, hi)]
@@ -98,6 +101,35 @@ def _affine(body: Any, x: Any, lo: int, hi: int) -> tuple[int, int] | None:
     a = vals[1] - vals[0] if len(vals) > 1 else 0
     b = vals[0] - a * lo
     return (a, b) if all(v == a * k + b for k, v in zip(range(lo, hi), vals)) else None
+
+
+def _exact_affine(body: Any, x: Any, defs: dict) -> tuple[int, int] | None:
+    """``(a, b)`` with ``x == a * k + b`` for every counter ``k`` (symbolic bounds: no iteration to sample), by
+    carrying (a, b) through add/sub/neg and a product with a constant; else None."""
+    def ev(v: Any) -> tuple[int, int] | None:
+        if isinstance(v, Literal):
+            val = v.value.item() if hasattr(v.value, "item") else v.value
+            return (0, int(val)) if isinstance(val, int) or float(val).is_integer() else None
+        if v is body.params[0]:
+            return (1, 0)
+        e = defs.get(id(v))
+        if e is None or v.type.rank != 0 or v.type.dtype not in ("i32", "i64"):
+            return None
+        if e.prim.name == "extent":         # a symbolic extent: a constant of the loop
+            return (0, e.params["value"])
+        args = [ev(a) for a in e.inputs]
+        if any(a is None for a in args):
+            return None
+        if e.prim.name in ("add", "sub") and len(args) == 2:
+            sg = 1 if e.prim.name == "add" else -1
+            return (args[0][0] + sg * args[1][0], args[0][1] + sg * args[1][1])
+        if e.prim.name == "neg" and len(args) == 1:
+            return (-args[0][0], -args[0][1])
+        if e.prim.name == "mul" and len(args) == 2 and (args[0][0] == 0 or args[1][0] == 0):
+            (p, q), (r, s) = args
+            return (p * s + r * q, q * s)
+        return None
+    return ev(x)
 
 
 def _matmul_role(e: Any, pos: int) -> str | None:
@@ -157,7 +189,7 @@ def plan_loop(e: Any) -> LoopPlan:
     """The plan of ``fori_loop`` equation ``e`` (static bounds)."""
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
     plan = LoopPlan()
-    if type(lo) is not int or type(hi) is not int or hi <= lo:
+    if not at_least(trips(lo, hi), 1):      # symbolic bounds: at least one iteration, proved from the facts
         return plan
     uses = _uses(body)
     for q in body.eqns:

@@ -1,13 +1,14 @@
 """Lowering rules of the grid and control flow: ``program_id`` (the CTA's block index, extra grid axes folded into
-z), ``num_programs`` and ``extent`` (static ints), ``fori_loop`` (a ``cutlass.range`` loop, carries in registers;
-the register holders ``mainloop`` builds on)
-and ``cond`` (a uniform ``if``/``else``, results in registers)."""
+z), ``num_programs`` and ``extent`` (ints, or run-time integers of symbolic extents), ``fori_loop`` (a
+``cutlass.range`` loop, carries in registers; the register holders ``mainloop`` builds on) and ``cond`` (a uniform
+``if``/``else``, results in registers)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .context import Ctx, lower_program, rule
+from .symbolic import code
 from .values import Accumulated, Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
 from .writer import Writer
 
@@ -20,17 +21,13 @@ def _program_id(ctx: Ctx, e: Any, ins: list) -> list:
 @rule("num_programs")
 def _num_programs(ctx: Ctx, e: Any, ins: list) -> list:
     g = ctx.grid[e.params["axis"]]
-    if type(g) is not int:
-        raise ctx.fail(f"grid extent {g} is symbolic")
-    return [Scalar(f"cutlass.Int32({g})", "i32")]
+    return [Scalar(f"cutlass.Int32({code(g)})", "i32")]
 
 
 @rule("extent")
 def _extent(ctx: Ctx, e: Any, ins: list) -> list:
     v = e.params["value"]
-    if type(v) is not int:
-        raise ctx.fail(f"the extent {v} is symbolic; kernels lower at static shapes")
-    return [Scalar(f"cutlass.Int32({v})", "i32")]
+    return [Scalar(f"cutlass.Int32({code(v)})", "i32")]
 
 
 def _holders(ctx: Ctx, types: list, vals: list, tvs: list, shapes: list | None = None) -> list:
@@ -106,13 +103,11 @@ def plain_loop(ctx: Ctx, e: Any, ins: list) -> list:
     """A ``cutlass.range`` loop, carries in registers (patches.lower.kernel.mainloop plans loops that read wgmma
     operands or accumulate, and falls back to this)."""
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
-    if type(lo) is not int or type(hi) is not int:
-        raise ctx.fail(f"loop bounds {lo}..{hi} are symbolic; kernels lower at static shapes")
     types = [v.type for v in e.outputs]
     tvs = _carry_tvs(ctx, body, ins[:nc], types)
     names = _holders(ctx, types, ins[nc:], tvs)
     i = ctx.w.fresh("k")
-    ctx.w.emit(f"for {i} in cutlass.range({lo}, {hi}, unroll=1):")
+    ctx.w.emit(f"for {i} in cutlass.range({code(lo)}, {code(hi)}, unroll=1):")
     with ctx.w.indent():
         carry = _take(ctx, names, types, tvs)
         outs = lower_program(ctx, body, [Scalar(i, "i32"), *ins[:nc], *carry], "fori_body")

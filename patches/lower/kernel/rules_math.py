@@ -14,6 +14,7 @@ from ...staging.types import compact, layout_of_modes, mode_layouts
 from . import shuffle
 from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
+from .symbolic import symbols_of
 from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
 
 UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
@@ -172,9 +173,11 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     x, t_in, t_out = ins[0], e.inputs[0].type, e.outputs[0].type
     if isinstance(x, Staged) and e.prim.name == "transpose" and e.params["perm"] == (1, 0):
         return [replace(x, transposed=not x.transposed)]     # a TMA stage read the other way round: no move
+    if isinstance(x, Scalar) and (not t_out.rank or symbols_of(t_out.shape)):
+        return [x]      # a splat of run-time size stays a scalar: a store of it fills, elementwise work takes it
     n = static_size(t_out.shape, e.prim.name) if t_out.rank else 1
     if isinstance(x, Scalar):
-        return [as_block(ctx, x, n, t_out.shape)] if t_out.rank else [x]
+        return [as_block(ctx, x, n, t_out.shape)]
     if t_out.rank == 0:
         raise ctx.fail("a view of a block to rank 0")
     if e.prim.name == "broadcast" and x.splat is not None:
@@ -228,6 +231,8 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     x, axes = ins[0], e.params["axes"]
     t_in, t_out = e.inputs[0].type, e.outputs[0].type
     if isinstance(x, Scalar):
+        if t_in.rank and axes:
+            raise ctx.fail(f"a {e.prim.name} of a splat of run-time size is not lowered")
         return [x]
     cd = exchange_dtype(x.dtype)
     if cd == "i32" and e.prim.name != "reduce_sum":

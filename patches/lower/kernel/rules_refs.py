@@ -105,11 +105,15 @@ def _tiled(ref: RefVal, p: dict, coords: list) -> Origin | None:
     """The origin of block ``coords`` of ``ref`` tiled by ``p["tiler"]`` (per-mode ints, nothing squeezed)."""
     tiler = p["tiler"]
     if ref.origin is None or p["squeezed"] or type(tiler) is not tuple or len(tiler) != len(ref.origin.terms) \
-            or len(coords) != len(tiler) or not all(type(t) is int for t in tiler):
+            or len(coords) != len(tiler) or any(type(t) is tuple for t in tiler):
         return None
     origin = ref.origin
     for m, (c, t) in enumerate(zip(coords, tiler)):
         if not isinstance(c, Scalar):
             return None
+        if type(t) is not int:      # a tile spanning a symbolic extent: only the first one has an origin
+            if c.static != 0:
+                return None
+            continue
         origin = origin.shifted(m, c.static if c.static is not None else c.expr, t)
     return origin

@@ -12,16 +12,18 @@ from __future__ import annotations
 import math
 import re
 import threading
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from ...layouts import ComposedLayout, make_swizzle
+from ...layouts import ComposedLayout, cosize, make_swizzle
 from ...staging import dtypes
 from ...staging.array import Array
 from ..errors import LoweringError
 from . import simulate_tma as tma
+from . import symbolic
 from .simulate_core import _DTYPES, SSA, _Lay, _local, _make_layout, _Ptr, _rmem, _Tensor, cutlass
 
 
@@ -149,13 +151,21 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
                     raise errors[0]
 
 
-def simulate_module(module: Any, *arrays: Any) -> list:
+def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> list:
     """Run a KernelModule's source on numpy arrays (one per kernel input, in the kernel's operand order); returns the
-    outputs as numpy arrays in their logical shapes."""
+    outputs as numpy arrays in their logical shapes. A kernel over symbolic extents runs at the sizes the arrays'
+    shapes give (``sizes``, by symbol or name, binds symbols only an output's extents hold)."""
     spec = module.spec
     ins = [a for a in spec.args if a.role == "in"]
     if len(arrays) != len(ins):
         raise LoweringError(f"simulate: the kernel takes {len(ins)} inputs, got {len(arrays)}")
+    syms = getattr(spec, "symbols", ())
+    if syms:
+        env = symbolic.bind(syms, [np.asarray(x) for x in arrays], [a.value_layout for a in spec.args], sizes)
+        spec = replace(spec, args=tuple(replace(a, layout=symbolic.substitute(a.layout, env),
+                                                value_layout=symbolic.substitute(a.value_layout, env))
+                                        for a in spec.args))
+        ins = [a for a in spec.args if a.role == "in"]
     code = re.sub(r"^(import|from) .*$", "", module.source, flags=re.M)
     env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object), "sm90_utils": sm90_utils,
                  "warpgroup": warpgroup, "OperandMajorMode": OperandMajorMode, "cpasync": tma.cpasync,
@@ -166,7 +176,7 @@ def simulate_module(module: Any, *arrays: Any) -> list:
         arr = Array.from_logical(np.asarray(x), a.value_layout, a.dtype)
         bufs.append(_Tensor(_Ptr(np.array(arr.storage), 0, _DTYPES[a.dtype]), a.layout))
     for a in spec.args[len(ins):]:
-        store = np.full(int(a.layout.shape), np.nan if dtypes.is_float(a.dtype) else -1, dtype=_DTYPES[a.dtype].np)
+        store = np.full(int(cosize(a.layout)), np.nan if dtypes.is_float(a.dtype) else -1, dtype=_DTYPES[a.dtype].np)
         bufs.append(_Tensor(_Ptr(store, 0, _DTYPES[a.dtype]), a.layout))
         outs.append((a, store))
     env["host"](*bufs, None)

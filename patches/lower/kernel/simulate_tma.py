@@ -5,8 +5,9 @@ stores, and PipelineTmaAsync's mbarriers.
   ``rules_mma.accumulator_tv``, which tests check against CuTe's partition); the tiled MMA's majorness must be
   the operand buffer's (a K-major MMA on an MN-major stage is an error, as it would read garbage on the GPU).
 * TMA: an atom remembers the argument viewed as a tensor and its box; the per-stage views and the global boxes
-  are those ``tma_partition`` returns; a copy moves the box (zeros past the edge for a load, nothing past it for
-  a store) and counts its bytes against the stage's transaction.
+  are those ``tma_partition`` returns; a copy moves the box, bounds-checked against the argument's extents as
+  TMA does (zeros past the edge for a load, nothing past it for a store: a padded edge block), and counts the
+  whole box's bytes, past the edge included, against the stage's transaction.
 * mbarriers: a full and an empty barrier per stage with their arrival counts, phases and transaction bytes; a
   thread waits (really, on a condition) for the parity it asks for. Warp-level calls (the producer, the consumer
   release) act once per warp, by its lane 0; a release first gathers the warp (lanes run in lockstep on the GPU,

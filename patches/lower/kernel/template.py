@@ -5,7 +5,7 @@ lowered by its rule under the equation it comes from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...layouts import Layout, arith, cosize, size
@@ -13,10 +13,11 @@ from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
 from ..errors import LoweringError
-from ..names import comment_block
-from . import mainloop, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (they fill the rule table)
+from ..names import comment_block, sanitize
+from . import mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
+from .symbolic import active, arg_layout, code, host_lines, multiple, table
 from .tma import choose_stages
 from .values import Origin, RefVal, Scalar, dsl_dtype, threads
 
@@ -43,15 +44,15 @@ class KernelSpec:
     program_text: str
     checks: tuple = ()      # (builder, kind, payload): what patches.lower.kernel.verify establishes
     parallel: tuple = ()    # the parallel grid axes (the CTA grid); the others are loops inside the CTA
+    zero_filled: tuple = ()  # labels of padded operands a TMA load reads past their edge: zeros there, not NaN
+    symbols: tuple = ()     # patches.lower.kernel.symbolic.Symbol: run-time extents read off the arguments
 
     def kernel_operands(self) -> tuple:
         return self.args
 
 
 def _static_grid(grid: tuple) -> tuple:
-    for g in grid:
-        if type(g) is not int:
-            raise LoweringError(f"grid {grid} is symbolic; kernels lower at static shapes")
+    """The grid (its symbolic extents become run-time integers, patches.lower.kernel.symbolic)."""
     return tuple(grid)
 
 
@@ -63,7 +64,7 @@ def _pid_lines(grid: tuple, par: list) -> list[str]:
         out.append(f"pid{a} = cutlass.Int32({names[k]})")
     inner = 1
     for a in par[2:]:
-        out.append(f"pid{a} = cutlass.Int32(bidz) // {inner} % {grid[a]}   # grid axes past the third fold into z")
+        out.append(f"pid{a} = cutlass.Int32(bidz) // {code(inner)} % {code(grid[a])}   # grid axes past the third fold into z")
         inner *= grid[a]
     return out
 
@@ -95,22 +96,27 @@ def _full(layout: Any) -> tuple:
 def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
     """The CuTe DSL source of one ``kernel`` equation and its KernelSpec: lowered once with one stage per pipelined
     loop to measure the shared memory everything else takes, then with the stages that fit."""
-    ctx = _lower(e, module_name, ())
-    if ctx.w.pipelines:
-        fixed = ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
-        ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines)))
-    spec = ctx.spec
-    return _module(ctx, spec, e), spec
+    try:
+        syms = table([v.type.layout for v in list(e.inputs) + list(e.outputs)])
+    except LoweringError as err:
+        raise LoweringError(f"kernel {sanitize(e.params['name'])}: {err}") from None
+    with active(syms):
+        ctx = _lower(e, module_name, ())
+        if ctx.w.pipelines:
+            fixed = ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
+            ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines)))
+        spec = ctx.spec = replace(ctx.spec, symbols=syms)
+        return _module(ctx, spec, e), spec
 
 
 def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     p = e.params
     grid = _static_grid(p["grid"])
-    args = tuple(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), "in" if k < len(p["in_specs"]) else "out",
+    args = tuple(Arg(m.label, t.dtype, arg_layout(t.layout, m.label), "in" if k < len(p["in_specs"]) else "out",
                      t.layout) for k, (m, t) in enumerate(zip(list(p["in_specs"]) + list(p["out_specs"]),
                                                                [v.type for v in e.inputs] + [v.type for v in e.outputs])))
     ctx = Ctx(p["name"], grid, args, stages)
-    ctx.padded = {}     # operand pointer -> (offset, layout, bounds) of a block that may cross the edge
+    padding.start(ctx)  # the records of blocks that may cross the operand's edge, and of their parts
     ctx.where.append(f"kernel {p['name']}")
     w = ctx.w
     specs = list(p["in_specs"]) + list(p["out_specs"])
@@ -123,11 +129,11 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     seq = [a for a, x in enumerate(sem) if x != "parallel"]
     zero_outputs = _has_addupdate(body) or bool(seq)
     for a in seq:
-        w.emit(f"for pid{a} in cutlass.range({grid[a]}, unroll=1):   # grid axis {a} is arbitrary: a loop in the CTA")
+        w.emit(f"for pid{a} in cutlass.range({code(grid[a])}, unroll=1):   # grid axis {a} is arbitrary: a loop in the CTA")
         w.depth += 1
     for k, (m, t) in enumerate(zip(specs, types)):
         role = "in" if k < n_in else "out"
-        args.append(Arg(m.label, t.dtype, Layout._make(int(cosize(t.layout)), 1), role, t.layout))
+        args.append(Arg(m.label, t.dtype, arg_layout(t.layout, m.label), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
         padded = not arith.eq(size(m.carved), size(t.layout))
         extents = padding_extents(t.layout, m.tiler, m.carved) if padded else None
@@ -139,10 +145,12 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
                                f"index map of {m.label}")
         rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
         off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
-        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem",
-                        None if padded else _origin(m, t, coords, k))   # no TMA box for an edge block
+        # A TMA box of an edge block bounds-checks against the argument's extents: zeros past them for a load,
+        # clipped for a store (patches.lower.kernel.tma).
+        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
         if padded:
-            ctx.padded[window.ptr] = (window.off, window.layout, _bounds(ctx, m, extents, coords))
+            padding.register(ctx, window.ptr, window.off, window.layout,
+                             padding.Pad(_bounds(ctx, m, extents, coords)))
         if m.ref_type.space == GMEM:
             ref = window
         else:
@@ -185,13 +193,14 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     if seq:
         w.emit("cute.arch.barrier()   # this point's writes are seen by the next point of the arbitrary axes")
         w.depth -= len(seq)
-    ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par))
+    ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par),
+                          tuple(sorted(ctx.zero_filled)))
     return ctx
 
 
 def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
-    """Per mode of a padded operand's block: (block extent, the name of how many of its coordinates lie inside the
-    operand at this grid point, or None when the blocks divide that mode). Coordinate t of block c is element
+    """Per mode of a padded operand's block: (block extent, how many of its coordinates lie inside the operand at
+    this grid point: a name, a number for a block known at lowering time, None when all do). Coordinate t of block c is element
     c * b + t, inside when below the extent n."""
     tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
     out = []
@@ -199,12 +208,16 @@ def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
         if d in m.squeezed:
             continue
         lim = None
-        if n % b:
+        if not multiple(n, b):
             c = coords[d]
             if not isinstance(c, Scalar):
                 raise ctx.fail(f"operand {m.label}: block coordinates must be scalars")
-            lim = ctx.w.fresh("lim")
-            ctx.w.emit(f"{lim} = {n} - ({c.index}) * {b}   # coordinates of mode {d} of {m.label}'s block inside it")
+            if c.static is not None and isinstance(n, int):    # a block known at lowering time: its limit is a number
+                lim = None if n - c.static * b >= b else n - c.static * b
+            else:
+                lim = padding.fresh(ctx, "lim")
+                ctx.w.emit(f"{lim} = {code(n)} - ({c.index}) * {b}   # coordinates of mode {d} of {m.label}'s block "
+                           "inside it")
         out.append((b, lim))
     return tuple(out)
 
@@ -227,11 +240,21 @@ def _origin(m: Any, t: Any, coords: list, k: int) -> Origin | None:
     for d in range(2):
         b, s, ts = mode_layouts(tile)[d], vl.stride[d], mode_layouts(rest)[d]
         c = coords[d]
-        if type(b.shape) is not int or b.stride != s or type(ts.shape) is not int or \
-                (ts.shape > 1 and ts.stride != b.shape * s) or not isinstance(c, Scalar):
+        if type(b.shape) is tuple or not _same(b.stride, s) or type(ts.shape) is tuple or \
+                (not _same(ts.shape, 1) and not _same(ts.stride, b.shape * s)) or not isinstance(c, Scalar):
             return None
+        if type(b.shape) is not int:        # a block spanning a symbolic extent: only its first one has an origin
+            if c.static != 0:
+                return None
+            terms.append(((0, 1),))
+            continue
         terms.append(((c.static if c.static is not None else c.expr, b.shape),))
     return Origin(k, tuple(terms))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """a == b, decided by the prover where symbolic (False when undecided)."""
+    return a == b if type(a) is int and type(b) is int else arith.known(arith.eq, a, b) is True
 
 
 def _whole_block_sets(body: Any, n_in: int, n_out: int, specs: list) -> set:
@@ -260,9 +283,9 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
     w = ctx.w
     names = [f"m{k}" for k in range(len(spec.args))]
     params = ", ".join(f"{n}: cute.Tensor" for n in names)
-    gx, gy, gz = launch_grid(tuple(spec.grid[a] for a in spec.parallel))
+    gx, gy, gz = (code(g) for g in launch_grid(tuple(spec.grid[a] for a in spec.parallel)))
     L = [f'"""CuTe DSL kernel generated by patches.lower.kernel from the kernel {e.params["name"]!r} (sanitized below).',
-         "", f"Grid {spec.grid} -> CTA grid ({gx}, {gy}, {gz}); {threads()} threads per CTA. Arguments: "
+         "", f"Grid {sanitize(str(spec.grid))} -> CTA grid ({gx}, {gy}, {gz}); {threads()} threads per CTA. Arguments: "
          + ", ".join(f"m{k} = {a.label} ({a.role}, {a.dtype})" for k, a in enumerate(spec.args)) + ".", '"""',
          "# The kernel equation this module lowers:"]
     from ...staging import Program
@@ -275,11 +298,12 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
           "from cutlass.tensor_utils import LayoutEnum", "", f"THREADS = {threads()}", "", ""]
     L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
     L += w.builder_lines()
-    kparams = params + "".join(f", {n}: {a}" for n, a in w.kernel_params)
-    kargs = ", ".join(names + [n for n, _ in w.kernel_params])
+    kparams = params + "".join(f", {n}: {a}" for n, a in w.kernel_params) + \
+        "".join(f", {s.ident}: cutlass.Int32" for s in spec.symbols)
+    kargs = ", ".join(names + [n for n, _ in w.kernel_params] + [s.ident for s in spec.symbols])
     L += ["@cute.jit", f"def host({params}, stream: cuda.CUstream):",
           '    """Build the TMA descriptors (if any) and launch one CTA per grid point."""']
-    L += ["    " + ln for ln in w.host]
+    L += ["    " + ln for ln in host_lines(spec.symbols) + w.host]
     L += [f"    kernel({kargs}).launch(grid=({gx}, {gy}, {gz}), block=[THREADS, 1, 1], stream=stream)",
           "", "", "@cute.kernel", f"def kernel({kparams}):", '    """One grid point per CTA."""',
           "    tidx, _, _ = cute.arch.thread_idx()"]

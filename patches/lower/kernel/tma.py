@@ -18,6 +18,8 @@ from ...layouts import Layout, LayoutError
 from ...layouts.hopper import wgmma_smem_layout
 from ..config import SMEM_CAPACITY
 from .context import Ctx
+from .padding import is_padded
+from .symbolic import code, multiple
 from .values import Origin, RefVal, Staged, dsl_dtype, tv_values
 
 BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
@@ -39,7 +41,7 @@ def choose_stages(fixed: int, pipes: list) -> list[int]:
     most the trip count and MAX_STAGES, at least one)."""
     per = sum(p.per_stage + 16 for p in pipes)
     fit = max(1, (SMEM_CAPACITY - fixed - 1024 * (len(pipes) + 1)) // per)
-    return [max(1, min(fit, MAX_STAGES, p.trips)) for p in pipes]
+    return [max(1, min(fit, MAX_STAGES, p.trips if type(p.trips) is int else MAX_STAGES)) for p in pipes]
 
 
 def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tuple[Layout, list] | str:
@@ -51,15 +53,15 @@ def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tup
         return f"dtype {dtype}"
     vl = ctx.args[ref.origin.arg].value_layout
     shape, stride = vl.shape, vl.stride
-    if type(shape) is not tuple or len(shape) != 2 or not all(type(x) is int for x in (*shape, *stride)):
-        return f"the argument's layout {vl} is not two flat static modes"
+    if type(shape) is not tuple or len(shape) != 2 or any(type(x) is tuple for x in (*shape, *stride)):
+        return f"the argument's layout {vl} is not two flat modes"
     view = Layout._make(tuple(shape[m] for m in modes), tuple(stride[m] for m in modes))
     nbytes = BYTES[dtype]
     if 1 not in view.stride:
         return f"the argument's layout {vl} has no unit-stride mode"
     other = view.stride[1 - view.stride.index(1)]
     inner = box[view.stride.index(1)]
-    if other * nbytes % 16 or inner * nbytes % 16 or any(b > 256 or b < 1 for b in box):
+    if not multiple(other * nbytes, 16) or inner * nbytes % 16 or any(b > 256 or b < 1 for b in box):
         return f"box {box} of the layout {vl}: TMA needs 16-byte strides and rows, at most 256 per mode"
     tiles = [ref.origin.tile_index(m, b) for m, b in zip(modes, box)]
     if any(t is None for t in tiles):
@@ -88,12 +90,12 @@ def _tma_check(ctx: Ctx, atom_builder: str, boxes: str, smem: str, view: Layout,
     """What patches.lower.kernel.verify walks: the descriptor's boxes against the staged layout."""
     from ...layouts import cosize
 
-    ctx.w.checks.append((atom_builder, "tma", (boxes, smem.removesuffix("()"), int(cosize(view)), box, stages, dtype)))
+    ctx.w.checks.append((atom_builder, "tma", (boxes, smem.removesuffix("()"), cosize(view), box, stages, dtype)))
 
 
 def _descriptor(ctx: Ctx, name: str, builder: str, arg: int) -> None:
     w = ctx.w
-    w.host.append(f"{name}, {name}_c = {builder}(m{arg})")
+    w.host.append(f"{name}, {name}_c = {builder}(m{arg}{w.sym_args(builder)})")
     w.kernel_params += [(name, "cute.CopyAtom"), (f"{name}_c", "cute.Tensor")]
     warp_idx(ctx)
     w.prologue += ["if warp_idx == 0:", f"    cpasync.prefetch_descriptor({name})"]
@@ -131,12 +133,22 @@ class Site:
 
     def prologue(self, ctx: Ctx) -> None:
         w = ctx.w
-        n = min(self.stages, self.hi - self.lo)
-        w.emit(f"if warp_idx == 0:   # fill {n} stage(s) ahead")
-        with w.indent():
-            w.emit(f"for {self.pipe}_q in cutlass.range({n}, unroll=1):")
+        if type(self.lo) is int and type(self.hi) is int:
+            n = min(self.stages, self.hi - self.lo)
+            w.emit(f"if warp_idx == 0:   # fill {n} stage(s) ahead")
             with w.indent():
-                self.producer(ctx, f"{self.lo} + {self.pipe}_q")
+                w.emit(f"for {self.pipe}_q in cutlass.range({n}, unroll=1):")
+                with w.indent():
+                    self.producer(ctx, f"{self.lo} + {self.pipe}_q")
+            return
+        # a run-time trip count: fill up to ``stages`` ahead, no further than the loop goes
+        w.emit(f"if warp_idx == 0:   # fill up to {self.stages} stage(s) ahead")
+        with w.indent():
+            w.emit(f"for {self.pipe}_q in cutlass.range({self.stages}, unroll=1):")
+            with w.indent():
+                w.emit(f"if {code(self.lo)} + {self.pipe}_q < {code(self.hi)}:")
+                with w.indent():
+                    self.producer(ctx, f"{code(self.lo)} + {self.pipe}_q")
 
     def begin(self, ctx: Ctx) -> None:
         p = self.pipe
@@ -148,12 +160,12 @@ class Site:
         w, p = ctx.w, self.pipe
         if self.lag:
             w.emit("warpgroup.wait_group(1)   # the previous iteration's wgmmas are done: its stage is free")
-            w.emit(f"if {k} > {self.lo}:")
+            w.emit(f"if {k} > {code(self.lo)}:")
             w.depth += 1
         w.emit(f"{p}.consumer_release({p}_free)")
         w.emit(f"{p}_free.advance()")
         ahead = f"{k} + {self.stages - self.lag}"
-        w.emit(f"if warp_idx == 0 and {ahead} < {self.hi}:")
+        w.emit(f"if warp_idx == 0 and {ahead} < {code(self.hi)}:")
         with w.indent():
             self.producer(ctx, ahead)
         if self.lag:
@@ -183,7 +195,7 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         ext = [int(s) for s in t.shape]
         box = (ext[r.mn_mode], ext[r.k_mode])
         got = tma_view(ctx, ref, (r.mn_mode, r.k_mode), box, t.dtype) if t.dtype in TMA_DTYPES else "dtype"
-        if isinstance(got, str) or r.a % r.size or r.b % r.size:
+        if isinstance(got, str) or r.a % r.size or not multiple(r.b, r.size):
             continue
         view, tiles = got
         major = "k" if view.stride[1] == 1 else "mn"
@@ -192,6 +204,8 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         except LayoutError:
             continue
         ok.append((r, ref, view, tiles, major, lay, box))
+        if is_padded(ctx, ref):     # TMA zero-fills what lies past the argument's extents (see zero_filled)
+            ctx.zero_filled.add(ctx.args[ref.origin.arg].label)
     if not ok:
         return None
     loads, staged, per_stage = [], {}, 0
@@ -214,11 +228,11 @@ def open_pipeline(ctx: Ctx, reads: list, refs: list, lo: int, hi: int, lag: int)
         steps = list(tiles)
         pos = (r.mn_mode, r.k_mode).index(r.mode)
         a, b = r.a // r.size, r.b // r.size
-        steps[pos] = f"{tiles[pos]} + {a} * (@IT@)" + (f" + {b}" if b else "")
+        steps[pos] = f"{tiles[pos]} + {a} * (@IT@)" + (f" + {code(b)}" if b != 0 else "")
         loads.append((atom, f"{buf}_g", f"{buf}_st", steps))
         staged[id(r.eqn)] = Staged(buf, f"{p}_stage", major, dt, r.role, box[0], box[1], r.transposed)
         w.comment(f"{r.role} block ds({moving.size}) of mode {r.mode} -> TMA box {box}, {major.upper()}-major")
-    w.pipelines.append(Pipe(p, per_stage, hi - lo))
+    w.pipelines.append(Pipe(p, per_stage, hi - lo if type(hi) is int and type(lo) is int else None))
     w.alloc(f"{p}_bars", f"smem.allocate_array(cutlass.Int64, {2 * stages})", f"full/empty mbarriers of {p}", 0)
     warp_idx(ctx)
     w.prologue += [

@@ -36,16 +36,24 @@ def _size(layout: Any) -> int:
     return int(size(layout))
 
 
-def verify_kernel(module: Any, kinds: tuple | None = None) -> Report:
+def verify_kernel(module: Any, kinds: tuple | None = None, sizes: dict | None = None) -> Report:
     """The Report of every check of the module's builders (``kinds``: only those kinds of check), to raise with
-    ``.raise_if_failed()``."""
+    ``.raise_if_failed()``. A kernel over symbolic extents is checked at the bindings ``sizes`` (by symbol or
+    name; default: each symbol at twice its least value): builders of run-time strides are called with them."""
     import time
+
+    from . import symbolic
 
     K = module.load()
     report = Report(module.spec.name)
+    syms = getattr(module.spec, "symbols", ())
+    env = symbolic.bind(syms, [], [], {**symbolic.default_sizes(syms), **(sizes or {})}) if syms else {}
+    if syms:
+        K = _Bound(K, {s.ident: env[s.sym] for s in syms})
+    spec = module.spec if not syms else _bound_spec(module.spec, env)
     t0 = time.perf_counter()
     with cta_threads(int(getattr(K, "THREADS", THREADS))):      # the module's CTA size: every thread is walked
-        in_trace(lambda: _checks(K, module.spec, report, kinds))
+        in_trace(lambda: _checks(K, spec, report, kinds))
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -79,8 +87,48 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
                                                             "its accumulator"))
 
 
+class _Bound:
+    """The loaded module with each builder that takes run-time extents (``sym0``, ...) called with their bound
+    values after the caller's own arguments."""
+
+    def __init__(self, K: Any, values: dict) -> None:
+        self.K, self.values = K, values
+
+    def __getattr__(self, name: str) -> Any:
+        import inspect
+
+        from .symbolic import IDENT
+
+        fn = getattr(self.K, name)
+        if not callable(fn):
+            return fn
+        extra = [self.values[p] for p in inspect.signature(fn).parameters if IDENT.fullmatch(p)]
+        return (lambda *a: fn(*a, *extra)) if extra else fn
+
+
+def _bound_spec(spec: Any, env: dict) -> Any:
+    """The spec's check payloads at the bindings (layouts, selections, TMA extents)."""
+    from dataclasses import replace
+
+    from .symbolic import substitute
+
+    def sub(kind: str, payload: Any) -> Any:
+        if kind == "layout":
+            return substitute(payload, env)
+        if kind == "offsets":
+            return (substitute(payload[0], env), payload[1])
+        if kind == "tma":
+            return (*payload[:2], int(substitute(payload[2], env)), *payload[3:])
+        return payload
+    return replace(spec, checks=tuple((name, kind, sub(kind, payload)) for name, kind, payload in spec.checks))
+
+
 def _same_layout(built: Any, layout: Any, c: Any) -> None:
+    from cutlass import cute
+
     n = _size(layout)
+    if int(cute.size(built)) != n:      # also the extents (a TMA view's bounds them), not only the offsets
+        c.fail(f"CuTe's layout has {int(cute.size(built))} elements, the patches layout {n}")
     want = check.evaluate(layout, np.arange(n, dtype=np.int64)).reshape(-1) if layout.shape != () else [0]
     for i in range(n if layout.shape != () else 0):
         got = int(built(i))
@@ -184,7 +232,9 @@ def _operand_slice(tiled_mma: Any, m: int, k: int, slicer: str | None, tv: Any, 
 
 def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, box: tuple, stages: int, dtype: str,
          c: Any) -> None:
-    """Walk the TMA boxes of one descriptor: box coordinates (0, 0) and the last, at the first and last stage."""
+    """Walk the TMA boxes of one descriptor: box coordinates (0, 0) and the last, at the first and last stage. The
+    last box may cross the argument's edge (a padded edge block): its coordinates past the extents are still
+    walked, as the places where TMA writes zeros (a load) or that it skips (a store)."""
     import cutlass
     import cutlass.cute as cute
 
@@ -200,7 +250,7 @@ def _tma(K: Any, atom_name: str, boxes_name: str, smem_name: str, extent: int, b
     st, g = getattr(K, boxes_name)(atom, coords, sbuf)
     want_off = offsets(outer)
     n = box[0] * box[1]
-    last = tuple(int(cute.size(coords, mode=[i])) // box[i] - 1 for i in range(2))
+    last = tuple(-(-int(cute.size(coords, mode=[i])) // box[i]) - 1 for i in range(2))
     for tile in ((0, 0), last):
         for stage in sorted({0, stages - 1}):
             soff = offsets(st.layout)[stage * n:(stage + 1) * n]

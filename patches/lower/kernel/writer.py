@@ -8,6 +8,7 @@ from typing import Any
 
 from ...layouts import Layout
 from ..names import sanitize
+from . import symbolic
 from .values import layout_code
 
 
@@ -27,11 +28,15 @@ class Writer:
         self.pipelines: list = []          # patches.lower.kernel.tma.Pipe, in emission order
         self.host: list[str] = []          # host lines before the launch (TMA descriptors)
         self.kernel_params: list[tuple[str, str]] = []     # extra kernel parameters (name, annotation)
+        self.pending: dict = {}           # Ref pointer -> (thread mappings since the last barrier, any write): sync
+        self.bodies: list[dict] = []      # the same, per nested program being emitted (sync.enter/leave)
 
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
 
     def emit(self, line: str) -> None:
+        if line.startswith("cute.arch.barrier()"):     # every thread's earlier accesses are done (patches...sync)
+            self.pending.clear()
         self.lines.append("    " * self.depth + line)
 
     def comment(self, text: str) -> None:
@@ -51,24 +56,36 @@ class Writer:
     def layout(self, layout: Layout, why: str, stem: str = "layout", check: Any = None) -> str:
         """The call of a named builder of ``layout`` (one per distinct layout and stem); ``check`` (a kind and a
         payload) tells the verifier what the builder must be."""
-        code = layout_code(layout, why)
+        params = ""
+        if symbolic.symbols_of(layout) and isinstance(layout, Layout):    # run-time strides: a builder of them
+            code, params = symbolic.layout_code(layout)
+        else:
+            code = layout_code(layout, why)
         key = (stem, code)
         if key not in self.builders:
             name = f"{stem}_{len(self.builders)}"
-            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"), "")
+            self.builders[key] = (name, code, sanitize(f"{why}: {layout}"), params)
             self.checks.append((name, "layout", layout))
             if check is not None:
                 self.checks.append((name, *check))
-        return f"{self.builders[key][0]}()"
+        return f"{self.builders[key][0]}({params})"
 
     def builder(self, key: tuple, stem: str, code: str, doc: str, check: Any = None, params: str = "") -> str:
         """The call of a named builder returning ``code`` (any CuTe DSL object: a swizzled layout, a tiled MMA);
         with ``params``, the builder's name (the caller passes the arguments)."""
+        extra = symbolic.params_of(code)       # it calls builders of run-time strides: it takes those too
+        full = ", ".join(p for p in (params, extra) if p)
         if key not in self.builders:
-            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc), params)
+            self.builders[key] = (f"{stem}_{len(self.builders)}", code, sanitize(doc), full)
             if check is not None:
                 self.checks.append((self.builders[key][0], *check))
-        return self.builders[key][0] if params else f"{self.builders[key][0]}()"
+        return self.builders[key][0] if params else f"{self.builders[key][0]}({extra})"
+
+    def sym_args(self, name: str) -> str:
+        """``, sym0, ...``: the run-time extents a builder taking parameters needs after the caller's own."""
+        code = next((c for n, c, _, _ in self.builders.values() if n == name), "")
+        extra = symbolic.params_of(code)
+        return f", {extra}" if extra else ""
 
     def alloc(self, name: str, code: str, doc: str, nbytes: int) -> None:
         """A shared-memory allocation at the kernel's start, counted against the SMEM budget."""

@@ -9,7 +9,13 @@ batch modes, in both but not needed are contracted, in one operand only are free
 (``transpose``) and its free, contracted and batch modes are grouped into one hierarchical mode each (a
 ``view`` through the compact layout of the grouped shape, which composition always allows), so the
 contraction is one ``matmul`` (M, K, *L) x (K, N, *L); the result is ungrouped by another view. Indices that
-appear in one operand only and nowhere else are summed first. ``...`` is refused.
+appear in one operand only and nowhere else are summed first.
+
+``...`` and size-1 broadcasting follow numpy (``einsum_subscripts``): an index of extent 1 in one operand is
+dropped from it (a view), which is what broadcasting it against the other operands' extent means in a sum of
+products. Python scalars take the tensors' dtype (weak types); tensors of different dtypes are refused, as by
+every binary op. ``preferred_element_type`` is passed on to each ``matmul`` (and widens the other operands first),
+so bf16 operands give an f32 result accumulated in f32.
 """
 
 from __future__ import annotations
@@ -21,51 +27,14 @@ from ...layouts import Layout
 from ...layouts import inttuple as it
 from ..core import bind, get_aval
 from ..errors import StagingError, fail
-from ..types import compact, mode_size, modes_of, same_mode, shape_of_modes
-from .elementwise import copy
-from .matmul import matmul_p
+from ..scalars import _is_py_scalar, coerce
+from ..types import compact, mode_size, modes_of, shape_of_modes
+from .einsum_subscripts import parse, show_term, unit
+from .einsum_subscripts import sizes as index_sizes
+from .elementwise import astype, copy
+from .matmul import matmul_p, params_of, result_dtype
 from .reductions import reduce_sum, tensor_arg
 from .views import broadcast, transpose, view
-
-
-def _parse(spec: Any, n: int) -> tuple:
-    if not isinstance(spec, str):
-        raise fail("einsum", f"the subscripts must be a string, got {type(spec).__name__}")
-    s = spec.replace(" ", "")
-    if "." in s:
-        raise fail("einsum", f"'...' is not supported in {spec!r} (name every mode)")
-    lhs, arrow, out = s.partition("->")
-    if "-" in lhs or ">" in lhs or "-" in out or ">" in out:
-        raise fail("einsum", f"{spec!r} must have at most one '->' (inputs -> output)")
-    ins = lhs.split(",")
-    if len(ins) != n:
-        raise fail("einsum", f"{spec!r} names {len(ins)} operands, got {n}")
-    for term in ins + ([out] if arrow else []):
-        if not all(c.isalpha() and c.isascii() for c in term):
-            raise fail("einsum", f"subscripts must be ASCII letters, got {term!r} in {spec!r}")
-    if not arrow:  # numpy's implicit output: the indices that appear once, in alphabetical order
-        joined = "".join(ins)
-        out = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
-    if len(set(out)) != len(out):
-        raise fail("einsum", f"the output {out!r} repeats an index")
-    for c in out:
-        if not any(c in term for term in ins):
-            raise fail("einsum", f"the output index {c!r} appears in no operand of {spec!r}")
-    return ins, out
-
-
-def _sizes(ins: list, types: list) -> dict:
-    sizes: dict = {}
-    for k, (term, t) in enumerate(zip(ins, types)):
-        ms = modes_of(t.shape) if t.rank else ()
-        if len(term) != len(ms):
-            raise fail("einsum", f"{term!r} names {len(term)} modes of operand {k}, which has {len(ms)}", *types)
-        for c, m in zip(term, ms):
-            if c in sizes and not same_mode(sizes[c], m):
-                raise fail("einsum", f"index {c!r} has different extents in the operands "
-                                     f"({it.to_str(sizes[c])} and {it.to_str(m)})", *types)
-            sizes.setdefault(c, m)
-    return sizes
 
 
 def _scaled(shape: Any, factor: Any) -> Any:
@@ -77,22 +46,24 @@ def _added(a: Any, b: Any) -> Any:
 
 
 def _diagonal(x: Any, term: str, sizes: dict) -> tuple:
-    """x read on the diagonal of its repeated indices (a view), and the term with each index once."""
-    if len(set(term)) == len(term):
-        return x, term
-    uniq = "".join(dict.fromkeys(term))
+    """x read on the diagonal of its repeated indices, without the modes of extent 1 that broadcast (a view),
+    and the term with each remaining index once."""
     ms = modes_of(get_aval(x).shape)
+    dropped = {c for c, m in zip(term, ms) if unit(m) and not unit(sizes[c])}
+    if len(set(term)) == len(term) and not dropped:
+        return x, term
+    uniq = "".join(c for c in dict.fromkeys(term) if c not in dropped)
     prefix, p = [], 1
     for m in ms:  # the colexicographic stride of each mode's (flat) coordinate
         prefix.append(p)
         p = p * mode_size(m)
     shape, stride = [], []
     for u in uniq:
-        unit = it.compact_col_major(sizes[u])
+        one = it.compact_col_major(sizes[u])
         d = None
         for k, c in enumerate(term):
             if c == u:
-                d = _scaled(unit, prefix[k]) if d is None else _added(d, _scaled(unit, prefix[k]))
+                d = _scaled(one, prefix[k]) if d is None else _added(d, _scaled(one, prefix[k]))
         shape.append(sizes[u])
         stride.append(d)
     b = Layout(shape_of_modes(shape), shape_of_modes(stride))
@@ -103,15 +74,20 @@ def _diagonal(x: Any, term: str, sizes: dict) -> tuple:
             return view(copy(x), b), uniq
     except StagingError as e:
         why = str(e).split("\n")[0].rsplit(" (got ", 1)[0]
-        raise fail("einsum", f"the diagonal of {term!r} is not a layout view of the operand: {why}", get_aval(x)) from None
+        raise fail("einsum", f"the diagonal of {show_term(term)!r} is not a layout view of the operand: {why}",
+                   get_aval(x)) from None
 
 
-def _sum_private(x: Any, term: str, keep: set) -> tuple:
-    """x summed over the indices of ``term`` not in ``keep``, and the remaining term."""
+def _widened(x: Any, dtype: str) -> Any:
+    return x if get_aval(x).dtype == dtype else astype(x, dtype)
+
+
+def _sum_private(x: Any, term: str, keep: set, dtype: str) -> tuple:
+    """x summed (in ``dtype``) over the indices of ``term`` not in ``keep``, and the remaining term."""
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if not axes:
         return x, term
-    return reduce_sum(x, axes), "".join(c for c in term if c in keep)
+    return reduce_sum(_widened(x, dtype), axes), "".join(c for c in term if c in keep)
 
 
 def _permute(x: Any, term: str, order: str) -> Any:
@@ -137,19 +113,21 @@ def _group(x: Any, groups: list, sizes: dict) -> Any:
     return view(x, compact(target))
 
 
-def _pair(a: Any, ta: str, b: Any, tb: str, keep: set, sizes: dict) -> tuple:
-    """a and b contracted by one ``matmul``, keeping the indices in ``keep``; the result and its term."""
-    if get_aval(a).dtype != get_aval(b).dtype:
-        raise fail("einsum", "operands have different dtypes (convert one with astype)", get_aval(a), get_aval(b))
-    a, ta = _sum_private(a, ta, set(tb) | keep)
-    b, tb = _sum_private(b, tb, set(ta) | keep)
+def _pair(a: Any, ta: str, b: Any, tb: str, keep: set, sizes: dict, dtype: str) -> tuple:
+    """a and b contracted by one ``matmul`` (its result ``dtype``), keeping the indices in ``keep``; the result
+    and its term."""
+    a, ta = _sum_private(a, ta, set(tb) | keep, dtype)
+    b, tb = _sum_private(b, tb, set(ta) | keep, dtype)
+    da, db = get_aval(a).dtype, get_aval(b).dtype
+    if da != db:  # one is an earlier result in the preferred dtype: the other is widened to it (exact)
+        a, b = _widened(a, dtype), _widened(b, dtype)
     batch = [c for c in ta if c in tb and c in keep]
     contracted = [c for c in ta if c in tb and c not in keep]
     free_a = [c for c in ta if c not in tb]
     free_b = [c for c in tb if c not in ta]
     a = _group(_permute(a, ta, "".join(free_a + contracted + batch)), [free_a, contracted] + [[c] for c in batch], sizes)
     b = _group(_permute(b, tb, "".join(contracted + free_b + batch)), [contracted, free_b] + [[c] for c in batch], sizes)
-    c = bind(matmul_p, a, b)
+    c = bind(matmul_p, a, b, **params_of(dtype if dtype != get_aval(a).dtype else None))
     result = free_a + free_b + batch
     modes = [sizes[k] for k in result]
     if not modes:
@@ -185,25 +163,42 @@ def _greedy_pair(terms: list, out: str, sizes: dict) -> tuple:
     return best[1], best[2], best[3]
 
 
-def einsum(spec: str, *operands: Any) -> Any:
-    """numpy's ``einsum`` (``"ij,jk->ik"``, ``"bij,bjk->bik"``, ``"ij->ji"``, ``"ii->i"``, ``"ii"``,
-    ``"ij,jk,kl->il"``): diagonals are views, contractions ``matmul``s in numpy's greedy order."""
+def _operands(operands: tuple) -> list:
+    """The operands as tensors: Python scalars take the tensors' dtype (weak types), as in every binary op."""
+    for x in operands:
+        if not _is_py_scalar(x):
+            tensor_arg("einsum", x)  # a StagingError for what is not a tensor
+    return [tensor_arg("einsum", x) for x in coerce("einsum", *operands)]
+
+
+def _result_dtype(types: list, preferred_element_type: Any) -> str:
+    dts = [t.dtype for t in types]
+    for k, d in enumerate(dts):
+        if d != dts[0]:
+            raise fail("einsum", f"operands have different dtypes ({dts[0]} operand 0, {d} operand {k}): convert "
+                                 "one with astype (only Python scalars take the tensors' dtype)", *types)
+    return result_dtype(types[0], types[0], preferred_element_type, "einsum")
+
+
+def einsum(spec: str, *operands: Any, preferred_element_type: Any = None) -> Any:
+    """numpy's ``einsum`` (``"ij,jk->ik"``, ``"...ij,...jk"``, ``"ii->i"``, ``"ij,jk,kl->il"``): diagonals are
+    views, contractions ``matmul``s in numpy's greedy order, ``...`` and extent-1 modes broadcast as in numpy."""
     if not operands:
         raise fail("einsum", "takes at least one operand")
-    xs = [tensor_arg("einsum", x) for x in operands]
+    xs = _operands(operands)
     types = [get_aval(x) for x in xs]
-    ins, out = _parse(spec, len(xs))
-    sizes = _sizes(ins, types)
-    if len({t.dtype for t in types}) > 1:
-        raise fail("einsum", "operands have different dtypes (convert one with astype)", *types)
+    ins, out = parse(spec, types)
+    sizes = index_sizes(ins, types)
+    dtype = _result_dtype(types, preferred_element_type)
     terms = []
     for k, (x, term) in enumerate(zip(xs, ins)):
         xs[k], term = _diagonal(x, term, sizes)
         terms.append(term)
     while len(xs) > 1:
         i, j, keep = _greedy_pair(terms, out, sizes)
-        c, tc = _pair(xs[i], terms[i], xs[j], terms[j], keep, sizes)
+        c, tc = _pair(xs[i], terms[i], xs[j], terms[j], keep, sizes, dtype)
         xs = [x for k, x in enumerate(xs) if k not in (i, j)] + [c]
         terms = [t for k, t in enumerate(terms) if k not in (i, j)] + [tc]
-    x, term = _sum_private(xs[0], terms[0], set(out))
+    x, term = _sum_private(xs[0], terms[0], set(out), dtype)
+    x = _widened(x, dtype)
     return _permute(x, term, out) if out else x

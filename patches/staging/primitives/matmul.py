@@ -26,13 +26,14 @@ WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i8": 8, "i16": 16, "i32":
          "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
-def result_dtype(a: TensorType, b: TensorType, preferred_element_type: Any) -> str:
-    """The dtype of a @ b: the operands' own, or ``preferred_element_type`` when it is given (checked)."""
+def result_dtype(a: TensorType, b: TensorType, preferred_element_type: Any, name: str = "matmul") -> str:
+    """The dtype of a @ b: the operands' own, or ``preferred_element_type`` when it is given (checked; errors
+    name ``name``, the op the user called)."""
     if preferred_element_type is None:
         return a.dtype
-    pref = dtypes.canonical(preferred_element_type, "matmul")
+    pref = dtypes.canonical(preferred_element_type, name)
     if pref != a.dtype and (dtypes.kind(pref) != dtypes.kind(a.dtype) or WIDTH.get(pref, 0) <= WIDTH.get(a.dtype, 0)):
-        raise fail("matmul", f"preferred_element_type {pref} cannot hold a product of {a.dtype} operands "
+        raise fail(name, f"preferred_element_type {pref} cannot hold a product of {a.dtype} operands "
                              "(it must be the operands' dtype, or of their kind and wider)", a, b)
     return pref
 

@@ -1,0 +1,101 @@
+"""Which elements of a Ref a kernel body writes on every path (so a backward kernel knows whether to zero its
+cotangent block first).
+
+Writes are ``set``/``addupdate`` at the body's top level or inside ``fori_loop``s with static bounds (a branch
+writes only maybe). A dynamic index is followed where it is integer arithmetic of enclosing loop indices and
+literals (``ds(k * BK, BK)`` in a K loop, or its reversed loop in a transposed body); each loop is unrolled in
+this count, so the work is bounded and a body past the bound counts as covering nothing (the caller then zeroes,
+which is always right).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..staging.ir import Literal
+from ..staging.kernel import addupdate_p, fori_p, set_p
+from ..staging.kernel.refs import Dyn
+from ..staging.types import mode_size, modes_of
+
+_BUDGET = 1 << 14        # loop iterations followed in all, and elements of the block marked
+_INT_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+            "floordiv": lambda a, b: a // b if b else None, "mod": lambda a, b: a % b if b else None,
+            "max": max, "maximum": max, "min": min, "minimum": min}
+
+
+def _ints(prog: Any, known: dict) -> dict:
+    """The scalar integers ``prog``'s top-level arithmetic computes from ``known`` ({id(var): int}) and literals."""
+    vals = dict(known)
+
+    def get(a: Any) -> Any:
+        if isinstance(a, Literal):
+            v = a.value
+            return int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) else None
+        return vals.get(id(a))
+    for e in prog.eqns:
+        op = _INT_OPS.get(e.prim.name)
+        if e.prim.name == "neg" and get(e.inputs[0]) is not None:
+            vals[id(e.outputs[0])] = -get(e.inputs[0])
+        elif e.prim.name == "astype" and get(e.inputs[0]) is not None and e.params["dtype"][0] in "iu":
+            vals[id(e.outputs[0])] = get(e.inputs[0])
+        elif op is not None and len(e.inputs) == 2 and None not in (x := [get(a) for a in e.inputs]):
+            r = op(*x)
+            if r is not None:
+                vals[id(e.outputs[0])] = r
+    return vals
+
+
+class _Count:
+    def __init__(self, shape: tuple) -> None:
+        self.mask = np.zeros(shape, dtype=bool)
+        self.budget = _BUDGET
+
+    def full(self) -> bool:
+        return bool(self.mask.all())
+
+    def mark(self, e: Any, vals: dict) -> None:
+        sel = []
+        for ix, n in zip(e.params["index"], self.mask.shape):
+            if ix.kind == "all":
+                sel.append(slice(None))
+                continue
+            start = vals.get(id(e.inputs[2 + ix.start.k])) if isinstance(ix.start, Dyn) else ix.start
+            if type(start) is not int or start < 0 or start + (1 if ix.kind == "at" else ix.size) > n:
+                return
+            sel.append(slice(start, start + (1 if ix.kind == "at" else ix.size)))
+        self.mask[tuple(sel)] = True
+
+    def walk(self, prog: Any, ref: Any, known: dict) -> None:
+        vals = _ints(prog, known)
+        for e in prog.eqns:
+            if self.full() or self.budget <= 0:
+                return
+            if e.prim in (set_p, addupdate_p) and e.inputs[0] is ref:
+                self.mark(e, vals)
+            elif e.prim is fori_p:
+                lo, hi = e.params["lower"], e.params["upper"]
+                body, n = e.params["body"], e.params["n_consts"]
+                inner = [p for p, a in zip(body.params[1:1 + n], e.inputs[:n]) if a is ref]
+                if not inner or type(lo) is not int or type(hi) is not int:
+                    continue
+                outer = {id(p): vals[id(a)] for p, a in zip(body.params[1:1 + n], e.inputs[:n]) if id(a) in vals}
+                for i in range(lo, hi):
+                    self.budget -= 1
+                    if self.full() or self.budget <= 0:
+                        return
+                    for p in inner:
+                        self.walk(body, p, {**outer, id(body.params[0]): i})
+
+
+def covers(prog: Any, ref: Any) -> bool:
+    """Whether ``prog`` writes every element of ``ref`` on every path."""
+    t = ref.type
+    ms = modes_of(t.layout.shape) if t.rank else ()
+    shape = tuple(mode_size(m) for m in ms)
+    if not all(type(n) is int for n in shape) or int(np.prod(shape, dtype=object)) > _BUDGET * 64:
+        return False
+    count = _Count(shape)
+    count.walk(prog, ref, {})
+    return count.full()
