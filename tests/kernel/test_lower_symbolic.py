@@ -111,7 +111,7 @@ def test_symbolic_tiled_matmul_compiles_to_hgmma_and_tma_with_no_spills():
     prog = _matmul(128, 128, 64)
     exe = pt.lower(prog).compile()
     n = exe.counts("HGMMA", "UTMALDG", "UTMASTG")
-    assert n["HGMMA"] >= 8 and n["UTMALDG"] > 0 and n["UTMASTG"] > 0, n
+    assert n["HGMMA"] >= 4 and n["UTMALDG"] > 0 and n["UTMASTG"] > 0, n
     assert exe.resources["spills"] == 0
 
 
