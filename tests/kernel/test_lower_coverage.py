@@ -224,3 +224,29 @@ def test_nans_propagate_as_numpys(rows, cols, axis):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.isnan(np.asarray(g)), np.isnan(np.asarray(w)))
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, equal_nan=True)
+
+
+@needs_sass
+def test_bf16_scalars_stored_and_filled_compile():
+    """A bf16 scalar (computed in f32) stored into one element, and a splat of run-time size filled, are converted to
+    the buffer's element type (CuTe refuses an f32 store into a bf16 tensor)."""
+    pytest.importorskip("cutlass")
+    from patches.layouts import Sym
+
+    L = Sym("L", divisible_by=128)
+
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.full((8, L), 1.5, "bf16")
+        o_ref[3, 5] = x_ref[0, 0] * 2.0
+    s = pt.BlockSpec((8, L), lambda i: (i, 0))
+    prog = pt.stage(pt.kernel(k, pt.tensor("bf16", (16, L)), grid=(2,), in_specs=[s], out_specs=s),
+                    pt.tensor("bf16", (16, L)))
+    mod = pt.lower(prog)
+    x = np.random.default_rng(0).standard_normal((16, 256)).astype(np.float32)
+    from patches.lower.kernel.simulate import simulate_module
+    from patches.staging import dtypes
+
+    xb = dtypes.cast(x, "bf16")
+    np.testing.assert_array_equal(np.asarray(simulate_module(mod, xb)[0], np.float32),
+                                  np.asarray(prog(xb), np.float32))
+    assert mod.compile().resources["spills"] == 0

@@ -170,6 +170,13 @@ def retv(ctx: Ctx, x: Block, tv: Layout) -> Block:
     return from_exchange(ctx, buf, x.dtype, lay, x.shape, tv=tv)
 
 
+def scalar_as(x: Scalar, dtype: str, why: str) -> str:
+    """A scalar as code of the element type it is stored as (bf16/f16 scalars are computed in f32)."""
+    if x.expr in ("True", "False"):
+        return f"{dsl_dtype(dtype, why)}({x.expr})"
+    return f"({x.expr}).to({dsl_dtype(dtype, why)})"
+
+
 def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> None:
     """Every element of ``sel`` at ``ref.ptr + off`` set to the scalar ``x``, the threads striding over the block
     (no registers held, so any block size)."""
@@ -185,11 +192,11 @@ def fill(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar, why: str) -> N
     w.emit(f"    if {j} * {nt} + tidx < {n}:")
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if bounds is None:
-        w.emit(f"        {dst}[{j} * {nt} + tidx] = {x.expr}")
+        w.emit(f"        {dst}[{j} * {nt} + tidx] = {scalar_as(x, ref.dtype, why)}")
     else:                       # an edge block: elements past the operand's extents are not written
         e = w.fresh("e")
         w.emit(f"        {e} = {j} * {nt} + tidx")
-        predicated(w, "        ", bounds, e, f"{dst}[{e}] = {x.expr}")
+        predicated(w, "        ", bounds, e, f"{dst}[{e}] = {scalar_as(x, ref.dtype, why)}")
 
 
 def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: str) -> None:
@@ -202,7 +209,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
             raise ctx.fail("a block stored into a single element")
         sync.access(ctx, ref.ptr, off, sel, "thread 0", True)
         w.emit("if tidx == 0:")
-        line = f"cute.make_tensor({base}, cute.make_layout(1))[0] = {x.expr}"
+        line = f"cute.make_tensor({base}, cute.make_layout(1))[0] = {scalar_as(x, ref.dtype, why)}"
         if bounds is not None:      # one element of an edge block: dropped past the edge
             predicated(w, "    ", bounds, None, line)
         else:
