@@ -77,6 +77,9 @@ def _major(layout: Layout, kmodes: tuple, role: str) -> str:
     return names[unit[0]]
 
 
+_BYTES = {"f64": 8, "f32": 4, "i32": 4, "u32": 4, "bf16": 2, "f16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "bool": 1}
+
+
 def _check_tma_strides(layout: Layout, role: str, bytes_per: int) -> None:
     shape, stride = _flat_modes(layout, role)
     for s, d in zip(shape, stride):
@@ -331,7 +334,7 @@ def _operand(role: str, var: Var, sides: dict, order: tuple, batched: bool) -> O
     kstride = tuple(stride[i] for i in sel) + ((stride[2],) if batched else (0,))
     klay = Layout._make(kshape, kstride)
     major = _major(Layout._make(kshape[:2], kstride[:2]), ("mn", "k"), role)
-    _check_tma_strides(klay, role, 2)
+    _check_tma_strides(klay, role, _BYTES.get(var.type.dtype, 2))
     view_modes = sel + ((2,) if batched else ())
     perm = tuple(side.pmodes.index(v) if v in side.pmodes else None for v in view_modes)
     if None in perm or any(p is None for p in side.pmodes):
@@ -350,7 +353,7 @@ def _output(var: Var, kmap: tuple, batched: bool) -> Operand:
     kstride = tuple(stride[p] for p in perm) + (() if batched else (0,))
     klay = Layout._make(kshape, kstride)
     major = _major(Layout._make(kshape[:2], kstride[:2]), ("m", "n"), "c")
-    _check_tma_strides(klay, "c", 2)
+    _check_tma_strides(klay, "c", _BYTES.get(var.type.dtype, 2))
     return Operand("c", -1, var.type.dtype, klay, perm, major)
 
 
