@@ -12,6 +12,7 @@ import numpy as np
 from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
 from .emit_simt import WARPS, _needed, threads, tv_layout
+from .errors import LoweringError
 from .simt_spec import INT_DTYPES, SimtSpec, kind_of
 from .simt_views import split_numpy
 from .simulate import round_to, step
@@ -64,6 +65,10 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
         for m, c in enumerate(rd.coords):
             if c is not None and ext.get(c) is None:
                 ext[c] = np.shape(args[rd.param])[m]
+    unknown = [c for c in (*spec.row_modes, *spec.col_modes) if ext.get(c) is None]
+    if unknown:
+        raise LoweringError(f"the kernel's extents {', '.join(str(dict(spec.sizes).get(c, c)) for c in unknown)} are "
+                            "symbolic and read off no argument, so the model cannot run it")
     rows = int(np.prod([ext[c] for c in spec.row_modes], dtype=np.int64))
     cols = int(np.prod([ext[c] for c in spec.col_modes], dtype=np.int64))
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
