@@ -366,10 +366,11 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     extra: list = []
     for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
         r = b.graph.root(o) if isinstance(o, Var) else o
-        if isinstance(r, Var) and id(r) in owner and (_accesses(b.graph, o)
-                                                       or o is not r and groups[owner[id(r)]].kind == "kernel"):
+        if isinstance(r, Var) and id(r) in owner and (_accesses(b.graph, o) or o is not r and (
+                groups[owner[id(r)]].kind == "kernel" or groups[owner[id(r)]].kind == "gemm"
+                and any(e.prim.name == "broadcast" for e in b.graph.chain(o)))):
             want(owner[id(r)], r)                    # a slice/reshape/tile of a kernel value (any view of a kernel
-            extra.append(o)                          # call's output): stored, then copied
+            extra.append(o)                          # call's output, a broadcast of a GEMM's): stored, then copied
         elif isinstance(r, Var) and id(r) in owner:
             want(owner[id(r)], o)
             g_of_out.setdefault(id(o), []).append(owner[id(r)])
