@@ -89,7 +89,9 @@ def test_a_wrong_tma_extent_is_caught_by_the_verifier_and_the_model():
         simulate_module(bad, *_mm_inputs(40, 40, 48))
 
 
+@pytest.mark.slow
 def test_the_verifier_walks_the_edge_box_and_the_plan_verify_accepts_zero_filled_nan():
+    """About 3.5 minutes on two cores (every builder of the module walked in a CuTe trace): in ``make test-slow``."""
     pytest.importorskip("cutlass")
     k, types = padded_matmul(40, 40, 48, 64, 64, 32)
     report = pt.lower(pt.stage(k, *types)).verify()     # every builder; the TMA boxes at (0, 0) and at the K edge
@@ -99,6 +101,9 @@ def test_the_verifier_walks_the_edge_box_and_the_plan_verify_accepts_zero_filled
     plan = pt.lower(pt.stage(lambda a, b, c: k(a, b, c).astype("f32") * 2.0, *types))
     kern = next(x for x in plan.kernels if x.kind == "kernel")
     assert kern.spec.zero_filled and kern.verify(movement=False) < 2e-2
+
+
+def test_the_plan_error_skips_only_the_nan_the_interpreter_reads_past_a_zero_filled_edge():
     from patches.lower.plan import _error
     nan = np.array([np.nan, 1.0])
     assert _error(np.array([3.0, 1.0]), nan, True) == 0.0 and _error(np.array([3.0, 1.0]), nan) == float("inf")
