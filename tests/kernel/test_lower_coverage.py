@@ -11,6 +11,7 @@ import patches as pt
 from patches.layouts import Layout
 from patches.lower.kernel import RULES
 from patches.lower.kernel.context import EXPANDED
+from patches.lower.kernel.verify import verify_kernel
 from patches.staging.core import impl_rules
 
 from .test_lower_simt import check_against_interpreter, needs_sass
@@ -192,7 +193,10 @@ def test_new_rules_compile_for_sm90a_without_spills():
                    out_specs=[pt.BlockSpec((8,), lambda i: (i,))] * 2)
     prog = pt.stage(kk, pt.tensor("f32", (R, C)), pt.tensor("i32", R))
     check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
-    exe = pt.lower(prog).compile()
+    mod = pt.lower(prog)
+    report = verify_kernel(mod)      # the module's own builders, every thread and value: block layouts, the
+    assert report.ok and len(report.checks) >= 10, str(report)      # exchange and embed selections, views
+    exe = mod.compile()
     assert exe.resources["spills"] == 0 and ".target sm_90a" in exe.ptx, exe.resources
 
 

@@ -175,14 +175,7 @@ def test_the_verifier_checks_the_staged_swizzled_layouts():
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
 
 
-@needs_sass
-def test_tiled_matmul_sass_has_tma_loads_and_stores():
-    pytest.importorskip("cutlass")
-    k, types = C.tiled_matmul()
-    exe = pt.lower(pt.stage(k, *types)).compile()
-    n = exe.counts("UTMALDG", "UTMASTG", "HGMMA")
-    assert n["UTMALDG"] > 0 and n["UTMASTG"] > 0 and n["HGMMA"] >= 4, n     # per warpgroup (two of them)
-    assert exe.resources["spills"] == 0
+# The tiled matmul's SASS (UTMALDG, UTMASTG, HGMMA per warpgroup, 0 spills): test_lower_warpgroups.py.
 
 
 @pytest.mark.slow
