@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..staging import BlockSpec, Program, kernel, stage
+from ..staging import BlockSpec, Program, fori_loop, kernel, stage
+from ..staging import ds as pt_ds
 from ..staging import primitives as P
-from ..staging.core import get_aval
 from ..staging.errors import StagingError
 from ..staging.kernel.refs import KernelError
 from .errors import LoweringError
@@ -26,7 +26,6 @@ from .simt_spec import COMPARE, SimtSpec
 
 THREADS = 128               # the kernel lowering's threads per CTA (one warpgroup)
 TARGET = 4096               # elements per block value: 32 values per thread, so a body's live blocks stay in registers
-MAX_COLS = 8192             # a reduction's columns are one block: at most 64 values per thread per block value
 UNARY = {"neg": P.neg, "abs": P.abs, "relu": P.relu, "exp": P.exp, "log": P.log, "sin": P.sin, "cos": P.cos,
          "tanh": P.tanh, "sqrt": P.sqrt, "logistic": P.logistic, "erf": P.erf, "copy": lambda x: x}
 BINARY = {"add": P.add, "sub": P.sub, "mul": P.mul, "div": P.div, "pow": P.pow, "maximum": P.maximum,
@@ -78,40 +77,57 @@ def _axes(spec: SimtSpec) -> list:
     return order
 
 
-def _blocks(spec: SimtSpec, axes: list, name: str) -> dict:
-    """Block extent per domain mode: columns whole when reduced (refused past MAX_COLS elements), the other modes
-    cut fastest first within TARGET elements; the fastest mode that fits whole is padded so that the block's size
-    is a multiple of the CTA's threads (each thread then owns as many elements as the others)."""
-    size = dict(spec.sizes)
-    block: dict = {}
-    budget = TARGET
-    if spec.reductions:
-        cols = math.prod(size[c] for c in spec.col_modes)
-        if cols > MAX_COLS:
-            raise _refuse(name, f"its reductions run over {cols} elements, more than one block holds ({MAX_COLS})")
-        for c in spec.col_modes:
-            block[c] = size[c]
-        budget = max(1, TARGET // cols)
-    for c in axes:
-        if c in block:
-            continue
-        n = size[c]
-        if n <= budget:
-            block[c] = n
-        else:
-            block[c] = 1 << (budget.bit_length() - 1)
-        budget = max(1, budget // block[c])
-    total = math.prod(block.values())
-    if total % THREADS:
-        for c in axes:                  # pad the fastest mode that is whole (a padded column is masked)
-            if block[c] == size[c]:
-                rest = total // block[c]
-                q = THREADS // math.gcd(THREADS, rest)
-                block[c] = -(-block[c] // q) * q
-                break
-    if math.prod(block.values()) // THREADS > 64:
-        raise _refuse(name, f"its blocks of {math.prod(block.values())} elements exceed the register budget")
-    return block
+class _Plan:
+    """The blocks: ``block`` per domain mode (a value's extent in the body), ``carve`` per domain mode (the
+    BlockSpec's extent: ``block`` except along ``loop``, the column mode walked in chunks of ``block[loop]`` by a
+    ``fori_loop`` over ``chunks`` when the columns are too many for one block), the padded modes."""
+
+    def __init__(self, spec: SimtSpec, axes: list, name: str) -> None:
+        size = dict(spec.sizes)
+        block: dict = {}
+        budget = TARGET
+        self.loop, self.chunks = None, 1
+        if spec.reductions:
+            cols = [c for c in axes if c in spec.col_modes]
+            whole = math.prod(size[c] for c in cols)
+            if whole > TARGET:          # chunks of the slowest column mode, the others whole
+                self.loop = cols[-1]
+                other = math.prod(size[c] for c in cols[:-1])
+                if other > TARGET:
+                    raise _refuse(name, f"its reductions run over {whole} elements, {other} of them in modes other "
+                                  f"than the slowest, more than one chunk holds ({TARGET})")
+            for c in cols:
+                if c != self.loop:
+                    block[c] = size[c]
+            budget = max(1, TARGET // math.prod(block.values())) if block else TARGET
+            if self.loop is not None:
+                block[self.loop] = min(1 << (budget.bit_length() - 1), _pow2_at_least(size[self.loop]))
+                budget = max(1, budget // block[self.loop])
+        for c in axes:
+            if c in block:
+                continue
+            block[c] = size[c] if size[c] <= budget else 1 << (budget.bit_length() - 1)
+            budget = max(1, budget // block[c])
+        total = math.prod(block.values())
+        if total % THREADS:
+            for c in axes:              # pad the fastest mode that is whole (a padded column is masked)
+                if block[c] == size[c]:
+                    q = THREADS // math.gcd(THREADS, total // block[c])
+                    block[c] = -(-block[c] // q) * q
+                    break
+        total = math.prod(block.values())
+        if total // math.gcd(total, THREADS) > 64:
+            raise _refuse(name, f"its blocks of {total} elements exceed the register budget")
+        self.block = block
+        self.carve = dict(block)
+        if self.loop is not None:
+            self.chunks = -(-size[self.loop] // block[self.loop])
+            self.carve[self.loop] = self.chunks * block[self.loop]
+        self.pad = {c for c in axes if size[c] % self.carve[c]}
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
 
 
 def _store(x: Any, dtype: str) -> Any:
@@ -119,42 +135,86 @@ def _store(x: Any, dtype: str) -> Any:
     return P.ne(x, 0.0) if dtype == "bool" else P.astype(x, dtype)
 
 
-class _Body:
-    """Values of the body as (pt value, the domain modes it spans in body order)."""
+def _lit(a: tuple) -> tuple:
+    return (float(a[1]), [])
 
-    def __init__(self, spec: SimtSpec, axes: list, block: dict, pad: set) -> None:
-        self.spec, self.axes, self.block, self.pad = spec, axes, block, pad
-        self.vals: dict = {}
+
+def _modes(spec: SimtSpec, axes: list) -> dict:
+    """The domain modes (in body order) each value of the spec spans: a read its coordinates', a step the union of
+    its arguments', a reduction its input's rows."""
+    out: dict = {("in", i): [c for c in axes if c in r.coords] for i, r in enumerate(spec.reads)}
+
+    def of(a: tuple) -> list:
+        return [] if a[0] == "lit" else out[a]
+    for j, st in enumerate(spec.steps):     # a reduction's input precedes every use of the reduction
+        for a in st.args:
+            if a[0] == "red" and a not in out:
+                out[a] = [c for c in of(spec.reductions[a[1]][1]) if c not in spec.col_modes]
+        have = {c for a in st.args for c in of(a)}
+        out[("v", j)] = [c for c in axes if c in have]
+    for j, (_, r) in enumerate(spec.reductions):
+        out.setdefault(("red", j), [c for c in of(r) if c not in spec.col_modes])
+    return out
+
+
+def _deps(spec: SimtSpec, refs: list) -> list:
+    """The steps that values ``refs`` need (not through reductions), in program order."""
+    need: set = set()
+    todo = [a for a in refs if a[0] == "v"]
+    while todo:
+        a = todo.pop()
+        if a[1] not in need:
+            need.add(a[1])
+            todo += [b for b in spec.steps[a[1]].args if b[0] == "v"]
+    return sorted(need)
+
+
+class _Body:
+    """The kernel body: values as (pt value or float literal, the domain modes it spans in body order)."""
+
+    def __init__(self, spec: SimtSpec, axes: list, plan: _Plan, refs: tuple) -> None:
+        self.spec, self.axes, self.plan, self.refs = spec, axes, plan, refs
+        self.modes = _modes(spec, axes)
+        self.size = dict(spec.sizes)
+
+    def loopy(self, a: tuple) -> bool:
+        return a[0] != "lit" and self.plan.loop in self.modes[a]
+
+    def get(self, memo: dict, a: tuple) -> tuple:
+        return _lit(a) if a[0] == "lit" else memo[a]
 
     def expand(self, v: tuple, modes: list) -> Any:
         """``v`` broadcast to span ``modes`` (a superset of its own, in body order)."""
         x, own = v
+        shape = tuple(self.plan.block[c] for c in modes)
+        if isinstance(x, float):
+            return P.broadcast(P.astype(x, "f32"), shape, ())
         if list(own) == list(modes):
             return x
-        shape = tuple(self.block[c] for c in modes)
-        if not own:
-            return P.broadcast(x, shape, ()) if get_aval(x).rank == 0 else P.broadcast_to(x, shape)
         return P.broadcast(x, shape, tuple(modes.index(c) for c in own))
 
-    def union(self, vs: list) -> list:
-        have = {c for _, own in vs for c in own}
-        return [c for c in self.axes if c in have]
+    def index(self, own: list, k: Any) -> Any:
+        """The Ref index of a block over modes ``own``: chunk ``k`` of the loop mode, the rest whole."""
+        if k is None or self.plan.loop not in own:
+            return ...
+        bc = self.plan.block[self.plan.loop]
+        return tuple(pt_ds(k * bc, bc) if c == self.plan.loop else slice(None) for c in own)
 
-    def value(self, a: tuple) -> tuple:
-        if a[0] == "lit":
-            return (float(a[1]), ())
-        if a not in self.vals:
-            if a[0] == "red":
-                self.vals[a] = self.reduce(a[1])
-            else:
-                raise LoweringError(f"internal: value {a} used before it is computed")
-        return self.vals[a]
+    def read(self, i: int, k: Any) -> tuple:
+        """Read i's block (chunk ``k`` of the loop mode when it walks it) in f32, its modes in body order."""
+        r = self.spec.reads[i]
+        own = [c for c in r.coords if c is not None]
+        x = self.refs[i][self.index(own, k)]
+        x = P.astype(x, "f32") if r.dtype != "f32" else x
+        order = [c for c in self.axes if c in own]
+        if own != order:
+            x = P.transpose(x, tuple(own.index(c) for c in order))
+        return (x, order)
 
-    def step(self, j: int) -> None:
+    def step(self, j: int, memo: dict) -> None:
         st = self.spec.steps[j]
-        args = [self.value(a) for a in st.args]
-        arrays = [v for v in args if not isinstance(v[0], float)]
-        modes = self.union(arrays)
+        args = [self.get(memo, a) for a in st.args]
+        modes = [c for c in self.axes if any(c in m for _, m in args)]
         xs = [v[0] if isinstance(v[0], float) else self.expand(v, modes) for v in args]
         if all(isinstance(x, float) for x in xs):      # a step of literals only: one f32 element
             xs[0] = P.astype(xs[0], "f32")
@@ -171,27 +231,111 @@ class _Body:
             y = P.astype(P.ne(xs[0], 0.0) if st.dtype == "bool" else P.astype(xs[0], st.dtype), "f32")
         else:
             raise LoweringError(f"{st.note}: no pt op replays {op}")
-        if isinstance(y, float):
-            y = P.astype(y, "f32")
-        self.vals[("v", j)] = (y, modes if get_aval(y).rank else [])
+        memo[("v", j)] = (y, modes)
 
-    def reduce(self, j: int) -> tuple:
-        """Reduction j over the column modes: its input spanning every column (a value constant along a column
-        still counts each one), padded columns masked to the identity."""
-        op, r = self.spec.reductions[j]
+    def compute(self, refs: list, memo: dict, k: Any = None) -> None:
+        """Put the values ``refs`` need into ``memo``: the reads and steps missing from it (in the loop, at chunk
+        ``k``, only the ones that walk the loop mode are missing)."""
+        wanted = [a for a in refs if a[0] == "in"]
+        for j in _deps(self.spec, refs):
+            wanted += [a for a in self.spec.steps[j].args if a[0] == "in"]
+        for a in wanted:
+            if a not in memo:
+                memo[a] = self.read(a[1], k)
+        for j in _deps(self.spec, refs):
+            if ("v", j) not in memo:
+                for a in self.spec.steps[j].args:
+                    if a[0] == "red" and a not in memo:
+                        self.reduce(a[1], memo)
+                self.step(j, memo)
+
+    def partial(self, op: str, v: tuple, k: Any = None) -> Any:
+        """The reduction ``op`` of ``v`` over the column modes (chunk ``k`` of the loop mode): ``v`` spanning
+        every column (a value constant along a column still counts it), padded columns masked to the identity."""
         fn, ident = REDUCE[op]
-        v = self.value(r)
         cols = set(self.spec.col_modes)
         modes = [c for c in self.axes if c in cols or c in v[1]]
-        x = self.expand(v, modes) if not isinstance(v[0], float) else \
-            P.broadcast(P.astype(v[0], "f32"), tuple(self.block[c] for c in modes), ())
-        shape = tuple(self.block[c] for c in modes)
+        x = self.expand(v, modes)
+        shape = tuple(self.plan.block[c] for c in modes)
         for c in self.spec.col_modes:
-            if c in self.pad:
+            if c in self.plan.pad:
                 idx = P.iota("i32", shape, modes.index(c))
-                x = P.where(P.lt(idx, dict(self.spec.sizes)[c]), x, ident)
-        axes = tuple(i for i, c in enumerate(modes) if c in cols)
-        return (fn(x, axes), [c for c in modes if c not in cols])
+                if c == self.plan.loop:
+                    idx = P.add(idx, k * self.plan.block[c])
+                x = P.where(P.lt(idx, self.size[c]), x, ident)
+        return fn(x, tuple(i for i, c in enumerate(modes) if c in cols))
+
+    def reduce(self, j: int, memo: dict) -> None:
+        """Reduction j: of one block, or a fori_loop over the loop mode's chunks combining their partials (the
+        values that do not walk the loop mode computed once, before it)."""
+        op, r = self.spec.reductions[j]
+        rows = self.modes[("red", j)]
+        if self.plan.loop is None:
+            self.compute([r], memo)
+            memo[("red", j)] = (self.partial(op, self.get(memo, r)), rows)
+            return
+        self.outer([r], memo)
+        init = P.broadcast(P.astype(REDUCE[op][1], "f32"), tuple(self.plan.block[c] for c in rows), ())
+
+        def chunk(k: Any, acc: Any) -> Any:
+            inner = dict(memo)
+            self.compute([r], inner, k)
+            return COMBINE[op](acc, self.partial(op, self.get(inner, r), k))
+        memo[("red", j)] = (fori_loop(0, self.plan.chunks, chunk, init), rows)
+
+    def outer(self, refs: list, memo: dict) -> None:
+        """The values ``refs`` need that do not walk the loop mode (reductions included), outside the loop."""
+        flat = [a for a in refs if a[0] != "lit" and not self.loopy(a)]
+        flat += [("v", j) for j in _deps(self.spec, refs) if not self.loopy(("v", j))]
+        for j in _deps(self.spec, refs):
+            for a in self.spec.steps[j].args:
+                if a[0] == "red" and a not in memo:
+                    self.reduce(a[1], memo)
+        for a in refs:
+            if a[0] == "red" and a not in memo:
+                self.reduce(a[1], memo)
+        self.compute(flat, memo)
+
+    def store(self, memo: dict, outs: list, k: Any = None) -> None:
+        """Store outputs ``outs`` ((index, Out) pairs, values in ``memo``), rounded once (chunk ``k``)."""
+        n_in = len(self.spec.reads)
+        for i, o in outs:
+            own = [c for c in o.coords if c is not None]
+            order = [c for c in self.axes if c in own]
+            x = self.expand(self.get(memo, o.result), order)
+            if own != order:
+                x = P.transpose(x, tuple(order.index(c) for c in own))
+            self.refs[n_in + i][self.index(own, k)] = _store(x, o.dtype)
+
+    def run(self) -> None:
+        outs = list(enumerate(self.spec.outputs))
+        for _, o in outs:
+            extra = [c for c in self.modes.get(o.result, []) if c not in o.coords]
+            if extra:
+                raise LoweringError(f"output {o.name} is computed along domain mode {extra[0]}, which it does not walk")
+        memo: dict = {}
+        results = [o.result for _, o in outs if o.result[0] != "lit"]
+        if self.plan.loop is None:
+            for a in results:
+                if a[0] == "red":
+                    self.reduce(a[1], memo)
+            self.compute(results, memo)
+            self.store(memo, outs)
+            return
+        self.outer(results, memo)
+        flat = [(i, o) for i, o in outs if self.plan.loop not in o.coords]
+        walk = [(i, o) for i, o in outs if self.plan.loop in o.coords]
+        self.store(memo, flat)
+        if walk:
+            def chunk(k: Any, carry: Any) -> Any:
+                inner = dict(memo)
+                self.compute([o.result for _, o in walk if o.result[0] != "lit"], inner, k)
+                self.store(inner, walk, k)
+                return carry
+            fori_loop(0, self.plan.chunks, chunk, P.astype(0.0, "f32"))
+
+
+COMBINE = {"sum": P.add, "max": P.maximum, "min": P.minimum}
 
 
 def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
@@ -202,12 +346,11 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
         raise _refuse(name, "the spec is not the analysis of this program")
     _check(spec, name)
     axes = _axes(spec)
-    block = _blocks(spec, axes, name)
+    plan = _Plan(spec, axes, name)
     size = dict(spec.sizes)
-    grid_modes = [c for c in reversed(axes) if -(-size[c] // block[c]) > 1]     # fastest mode: last grid axis
-    grid = tuple(-(-size[c] // block[c]) for c in grid_modes) or (1,)
+    grid_modes = [c for c in reversed(axes) if -(-size[c] // plan.carve[c]) > 1]    # fastest mode: last grid axis
+    grid = tuple(-(-size[c] // plan.carve[c]) for c in grid_modes) or (1,)
     gpos = {c: i for i, c in enumerate(grid_modes)}
-    pad = {c for c in axes if size[c] % block[c]}
     for o in spec.outputs:                      # every program writes its own block of each output
         missing = [c for c in grid_modes if c not in o.coords]
         if missing:
@@ -217,59 +360,26 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
     def spec_of(coords: tuple) -> BlockSpec | None:
         if not coords:
             return None
-        shape = tuple(None if c is None else block[c] for c in coords)
+        shape = tuple(None if c is None else plan.carve[c] for c in coords)
 
         def index_map(*g: Any) -> tuple:
             return tuple(g[gpos[c]] if c in gpos else 0 for c in coords)
         return BlockSpec(block_shape=shape, index_map=index_map)
 
-    in_specs = [spec_of(r.coords) for r in spec.reads]
-    out_specs = [spec_of(o.coords) for o in spec.outputs]
-    out_types = [o.type for o in sub.outputs]
-    n_in = len(spec.reads)
-
     def body(*refs: Any) -> None:
-        b = _Body(spec, axes, block, pad)
-        for i, r in enumerate(spec.reads):
-            x = refs[i][...]
-            own = [c for c in r.coords if c is not None]
-            x = P.astype(x, "f32") if r.dtype != "f32" else x
-            order = [c for c in axes if c in own]
-            if own != order:
-                x = P.transpose(x, tuple(own.index(c) for c in order))
-            b.vals[("in", i)] = (x, order)
-        for j in range(len(spec.steps)):
-            b.step(j)
-        for k, o in enumerate(spec.outputs):
-            v = b.value(o.result)
-            own = [c for c in o.coords if c is not None]
-            extra = [c for c in v[1] if c not in own]
-            if extra:
-                raise _refuse(name, f"output {o.name} is computed along domain mode {extra[0]}, which it does not walk")
-            order = [c for c in axes if c in own]
-            if isinstance(v[0], float):
-                x = P.broadcast(P.astype(v[0], "f32"), tuple(block[c] for c in order), ())
-            else:
-                x = b.expand(v, order)
-            if own != order:
-                x = P.transpose(x, tuple(order.index(c) for c in own))
-            refs[n_in + k][...] = _store(x, o.dtype)
+        try:
+            _Body(spec, axes, plan, refs).run()
+        except LoweringError as err:
+            raise _refuse(name, str(err)) from None
 
-    call = kernel(body, out_types, grid=grid, in_specs=in_specs, out_specs=out_specs, name=name)
+    call = kernel(body, [o.type for o in sub.outputs], grid=grid, in_specs=[spec_of(r.coords) for r in spec.reads],
+                  out_specs=[spec_of(o.coords) for o in spec.outputs], name=name)
 
     def program(*params: Any) -> Any:
         outs = call(*[params[r.param] for r in spec.reads])
-        return tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
-
-    if len(sub.outputs) == 1:
-        def one(*params: Any) -> Any:
-            return program(*params)[0]
-        return _stage(one, sub, name)
-    return _stage(program, sub, name)
-
-
-def _stage(fn: Any, sub: Program, name: str) -> Program:
+        outs = tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
+        return outs[0] if len(outs) == 1 else outs
     try:
-        return stage(fn, *[p.type for p in sub.params])
+        return stage(program, *[p.type for p in sub.params])
     except (StagingError, KernelError) as err:     # a refusal of what the rewrite built: the caller keeps emit_simt
         raise _refuse(name, f"staging the kernel failed: {str(err).splitlines()[0]}") from None
