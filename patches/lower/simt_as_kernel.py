@@ -41,6 +41,13 @@ def _refuse(name: str, why: str) -> LoweringError:
 
 def _check(spec: SimtSpec, name: str) -> None:
     """Refuse what the rewrite cannot express, naming it."""
+    for st in spec.steps:
+        if st.gather:
+            raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")
+        if st.kind != "f" or any(k != "f" for k in st.arg_kinds):
+            raise _refuse(name, f"{st.note}: integer arithmetic (the rewrite computes in f32 only)")
+        if any(a[0] == "dom" for a in st.args):
+            raise _refuse(name, f"{st.note}: a domain coordinate (iota)")
     for r in spec.reads:
         if r.access or r.split:
             what = r.access[1] if r.access else "a hierarchical mode"
@@ -49,13 +56,6 @@ def _check(spec: SimtSpec, name: str) -> None:
         walked = [c for c in r.coords if c is not None]
         if len(set(walked)) != len(walked):
             raise _refuse(name, f"parameter {r.param} walks one domain mode with two of its modes (a diagonal)")
-    for st in spec.steps:
-        if st.gather:
-            raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")
-        if st.kind != "f" or any(k != "f" for k in st.arg_kinds):
-            raise _refuse(name, f"{st.note}: integer arithmetic (the rewrite computes in f32 only)")
-        if any(a[0] == "dom" for a in st.args):
-            raise _refuse(name, f"{st.note}: a domain coordinate (iota)")
     for o in spec.outputs:
         if o.split:
             raise _refuse(name, f"output {o.name} has hierarchical modes")
@@ -89,16 +89,16 @@ class _Plan:
         self.loop, self.chunks = None, 1
         if spec.reductions:
             cols = [c for c in axes if c in spec.col_modes]
-            whole = math.prod(size[c] for c in cols)
+            whole = math.prod(_pow2_at_least(size[c]) for c in cols)
             if whole > TARGET:          # chunks of the slowest column mode, the others whole
                 self.loop = cols[-1]
-                other = math.prod(size[c] for c in cols[:-1])
+                other = math.prod(_pow2_at_least(size[c]) for c in cols[:-1])
                 if other > TARGET:
                     raise _refuse(name, f"its reductions run over {whole} elements, {other} of them in modes other "
                                   f"than the slowest, more than one chunk holds ({TARGET})")
-            for c in cols:
+            for c in cols:              # powers of two (padded, masked): the reductions plan warp shuffles
                 if c != self.loop:
-                    block[c] = size[c]
+                    block[c] = _pow2_at_least(size[c])
             budget = max(1, TARGET // math.prod(block.values())) if block else TARGET
             if self.loop is not None:
                 block[self.loop] = min(1 << (budget.bit_length() - 1), _pow2_at_least(size[self.loop]))
