@@ -7,8 +7,11 @@ transpose). Each program of the grid owns a block: every row mode is cut into bl
 are whole when a reduction runs over them, else cut too. A read's BlockSpec carves its parameter along the domain
 modes its modes walk (a size-1 mode is squeezed), so a read broadcast along rows or columns is a block of fewer
 modes, broadcast in the body. The body replays the spec's steps with pt ops in f32 (as ``emit_simt``), reductions
-with pt reductions (padded columns masked to the reduction's identity) and rounds once at each store. A group the
-rewrite cannot express raises ``LoweringError`` naming why, and the caller keeps ``emit_simt``.
+with pt reductions (padded columns masked to the reduction's identity) and rounds once at each store. Reduced
+columns past one block (or of symbolic extent) are walked in chunks: a ``fori_loop`` per reduction and one for the
+outputs, as ``emit_simt``'s passes. A symbolic mode is cut into power-of-two blocks the facts prove divide it. A
+group the rewrite cannot express (views, embeds, integer steps, reductions over two symbolic modes) raises
+``LoweringError`` naming why, and the caller keeps ``emit_simt``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ..staging import ds as pt_ds
 from ..staging import primitives as P
 from ..staging.errors import StagingError
 from ..staging.kernel.refs import KernelError
+from .analyze import _divisor
 from .errors import LoweringError
 from .simt_spec import COMPARE, SimtSpec
 
@@ -61,9 +65,6 @@ def _check(spec: SimtSpec, name: str) -> None:
             raise _refuse(name, f"output {o.name} has hierarchical modes")
         if o.dtype not in FLOATS + ("bool",):
             raise _refuse(name, f"output {o.name} is {o.dtype}; the rewrite stores floats and bools")
-    for c, n in spec.sizes:
-        if not isinstance(n, int):
-            raise _refuse(name, f"domain mode {c} has the symbolic extent {n}; blocks are chosen at static extents")
 
 
 def _axes(spec: SimtSpec) -> list:
@@ -89,29 +90,32 @@ class _Plan:
         self.loop, self.chunks = None, 1
         if spec.reductions:
             cols = [c for c in axes if c in spec.col_modes]
-            whole = math.prod(_pow2_at_least(size[c]) for c in cols)
-            if whole > TARGET:          # chunks of the slowest column mode, the others whole
-                self.loop = cols[-1]
-                other = math.prod(_pow2_at_least(size[c]) for c in cols[:-1])
+            syms = [c for c in cols if _symbolic(size[c])]
+            if len(syms) > 1:
+                raise _refuse(name, f"it reduces over {len(syms)} modes of symbolic extents ({size[syms[0]]}, "
+                              f"{size[syms[1]]}); a chunked walk takes one")
+            whole = math.prod(_pow2_at_least(size[c]) for c in cols if c not in syms)
+            if syms or whole > TARGET:  # chunks of one column mode (the symbolic one, else the slowest)
+                self.loop = syms[0] if syms else cols[-1]
+                other = math.prod(_pow2_at_least(size[c]) for c in cols if c != self.loop)
                 if other > TARGET:
-                    raise _refuse(name, f"its reductions run over {whole} elements, {other} of them in modes other "
-                                  f"than the slowest, more than one chunk holds ({TARGET})")
+                    raise _refuse(name, f"its reductions run over {other} elements besides the chunked mode, more "
+                                  f"than one chunk holds ({TARGET})")
             for c in cols:              # powers of two (padded, masked): the reductions plan warp shuffles
                 if c != self.loop:
                     block[c] = _pow2_at_least(size[c])
             budget = max(1, TARGET // math.prod(block.values())) if block else TARGET
             if self.loop is not None:
-                block[self.loop] = min(1 << (budget.bit_length() - 1), _pow2_at_least(size[self.loop]))
+                block[self.loop] = _cut(size[self.loop], budget, whole=False)
                 budget = max(1, budget // block[self.loop])
         for c in axes:
-            if c in block:
-                continue
-            block[c] = size[c] if size[c] <= budget else 1 << (budget.bit_length() - 1)
-            budget = max(1, budget // block[c])
+            if c not in block:
+                block[c] = _cut(size[c], budget)
+                budget = max(1, budget // block[c])
         total = math.prod(block.values())
         if total % THREADS:
             for c in axes:              # pad the fastest mode that is whole (a padded column is masked)
-                if block[c] == size[c]:
+                if not _symbolic(size[c]) and block[c] == size[c]:
                     q = THREADS // math.gcd(THREADS, total // block[c])
                     block[c] = -(-block[c] // q) * q
                     break
@@ -121,9 +125,32 @@ class _Plan:
         self.block = block
         self.carve = dict(block)
         if self.loop is not None:
-            self.chunks = -(-size[self.loop] // block[self.loop])
-            self.carve[self.loop] = self.chunks * block[self.loop]
-        self.pad = {c for c in axes if size[c] % self.carve[c]}
+            self.chunks = _count(size[self.loop], block[self.loop])
+            self.carve[self.loop] = block[self.loop] * self.chunks
+        self.pad = {c for c in axes if not _symbolic(size[c]) and size[c] % self.carve[c]}
+
+
+def _symbolic(n: Any) -> bool:
+    return not isinstance(n, int)
+
+
+def _cut(n: Any, budget: int, whole: bool = True) -> int:
+    """A block extent for a mode of extent ``n`` within ``budget`` elements: ``n`` itself when it fits (``whole``),
+    else a power of two (padded past a static extent; dividing a symbolic one, as the facts prove)."""
+    cap = 1 << (budget.bit_length() - 1)
+    if _symbolic(n):
+        d, b = _divisor(n), 1
+        while 2 * b <= cap and d % (2 * b) == 0:
+            b *= 2
+        return b
+    if whole and n <= budget:
+        return n
+    return min(cap, _pow2_at_least(n))
+
+
+def _count(n: Any, b: int) -> Any:
+    """Blocks of ``b`` covering extent ``n`` (exact for a symbolic extent, which ``b`` divides)."""
+    return n / b if _symbolic(n) else -(-n // b)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -348,8 +375,8 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
     axes = _axes(spec)
     plan = _Plan(spec, axes, name)
     size = dict(spec.sizes)
-    grid_modes = [c for c in reversed(axes) if -(-size[c] // plan.carve[c]) > 1]    # fastest mode: last grid axis
-    grid = tuple(-(-size[c] // plan.carve[c]) for c in grid_modes) or (1,)
+    grid_modes = [c for c in reversed(axes) if c != plan.loop and (_symbolic(size[c]) or _count(size[c], plan.carve[c]) > 1)]
+    grid = tuple(_count(size[c], plan.carve[c]) for c in grid_modes) or (1,)       # fastest mode: last grid axis
     gpos = {c: i for i, c in enumerate(grid_modes)}
     for o in spec.outputs:                      # every program writes its own block of each output
         missing = [c for c in grid_modes if c not in o.coords]

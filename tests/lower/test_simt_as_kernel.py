@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import patches as pt
-from patches.layouts import Layout, make_layout
+from patches.layouts import Layout, Sym, make_layout
 from patches.lower import LoweringError
 from patches.lower import programs as PR
 from patches.lower import simt_as_kernel as SK
@@ -98,6 +98,34 @@ def test_simt_groups_as_kernels_compute_the_same_values_and_lower(source):
         assert "@cute.kernel" in lower_kernel(kp).source, label
 
 
+def test_symbolic_rows_and_columns():
+    """The symbolic MLP step (batch M, a multiple of 128): the grid cuts M into blocks that divide it (M/128
+    programs), and a reduction over M walks it in chunks (a fori_loop of M/128 steps); the interpreter at two sizes
+    and the kernel model at one agree with the group."""
+    groups = simt_groups(PR.mlp_step_symbolic())
+    symbolic = [g for g in groups if any(not isinstance(n, int) for _, n in g[2].sizes)]
+    assert len(symbolic) == 4
+    for label, sub, spec in symbolic:
+        kp = SK.simt_kernel_program(sub, spec, "k")
+        for m in (256, 384):
+            args = random_args(sub, 4, {"M": m})
+            got, want = pt.evaluate(kp, *args), pt.evaluate(sub, *args)
+            assert _error(np.asarray(got, np.float64), np.asarray(want, np.float64)) < 1e-5, (label, m)
+        e = kp.eqns[0]
+        if spec.reductions:
+            loop = next(x for x in e.params["body"].eqns if x.prim.name == "fori_loop")
+            assert not isinstance(loop.params["upper"], int), label
+        else:
+            assert any(not isinstance(g, int) for g in e.params["grid"]), label
+        lower_kernel(kp)
+    label, sub, spec = next(g for g in symbolic if g[2].reductions and not g[2].block_row)
+    kp = SK.simt_kernel_program(sub, spec, "k")
+    args = random_args(sub, 5, {"M": 256})
+    pos = {id(p): i for i, p in enumerate(kp.params)}
+    got = simulate_module(lower_kernel(kp), *[args[pos[id(x)]] for x in kp.eqns[0].inputs])
+    assert _error(np.asarray(got[0], np.float64), np.asarray(pt.evaluate(sub, *args), np.float64)) < 1e-5
+
+
 def test_rewrite_differs_from_a_wrong_spec():
     """The check can fail: the spec of another program (a max instead of a sum) gives other values."""
     x = TS._x()
@@ -171,9 +199,10 @@ def test_broadcast_reads_are_blocks_of_their_own_modes():
 
 
 def test_refusals_name_the_reason():
-    with pytest.raises(LoweringError, match="symbolic extent M"):
-        for _, sub, spec in simt_groups(PR.mlp_step_symbolic()):
-            SK.simt_kernel_program(sub, spec, "k")
+    M, N = Sym("M", divisible_by=128), Sym("N", divisible_by=128)
+    sub = pt.stage(lambda x: pt.reduce_sum(x), pt.tensor("f32", (M, N)))
+    with pytest.raises(LoweringError, match="reduces over 2 modes of symbolic extents"):
+        SK.simt_kernel_program(sub, analyze_simt(sub), "k")
     x = TS._x()
     sub = pt.stage(lambda x: x[:50, :] * 2.0, x)
     with pytest.raises(LoweringError, match="read through a view"):
