@@ -234,3 +234,11 @@ def test_compiles_without_spills(which):
     counts = exe.counts("SHFL", "LDG", "STG")
     assert exe.resources["spills"] == 0 and counts["SHFL"] > 0 and counts["LDG"] > 0 and counts["STG"] > 0, \
         (exe.resources, counts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["softmax_forward", "layernorm_backward"])
+def test_lowered_kernels_verify(which):
+    """The emitted data movement, element by element, from the module's own builders (patches.lower.kernel.verify)."""
+    for _, sub, spec in simt_groups(SMALL[which]("f32")):
+        lower_kernel(SK.simt_kernel_program(sub, spec, "k")).verify()
