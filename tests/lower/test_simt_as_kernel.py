@@ -44,6 +44,23 @@ def _simt_programs():
         "rank3": pt.stage(lambda x: pt.reduce_sum(pt.relu(x), axes=2), x3),
         "rank3_transposed": pt.stage(lambda x: pt.reduce_sum(pt.transpose(x, (1, 2, 0)), axes=(0, 2)), x3),
         "row_min": pt.stage(lambda x: pt.reduce_min(pt.abs(x), axes=1), TS._x()),
+        **_extra_programs(),
+    }
+
+
+def _extra_programs():
+    """Chains the schedules' programs do not have: a bf16 operand broadcast along the middle of three modes, a
+    select with a bool output and three outputs, an output in another mode order, three row statistics."""
+    x3 = pt.tensor("f32", make_layout((6, 5, 40), (200, 40, 1)))
+    x = pt.tensor("f32", make_layout((64, 96), (96, 1)))
+    return {
+        "rank3_broadcast": pt.stage(lambda x, v: pt.relu(x - pt.broadcast(v, (6, 5, 40), (1,)).astype("f32")) * 2.0,
+                                    x3, pt.tensor("bf16", 5)),
+        "select_bool": pt.stage(lambda a, b: (pt.where(a > b, a, b).astype("bf16"), a > b,
+                                              pt.logistic(a) + pt.erf(b)), x, x),
+        "transposed_output": pt.stage(lambda a: pt.exp(pt.transpose(a, (1, 0))), x),
+        "row_stats": pt.stage(lambda a: (pt.reduce_sum(a, 1) * (1 / 96), pt.reduce_max(a, 1),
+                                         pt.reduce_min(a * a, 1)), x),
     }
 
 
@@ -170,6 +187,12 @@ def test_lowered_kernels_run_in_the_model_as_the_interpreter(name, dt):
     assert groups
     for label, sub, spec in groups:
         _simulate(f"{name}/{dt}/{label}", sub, spec)
+
+
+@pytest.mark.parametrize("name", ["rank3_broadcast", "select_bool", "transposed_output", "row_stats"])
+def test_chains_run_in_the_model_as_the_interpreter(name):
+    (label, sub, spec), = simt_groups(_extra_programs()[name])
+    assert len(_simulate(label, sub, spec).outputs) == len(sub.outputs)
 
 
 def test_chunked_reductions_run_in_the_model(monkeypatch):
