@@ -6,11 +6,12 @@ The spec's domain modes are the body's axes (ordered as the widest read walks th
 transpose). Each program of the grid owns a block: every row mode is cut into blocks (grid axes), the column modes
 are whole when a reduction runs over them, else cut too. A read's BlockSpec carves its parameter along the domain
 modes its modes walk (a size-1 mode is squeezed), so a read broadcast along rows or columns is a block of fewer
-modes, broadcast in the body. The body replays the spec's steps with pt ops in f32 (as ``emit_simt``), reductions
+modes, broadcast in the body. The body replays the spec's steps with pt ops in f32 (integer steps in Int32, domain
+coordinates as iota past the block's start: as ``emit_simt``), reductions
 with pt reductions (padded columns masked to the reduction's identity) and rounds once at each store. Reduced
 columns past one block (or of symbolic extent) are walked in chunks: a ``fori_loop`` per reduction and one for the
 outputs, as ``emit_simt``'s passes. A symbolic mode is cut into power-of-two blocks the facts prove divide it. A
-group the rewrite cannot express (views, embeds, integer steps, reductions over two symbolic modes) raises
+group the rewrite cannot express (views, embeds, reductions over two symbolic modes, a diagonal read) raises
 ``LoweringError`` naming why, and the caller keeps ``emit_simt``.
 """
 
@@ -19,14 +20,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..staging import BlockSpec, Program, fori_loop, kernel, stage
+from ..staging import BlockSpec, Program, fori_loop, kernel, program_id, stage
 from ..staging import ds as pt_ds
 from ..staging import primitives as P
+from ..staging.core import Tracer, get_aval
 from ..staging.errors import StagingError
 from ..staging.kernel.refs import KernelError
 from .analyze import _divisor
 from .errors import LoweringError
-from .simt_spec import COMPARE, SimtSpec
+from .simt_spec import COMPARE, INT_DTYPES, SimtSpec
 
 THREADS = 128               # the kernel lowering's threads per CTA (one warpgroup)
 TARGET = 4096               # elements per block value: 32 values per thread, so a body's live blocks stay in registers
@@ -36,7 +38,6 @@ BINARY = {"add": P.add, "sub": P.sub, "mul": P.mul, "div": P.div, "pow": P.pow, 
           "minimum": P.minimum, "floordiv": P.floordiv, "mod": P.mod,
           "eq": P.eq, "ne": P.ne, "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge}
 REDUCE = {"sum": (P.reduce_sum, 0.0), "max": (P.reduce_max, -math.inf), "min": (P.reduce_min, math.inf)}
-FLOATS = ("f32", "bf16", "f16")
 
 
 def _refuse(name: str, why: str) -> LoweringError:
@@ -48,10 +49,6 @@ def _check(spec: SimtSpec, name: str) -> None:
     for st in spec.steps:
         if st.gather:
             raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")
-        if st.kind != "f" or any(k != "f" for k in st.arg_kinds):
-            raise _refuse(name, f"{st.note}: integer arithmetic (the rewrite computes in f32 only)")
-        if any(a[0] == "dom" for a in st.args):
-            raise _refuse(name, f"{st.note}: a domain coordinate (iota)")
     for r in spec.reads:
         if r.access or r.split:
             what = r.access[1] if r.access else "a hierarchical mode"
@@ -63,8 +60,6 @@ def _check(spec: SimtSpec, name: str) -> None:
     for o in spec.outputs:
         if o.split:
             raise _refuse(name, f"output {o.name} has hierarchical modes")
-        if o.dtype not in FLOATS + ("bool",):
-            raise _refuse(name, f"output {o.name} is {o.dtype}; the rewrite stores floats and bools")
 
 
 def _axes(spec: SimtSpec) -> list:
@@ -157,9 +152,27 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) or not isinstance(x, float) and get_aval(x).dtype == "i32"
+
+
+def _nonzero(x: Any) -> Any:
+    return P.ne(x, 0 if _is_int(x) else 0.0)
+
+
 def _store(x: Any, dtype: str) -> Any:
-    """An f32 value rounded once into a store of ``dtype`` (a bool is nonzero)."""
-    return P.ne(x, 0.0) if dtype == "bool" else P.astype(x, dtype)
+    """An f32 (or Int32) value rounded once into a store of ``dtype`` (a bool is nonzero)."""
+    return _nonzero(x) if dtype == "bool" else P.astype(x, dtype)
+
+
+def _as(x: Any, kind: str) -> Any:
+    """``x`` as ``kind``: "f" an f32 value (a float literal), "i" an Int32 one (an int literal): as emit_simt's
+    conversions (float to integer truncates)."""
+    if isinstance(x, float):
+        return int(x) if kind == "i" else x
+    if _is_int(x) != (kind == "i"):
+        return P.astype(x, "i32" if kind == "i" else "f32")
+    return x
 
 
 def _lit(a: tuple) -> tuple:
@@ -172,7 +185,7 @@ def _modes(spec: SimtSpec, axes: list) -> dict:
     out: dict = {("in", i): [c for c in axes if c in r.coords] for i, r in enumerate(spec.reads)}
 
     def of(a: tuple) -> list:
-        return [] if a[0] == "lit" else out[a]
+        return [] if a[0] == "lit" else [a[1]] if a[0] == "dom" else out[a]
     for j, st in enumerate(spec.steps):     # a reduction's input precedes every use of the reduction
         for a in st.args:
             if a[0] == "red" and a not in out:
@@ -199,16 +212,29 @@ def _deps(spec: SimtSpec, refs: list) -> list:
 class _Body:
     """The kernel body: values as (pt value or float literal, the domain modes it spans in body order)."""
 
-    def __init__(self, spec: SimtSpec, axes: list, plan: _Plan, refs: tuple) -> None:
-        self.spec, self.axes, self.plan, self.refs = spec, axes, plan, refs
+    def __init__(self, spec: SimtSpec, axes: list, plan: _Plan, refs: tuple, gpos: dict) -> None:
+        self.spec, self.axes, self.plan, self.refs, self.gpos = spec, axes, plan, refs, gpos
         self.modes = _modes(spec, axes)
         self.size = dict(spec.sizes)
 
     def loopy(self, a: tuple) -> bool:
-        return a[0] != "lit" and self.plan.loop in self.modes[a]
+        return a[0] not in ("lit", "dom") and self.plan.loop in self.modes[a]
 
-    def get(self, memo: dict, a: tuple) -> tuple:
+    def get(self, memo: dict, a: tuple, k: Any = None) -> tuple:
+        if a[0] == "dom":
+            return self.coordinate(a[1], k)
         return _lit(a) if a[0] == "lit" else memo[a]
+
+    def coordinate(self, c: int, k: Any) -> tuple:
+        """Domain mode c's coordinate over the block (Int32): iota past the block's start (this program's block
+        along a grid mode, chunk ``k`` along the loop mode)."""
+        b = self.plan.block[c]
+        x = P.iota("i32", (b,), 0)
+        if c in self.gpos:
+            x = P.add(x, program_id(self.gpos[c]) * b)
+        if c == self.plan.loop:
+            x = P.add(x, k * b)
+        return (x, [c])
 
     def expand(self, v: tuple, modes: list) -> Any:
         """``v`` broadcast to span ``modes`` (a superset of its own, in body order)."""
@@ -232,19 +258,22 @@ class _Body:
         r = self.spec.reads[i]
         own = [c for c in r.coords if c is not None]
         x = self.refs[i][self.index(own, k)]
-        x = P.astype(x, "f32") if r.dtype != "f32" else x
+        x = P.astype(x, "i32" if r.dtype in INT_DTYPES else "f32")
         order = [c for c in self.axes if c in own]
         if own != order:
             x = P.transpose(x, tuple(own.index(c) for c in order))
         return (x, order)
 
-    def step(self, j: int, memo: dict) -> None:
+    def step(self, j: int, memo: dict, k: Any = None) -> None:
+        """Step j in its kind (f32, or Int32 for integer steps), each argument converted to the kind it is taken in
+        (as emit_simt's step code)."""
         st = self.spec.steps[j]
-        args = [self.get(memo, a) for a in st.args]
+        args = [self.get(memo, a, k) for a in st.args]
         modes = [c for c in self.axes if any(c in m for _, m in args)]
-        xs = [v[0] if isinstance(v[0], float) else self.expand(v, modes) for v in args]
-        if all(isinstance(x, float) for x in xs):      # a step of literals only: one f32 element
-            xs[0] = P.astype(xs[0], "f32")
+        kinds = st.arg_kinds or ("f",) * len(args)
+        xs = [_as(v[0] if isinstance(v[0], float) else self.expand(v, modes), kd) for v, kd in zip(args, kinds)]
+        if not any(isinstance(x, Tracer) for x in xs):     # a step of literals only: one element
+            xs[0] = P.astype(xs[0], "i32" if kinds[0] == "i" else "f32")
         op = st.op
         if op in UNARY:
             y = UNARY[op](xs[0])
@@ -253,12 +282,14 @@ class _Body:
             if op in COMPARE:
                 y = P.astype(y, "f32")
         elif op == "where":
-            y = P.where(P.ne(xs[0], 0.0), xs[1], xs[2])
+            y = P.where(_nonzero(xs[0]), xs[1], xs[2])
+        elif op == "astype" and st.dtype == "bool":
+            y = P.astype(_nonzero(xs[0]), "f32")
         elif op == "astype":
-            y = P.astype(P.ne(xs[0], 0.0) if st.dtype == "bool" else P.astype(xs[0], st.dtype), "f32")
+            y = P.astype(P.astype(xs[0], st.dtype), "i32" if st.kind == "i" else "f32")
         else:
             raise LoweringError(f"{st.note}: no pt op replays {op}")
-        memo[("v", j)] = (y, modes)
+        memo[("v", j)] = (_as(y, st.kind), modes)
 
     def compute(self, refs: list, memo: dict, k: Any = None) -> None:
         """Put the values ``refs`` need into ``memo``: the reads and steps missing from it (in the loop, at chunk
@@ -274,7 +305,7 @@ class _Body:
                 for a in self.spec.steps[j].args:
                     if a[0] == "red" and a not in memo:
                         self.reduce(a[1], memo)
-                self.step(j, memo)
+                self.step(j, memo, k)
 
     def partial(self, op: str, v: tuple, k: Any = None) -> Any:
         """The reduction ``op`` of ``v`` over the column modes (chunk ``k`` of the loop mode): ``v`` spanning
@@ -282,7 +313,7 @@ class _Body:
         fn, ident = REDUCE[op]
         cols = set(self.spec.col_modes)
         modes = [c for c in self.axes if c in cols or c in v[1]]
-        x = self.expand(v, modes)
+        x = _as(self.expand(v, modes), "f")
         shape = tuple(self.plan.block[c] for c in modes)
         for c in self.spec.col_modes:
             if c in self.plan.pad:
@@ -307,7 +338,7 @@ class _Body:
         def chunk(k: Any, acc: Any) -> Any:
             inner = dict(memo)
             self.compute([r], inner, k)
-            return COMBINE[op](acc, self.partial(op, self.get(inner, r), k))
+            return COMBINE[op](acc, self.partial(op, self.get(inner, r, k), k))
         memo[("red", j)] = (fori_loop(0, self.plan.chunks, chunk, init), rows)
 
     def outer(self, refs: list, memo: dict) -> None:
@@ -329,7 +360,7 @@ class _Body:
         for i, o in outs:
             own = [c for c in o.coords if c is not None]
             order = [c for c in self.axes if c in own]
-            x = self.expand(self.get(memo, o.result), order)
+            x = self.expand(self.get(memo, o.result, k), order)
             if own != order:
                 x = P.transpose(x, tuple(order.index(c) for c in own))
             self.refs[n_in + i][self.index(own, k)] = _store(x, o.dtype)
@@ -395,7 +426,7 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
 
     def body(*refs: Any) -> None:
         try:
-            _Body(spec, axes, plan, refs).run()
+            _Body(spec, axes, plan, refs, gpos).run()
         except LoweringError as err:
             raise _refuse(name, str(err)) from None
 

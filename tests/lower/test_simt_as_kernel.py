@@ -50,9 +50,12 @@ def _simt_programs():
 
 def _extra_programs():
     """Chains the schedules' programs do not have: a bf16 operand broadcast along the middle of three modes, a
-    select with a bool output and three outputs, an output in another mode order, three row statistics."""
+    select with a bool output and three outputs, an output in another mode order, three row statistics, argmax and
+    argmin (domain coordinates, an i32 output), Int32 arithmetic (numpy's floor division and modulo), a mask from
+    iota."""
     x3 = pt.tensor("f32", make_layout((6, 5, 40), (200, 40, 1)))
     x = pt.tensor("f32", make_layout((64, 96), (96, 1)))
+    xi = pt.tensor("i32", make_layout((64, 96), (96, 1)))
     return {
         "rank3_broadcast": pt.stage(lambda x, v: pt.relu(x - pt.broadcast(v, (6, 5, 40), (1,)).astype("f32")) * 2.0,
                                     x3, pt.tensor("bf16", 5)),
@@ -61,7 +64,18 @@ def _extra_programs():
         "transposed_output": pt.stage(lambda a: pt.exp(pt.transpose(a, (1, 0))), x),
         "row_stats": pt.stage(lambda a: (pt.reduce_sum(a, 1) * (1 / 96), pt.reduce_max(a, 1),
                                          pt.reduce_min(a * a, 1)), x),
+        "argmax": pt.stage(lambda a: pt.argmax(a, axis=1), x),
+        "argmin_over_rows": pt.stage(lambda a: pt.argmin(a, axis=0), x),
+        "integer_chain": pt.stage(lambda a, b: ((a * 3 + b) // 5, (a - b) % 7, (a > b).astype("f32") + a.astype("f32")),
+                                  xi, xi),
+        "causal_mask": pt.stage(_causal, x),
     }
+
+
+def _causal(a):
+    """A mask from the domain coordinates (iota), then a row max subtracted."""
+    s = pt.where(pt.iota("i32", (64, 96), 0) >= pt.iota("i32", (64, 96), 1), a, -1e30)
+    return s - pt.broadcast(pt.reduce_max(s, 1), (64, 96), (0,))
 
 
 SOURCES = [f"{name}/{dt}" for name in PR.ACCEPTANCE for dt in ("f32", "bf16")] + ["test_simt"]
@@ -177,7 +191,7 @@ SMALL = {   # the programs at sizes whose grids are a few CTAs (the numpy model 
     "attention_forward": lambda dt: PR.attention_forward(128, 64, dt),
     "mlp_backward": lambda dt: PR.mlp_backward(128, 64, 128, 64, dtype=dt),
 }
-FAST = [("softmax_forward", "f32"), ("layernorm_backward", "bf16")]
+FAST = [("softmax_forward", "bf16"), ("layernorm_backward", "f32")]
 
 
 @pytest.mark.parametrize("name, dt", FAST + [pytest.param(n, d, marks=pytest.mark.slow) for n in SMALL
@@ -189,9 +203,20 @@ def test_lowered_kernels_run_in_the_model_as_the_interpreter(name, dt):
         _simulate(f"{name}/{dt}/{label}", sub, spec)
 
 
-@pytest.mark.parametrize("name", ["rank3_broadcast", "select_bool", "transposed_output", "row_stats"])
-def test_chains_run_in_the_model_as_the_interpreter(name):
+EXTRA = ["rank3_broadcast", "select_bool", "transposed_output", "row_stats", "argmax", "argmin_over_rows",
+         "integer_chain", "causal_mask"]
+FAST_EXTRA = ["select_bool", "argmax", "integer_chain", "causal_mask"]
+
+
+@pytest.mark.parametrize("name, target", [(n, 4096) for n in FAST_EXTRA] + [
+    pytest.param(n, t, marks=pytest.mark.slow) for n in EXTRA for t in (4096, 64) if (n, t) not in
+    [(f, 4096) for f in FAST_EXTRA]])
+def test_chains_run_in_the_model_as_the_interpreter(name, target, monkeypatch):
+    """At the default blocks, and at 64-element ones: more programs on the grid (iota offset by program_id) and
+    reduced columns walked in chunks (iota offset by the chunk)."""
+    monkeypatch.setattr(SK, "TARGET", target)
     (label, sub, spec), = simt_groups(_extra_programs()[name])
+    _check_program(label, sub, spec)
     assert len(_simulate(label, sub, spec).outputs) == len(sub.outputs)
 
 
@@ -208,6 +233,17 @@ def test_chunked_reductions_run_in_the_model(monkeypatch):
     (label, sub, spec), = simt_groups(pt.stage(lambda x: pt.reduce_max(pt.exp(x)), pt.tensor("f32", (10, 300))))
     kp = _check_program(label, sub, spec)
     assert kp.eqns[0].params["body"].in_types[0].shape == (16, 320)
+    _simulate(label, sub, spec)
+
+
+def test_argmax_over_chunks_and_programs(monkeypatch):
+    """Domain coordinates offset by the program's block (rows on the grid) and by the chunk (columns walked in
+    three chunks of 128, the last padded and masked)."""
+    monkeypatch.setattr(SK, "TARGET", 128)
+    (label, sub, spec), = simt_groups(pt.stage(lambda a: pt.argmax(a, axis=1), pt.tensor("f32", (4, 300))))
+    kp = _check_program(label, sub, spec)
+    assert kp.eqns[0].params["grid"] == (4,)
+    assert next(e for e in kp.eqns[0].params["body"].eqns if e.prim.name == "fori_loop").params["upper"] == 3
     _simulate(label, sub, spec)
 
 
@@ -232,10 +268,6 @@ def test_refusals_name_the_reason():
         SK.simt_kernel_program(sub, analyze_simt(sub), "k")
     sub = pt.stage(lambda a: P.embed(a, 8, Layout(4, 1), 2) * 2.0, pt.tensor("f32", 4))
     with pytest.raises(LoweringError, match="embed"):
-        SK.simt_kernel_program(sub, analyze_simt(sub), "k")
-    i = pt.tensor("i32", 64)
-    sub = pt.stage(lambda a: a * 3 + 1, i)
-    with pytest.raises(LoweringError, match="integer arithmetic"):
         SK.simt_kernel_program(sub, analyze_simt(sub), "k")
     sub = pt.stage(lambda a: a * 3.0, pt.tensor("f32", 64))
     with pytest.raises(LoweringError, match="not the analysis of this program"):
