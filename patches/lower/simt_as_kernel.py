@@ -38,6 +38,7 @@ BINARY = {"add": P.add, "sub": P.sub, "mul": P.mul, "div": P.div, "pow": P.pow, 
           "minimum": P.minimum, "floordiv": P.floordiv, "mod": P.mod,
           "eq": P.eq, "ne": P.ne, "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge}
 REDUCE = {"sum": (P.reduce_sum, 0.0), "max": (P.reduce_max, -math.inf), "min": (P.reduce_min, math.inf)}
+COMBINE = {"sum": P.add, "max": P.maximum, "min": P.minimum}
 
 
 def _refuse(name: str, why: str) -> LoweringError:
@@ -345,6 +346,8 @@ class _Body:
         """The values ``refs`` need that do not walk the loop mode (reductions included), outside the loop."""
         flat = [a for a in refs if a[0] != "lit" and not self.loopy(a)]
         flat += [("v", j) for j in _deps(self.spec, refs) if not self.loopy(("v", j))]
+        flat += [a for j in _deps(self.spec, refs) for a in self.spec.steps[j].args      # hoisted reads
+                 if a[0] == "in" and not self.loopy(a)]
         for j in _deps(self.spec, refs):
             for a in self.spec.steps[j].args:
                 if a[0] == "red" and a not in memo:
@@ -393,9 +396,6 @@ class _Body:
             fori_loop(0, self.plan.chunks, chunk, P.astype(0.0, "f32"))
 
 
-COMBINE = {"sum": P.add, "max": P.maximum, "min": P.minimum}
-
-
 def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
     """``sub`` (a SIMT group's program, ``spec`` its analysis) as a Program of one ``pt.kernel`` call: same params
     and outputs, same values (f32 arithmetic, rounded at each store). LoweringError when it cannot be expressed."""
@@ -406,8 +406,9 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
     axes = _axes(spec)
     plan = _Plan(spec, axes, name)
     size = dict(spec.sizes)
-    grid_modes = [c for c in reversed(axes) if c != plan.loop and (_symbolic(size[c]) or _count(size[c], plan.carve[c]) > 1)]
-    grid = tuple(_count(size[c], plan.carve[c]) for c in grid_modes) or (1,)       # fastest mode: last grid axis
+    grid_modes = [c for c in reversed(axes)                  # the fastest mode is the last grid axis
+                  if c != plan.loop and (_symbolic(size[c]) or _count(size[c], plan.carve[c]) > 1)]
+    grid = tuple(_count(size[c], plan.carve[c]) for c in grid_modes) or (1,)
     gpos = {c: i for i, c in enumerate(grid_modes)}
     for o in spec.outputs:                      # every program writes its own block of each output
         missing = [c for c in grid_modes if c not in o.coords]

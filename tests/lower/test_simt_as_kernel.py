@@ -52,7 +52,7 @@ def _extra_programs():
     """Chains the schedules' programs do not have: a bf16 operand broadcast along the middle of three modes, a
     select with a bool output and three outputs, an output in another mode order, three row statistics, argmax and
     argmin (domain coordinates, an i32 output), Int32 arithmetic (numpy's floor division and modulo), a mask from
-    iota."""
+    iota, operands of size-1 modes and of rank 0 (squeezed blocks), a size-1 mode of the output."""
     x3 = pt.tensor("f32", make_layout((6, 5, 40), (200, 40, 1)))
     x = pt.tensor("f32", make_layout((64, 96), (96, 1)))
     xi = pt.tensor("i32", make_layout((64, 96), (96, 1)))
@@ -69,6 +69,9 @@ def _extra_programs():
         "integer_chain": pt.stage(lambda a, b: ((a * 3 + b) // 5, (a - b) % 7, (a > b).astype("f32") + a.astype("f32")),
                                   xi, xi),
         "causal_mask": pt.stage(_causal, x),
+        "size1_operand": pt.stage(lambda a, s: a * pt.broadcast(s, (64, 96), (1,)), x, pt.tensor("f32", (1,))),
+        "scalar_operand": pt.stage(lambda a, s: a * pt.broadcast(s, (64, 96), ()), x, pt.tensor("f32", ())),
+        "size1_mode": pt.stage(pt.exp, pt.tensor("f32", (64, 1, 96))),
     }
 
 
@@ -204,7 +207,7 @@ def test_lowered_kernels_run_in_the_model_as_the_interpreter(name, dt):
 
 
 EXTRA = ["rank3_broadcast", "select_bool", "transposed_output", "row_stats", "argmax", "argmin_over_rows",
-         "integer_chain", "causal_mask"]
+         "integer_chain", "causal_mask", "size1_operand", "scalar_operand", "size1_mode"]
 FAST_EXTRA = ["select_bool", "argmax", "integer_chain", "causal_mask"]
 
 
