@@ -92,3 +92,17 @@ def test_a_merge_in_another_order_than_the_parameters_is_refused_by_name():
         analyze(prog)
     xs = _args([(4, 16, 32), (32, 48)], "bf16")
     _close(pt.lower(prog).simulate_kernels(*xs), _numpy("ijk,kl->jil", xs), "bf16")
+
+
+@pytest.mark.parametrize("spec, shapes", [("ijk,kl->ijl", [(4, 16, 32), (32, 48)]),
+                                          ("bij,bjk->ik", [(1, 64, 32), (1, 32, 48)])])
+def test_the_gradient_of_a_grouping_einsum_lowers(spec, shapes):
+    """dA and dB are contractions of the same groupings (dA = dC B^T merges i and j of dC into M): the schedule's
+    kernel models give the interpreter's gradient."""
+    prog = pt.stage(pt.grad(lambda a, b: pt.reduce_sum(pt.einsum(spec, a, b).astype("f32") * 1.5), (0, 1)),
+                    *[pt.tensor("bf16", s) for s in shapes])
+    sched = pt.lower(prog)
+    assert [k.kind for k in sched.kernels].count("gemm") == 2
+    xs = _args(shapes, "bf16")
+    for g, w in zip(sched.simulate_kernels(*xs), pt.evaluate(prog, *xs)):
+        _close(g, np.asarray(w, np.float64), "bf16")
