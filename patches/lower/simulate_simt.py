@@ -12,7 +12,6 @@ import numpy as np
 from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
 from ..staging.errors import StagingError
-from ..staging.interpreter import active_symbols
 from ..staging.symbols import substitute
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
@@ -76,9 +75,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
     the kernel has several). Symbolic extents are read off the arguments, or bound by ``sizes`` (symbol -> int:
     the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
-    extent, as the ones a loss's cotangent broadcasts to; by default the bindings of the program being run)."""
-    symbols = sizes if sizes is not None else active_symbols()
-    ext = {c: _bound(s, symbols) for c, s in spec.sizes}
+    extent, as the ones a loss's cotangent broadcasts to)."""
+    ext = {c: _bound(s, sizes) for c, s in spec.sizes}
     for rd in spec.reads:                 # symbolic extents: read off the arguments
         for m, c in enumerate(rd.coords):
             if c is not None and ext.get(c) is None:
