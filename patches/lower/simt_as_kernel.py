@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..staging import BlockSpec, Program, fori_loop, kernel, program_id, stage
+from ..staging import BlockSpec, Eqn, Program, fori_loop, kernel, program_id, stage
 from ..staging import ds as pt_ds
 from ..staging import primitives as P
 from ..staging.core import Tracer, get_aval
@@ -397,11 +397,14 @@ class _Body:
 
 
 def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
-    """``sub`` (a SIMT group's program, ``spec`` its analysis) as a Program of one ``pt.kernel`` call: same params
-    and outputs, same values (f32 arithmetic, rounded at each store). LoweringError when it cannot be expressed."""
+    """``sub`` (a SIMT group's program, ``spec`` its analysis) as a Program of one ``pt.kernel`` call on the same
+    parameter and output variables, computing the same values (f32 arithmetic, rounded at each store).
+    LoweringError when it cannot be expressed."""
     sub = sub.dce()
     if len(sub.params) != spec.n_params or len(sub.outputs) != len(spec.outputs):
         raise _refuse(name, "the spec is not the analysis of this program")
+    if len({id(o) for o in sub.outputs}) != len(sub.outputs) or {id(o) for o in sub.outputs} & {id(p) for p in sub.params}:
+        raise _refuse(name, "it returns one value twice, or a parameter (one kernel output per program output)")
     _check(spec, name)
     axes = _axes(spec)
     plan = _Plan(spec, axes, name)
@@ -434,11 +437,12 @@ def simt_kernel_program(sub: Program, spec: SimtSpec, name: str) -> Program:
     call = kernel(body, [o.type for o in sub.outputs], grid=grid, in_specs=[spec_of(r.coords) for r in spec.reads],
                   out_specs=[spec_of(o.coords) for o in spec.outputs], name=name)
 
-    def program(*params: Any) -> Any:
-        outs = call(*[params[r.param] for r in spec.reads])
-        outs = tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
-        return outs[0] if len(outs) == 1 else outs
+    ins = [sub.params[r.param] for r in spec.reads]
     try:
-        return stage(program, *[p.type for p in sub.params])
+        staged = stage(lambda *xs: call(*xs), *[x.type for x in ins])
     except (StagingError, KernelError) as err:     # a refusal of what the rewrite built: the caller keeps emit_simt
         raise _refuse(name, f"staging the kernel failed: {str(err).splitlines()[0]}") from None
+    (e,) = staged.eqns
+    # The call on the group's own variables: its buffers and outputs stay those of the schedule.
+    return Program([], [], list(sub.params), [Eqn(e.prim, ins, e.params, list(sub.outputs))], list(sub.outputs),
+                   sub.in_tree, sub.out_tree, name=sub.name)

@@ -98,9 +98,10 @@ def _check_program(label, sub, spec):
     """The rewrite of one group: its structure, its values against the group's interpreter (tolerance of a fused
     kernel rounding once) and against emit_simt's model (same f32 arithmetic: tight)."""
     kp = SK.simt_kernel_program(sub, spec, "k")
-    assert [p.type for p in kp.params] == [p.type for p in sub.params], label
-    assert [o.type for o in kp.outputs] == [o.type for o in sub.outputs], label
+    assert [id(p) for p in kp.params] == [id(p) for p in sub.params], label      # the group's own variables
+    assert [id(o) for o in kp.outputs] == [id(o) for o in sub.outputs], label
     assert len(kp.eqns) == 1 and kp.eqns[0].prim.name == "kernel", label
+    assert [id(o) for o in kp.eqns[0].outputs] == [id(o) for o in sub.outputs], label
     args = random_args(sub, 1)
     got = [np.asarray(g, np.float64) for g in _listed(pt.evaluate(kp, *args))]
     want = [np.asarray(w, np.float64) for w in _listed(pt.evaluate(sub, *args))]
