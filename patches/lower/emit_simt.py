@@ -118,17 +118,17 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     for k, (_, _, _, start) in enumerate(out_leaves):
         parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
-        lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
+        lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {start} + {rebuilt}')}")
     if isinstance(r, tuple):                       # a constant placed by the map
-        lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))")
+        lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}")
         return lines
     idx = []
     for mode, leaves in enumerate(spec.reads[r].split):
         parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
         idx += split_index(" + ".join(parts) if parts else None, leaves)
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
-                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
     return lines
 
 
@@ -137,12 +137,11 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
     r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
     terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
-    sel = "cutlass.Float32(cutlass.select_({0}, {1}, {2}))"
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
-             f"{indent}ok{j} = {sel.format(f'i{j} >= 0', F1, F0)} * {sel.format(f'i{j} < {n}', F1, F0)}",
+             f"{indent}ok{j} = {R.as_number(f'i{j} >= 0')} * {R.as_number(f'i{j} < {n}')}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
     if isinstance(r, tuple):                       # a constant placed by the map
-        return lines[:2] + [f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))"]
+        return lines[:2] + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}"]
     rd = spec.reads[r]
     parts, prefix = [], 1
     for ln, st in inv_leaves:
@@ -155,15 +154,15 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
         idx += split_index(coord, leaves)
         prefix *= ext
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
-                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
     return lines
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
     """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
     if a[0] == "lit":
-        return f"cutlass.Int32({int(a[1])})" if want == "i" else lit(a[1])
+        return R.lit(a[1], "i32") if want == "i" else lit(a[1])
     have = kind_of(a, spec.reads, spec.steps)
     if a[0] == "in":
         rd = spec.reads[a[1]]
