@@ -26,7 +26,10 @@ def _operand(ctx: Ctx, x: Any, cd: str) -> str:
     if isinstance(x, Scalar) and x.expr.startswith("cutlass.") and x.dtype != "bool":
         return x.expr if x.dtype == cd or x.dtype in ("bf16", "f16") else f"{dsl_dtype(cd, 'literal')}({x.expr})"
     name = x.name if isinstance(x, Block) else x.expr
-    return name if x.dtype == cd else f"{name}.to({dsl_dtype(cd, 'operand')})"
+    if x.dtype == cd:
+        return name
+    dsl_dtype(cd, "operand")       # a dtype with no DSL type: a LoweringError naming the operand
+    return R.convert(name, cd)
 
 
 def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
@@ -66,7 +69,8 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     name = w.fresh()
     rd = "bool" if op in R.COMPARE else cd
     if rd != out_dtype:
-        code = f"({code}).to({dsl_dtype(out_dtype, op)})"
+        dsl_dtype(out_dtype, op)       # a dtype with no DSL type: a LoweringError naming the equation
+        code = R.convert(code, out_dtype)
     w.emit(f"{name} = {code}")
     if blocks:
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
