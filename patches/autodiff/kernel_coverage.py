@@ -6,6 +6,10 @@ writes only maybe). A dynamic index is followed where it is integer arithmetic o
 literals (``ds(k * BK, BK)`` in a K loop, or its reversed loop in a transposed body); each loop is unrolled in
 this count, so the work is bounded and a body past the bound counts as covering nothing (the caller then zeroes,
 which is always right).
+
+Also whether an index map visits every block of its operand exactly once (``visits_each_block_once``): when it
+does not (a diagonal map, a grid smaller than the blocks, two grid points on one block), a backward kernel
+cannot own one cotangent block per grid point, and runs over the operand's blocks instead.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ..staging.interpreter import eval_program
 from ..staging.ir import Literal
 from ..staging.kernel import addupdate_p, fori_p, set_p
+from ..staging.kernel.blockspec import exact_index
 from ..staging.kernel.refs import Dyn
 from ..staging.types import mode_size, modes_of
 
@@ -99,3 +105,32 @@ def covers(prog: Any, ref: Any) -> bool:
     count = _Count(shape)
     count.walk(prog, ref, {})
     return count.full()
+
+
+_POINTS = 1 << 16        # grid points whose blocks are enumerated to tell how an index map visits an operand
+
+
+def visits_each_block_once(m: Any, grid: tuple, axes: list) -> bool:
+    """Whether ``m``'s index map, on the grid axes ``axes``, visits every block of its operand exactly once (a
+    backward kernel on those axes then owns one block of the cotangent per grid point). A symbolic or very large
+    grid is not enumerated and counts as once (the interpreter still refuses an unwritten or raced block)."""
+    sub = [grid[a] for a in axes]
+    blocks = m.grid_shape
+    if not all(type(n) is int for n in (*sub, *blocks)) or int(np.prod(sub, dtype=object)) > _POINTS:
+        return True
+    if int(np.prod(sub, dtype=object)) != int(np.prod(blocks, dtype=object)):
+        return False
+    seen = set()
+    for ids in np.ndindex(*sub):
+        point = [0] * len(grid)
+        for a, x in zip(axes, ids):
+            point[a] = x
+        coords = exact_index(m.index_map, tuple(point))
+        if coords is None:
+            coords = [int(np.asarray(x.logical() if hasattr(x, "logical") else x))
+                      for x in eval_program(m.index_map, [np.int32(p) for p in point])]
+        c = tuple(coords)
+        if c in seen or not all(0 <= x < n for x, n in zip(c, blocks)):
+            return False
+        seen.add(c)
+    return True

@@ -28,7 +28,7 @@ from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
-from .kernel_coverage import covers
+from .kernel_coverage import covers, visits_each_block_once
 from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
 from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
@@ -213,39 +213,46 @@ def _restricted(m: BlockMapping, axes: list, ngrid: int) -> BlockMapping:
     return BlockMapping(m.carved, m.tiler, prog, m.ref_type, m.label, m.squeezed)
 
 
+def _identity_mapping(m: BlockMapping) -> BlockMapping:
+    """``m``'s carving on a grid of its own blocks: grid point b owns block b."""
+    n = len(m.grid_shape)
+    prog = stage_flat(lambda *ids: list(ids), [I32] * n, tree_flatten(tuple(range(n)))[1], "index_map")
+    return BlockMapping(m.carved, m.tiler, prog, m.ref_type, m.label, m.squeezed)
+
+
 def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, in_specs: tuple,
                      out_specs: tuple, body: Program) -> Any:
-    """The cotangent of linear operand ``k``: a kernel on the grid axes its index map uses."""
+    """The cotangent of linear operand ``k``: a kernel on the grid axes its index map uses when that map visits
+    each block of x once; otherwise (blocks never read, or read by several grid points) a kernel on x's blocks,
+    each running the grid points that read its block (all others skipped) into a zeroed block."""
     ngrid = len(grid)
     axes = sorted(used_params(in_specs[k].index_map))
+    by_block = not visits_each_block_once(in_specs[k], grid, axes)
+    if by_block:
+        axes = []
     loops = [a for a in range(ngrid) if a not in axes]
-    sub = tuple(grid[a] for a in axes)
+    sub = tuple(in_specs[k].grid_shape) if by_block else tuple(grid[a] for a in axes)
     ops, maps, carve = [], [], []   # operands of the backward kernel; per operand: None or the mapping to carve by
     for x, m in [(x, m) for x, m in zip(operands, in_specs) if not is_linear(x)] + \
             [(c, m) for c, m in zip(cts, out_specs) if c is not None]:
         ops.append(x)
-        if used_params(m.index_map) <= set(axes):
+        if used_params(m.index_map) <= set(axes) and not by_block:
             maps.append(_restricted(m, axes, ngrid))
             carve.append(None)
         else:
             maps.append(resolve(None, get_aval(x), sub, m.label))
             carve.append(m)
     xt = operands[k].type
-    out_map = _restricted(in_specs[k], axes, ngrid)
+    out_map = _identity_mapping(in_specs[k]) if by_block else _restricted(in_specs[k], axes, ngrid)
     scratch = body.in_types[len(in_specs) + len(out_specs):]
 
     def bwd(*refs: Any, zero_first: bool = False) -> None:
         vals = [r.value for r in refs]
-        ids = [program_id(p) for p in range(len(axes))]
+        ids = [program_id(p) for p in range(len(sub))]
         if zero_first:  # the body reads part of x's block: the rest of dx is zero, and written as such
             refs[len(ops)][...] = P.zeros(out_map.ref_type.layout.shape, xt.dtype)
 
-        def at(loop_ids: list) -> None:
-            point: list = [None] * ngrid
-            for a, x in zip(axes, ids):
-                point[a] = x
-            for a, x in zip(loops, loop_ids):
-                point[a] = x
+        def at(point: list) -> None:
             blocks = [v if c is None else ref_tile(v, eval_program(c.index_map, point), c.tiler, c.squeezed)
                       for v, c in zip(vals, carve)]
             it = iter(blocks)
@@ -255,9 +262,27 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
             args += vals[len(ops) + 1:]
             transpose_body(body, args, [], point, grid)
 
+        def visit(loop_ids: list) -> None:
+            point: list = [None] * ngrid
+            for a, x in zip(axes, ids):
+                point[a] = x
+            for a, x in zip(loops, loop_ids):
+                point[a] = x
+            if not by_block:
+                at(point)
+                return
+            coords = eval_program(in_specs[k].index_map, point)
+
+            def guard(j: int) -> None:   # runs the point when it reads the block this backward point owns
+                if j == len(ids):
+                    at(point)
+                else:
+                    cond(P.eq(coords[j], ids[j]), lambda: guard(j + 1), lambda: None)
+            guard(0)
+
         def nest(depth: int, loop_ids: list) -> None:
             if depth == len(loops):
-                at(loop_ids)
+                visit(loop_ids)
                 return
             fori_loop(0, grid[loops[depth]], lambda i, c: (nest(depth + 1, [*loop_ids, i]), c)[1], ())
         nest(0, [])

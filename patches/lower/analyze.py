@@ -4,6 +4,10 @@ read their majorness off the layouts, and collect the elementwise epilogue that 
 Every tracked variable carries ``kmap``: for each of its modes, the kernel coordinate (0=m, 1=n, 2=l) it walks,
 or None for a stride-0 (broadcast) mode. Views (transpose, broadcast) only permute or extend ``kmap``, so the
 epilogue may read a bias through a broadcast and the output may be a transposed view of the result.
+A ``view`` that merges consecutive modes of a parameter (einsum's ``ijk,kl->ijl`` groups i and j into M, or
+drops a size-1 batch mode) is a free regrouping of its storage, and one that splits the result's modes back
+(M into i and j) leaves several modes walking one kernel coordinate: operands and output record the grouping
+(``Operand.groups``), and a grouped mode must coalesce to one stride.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from typing import Any
 
 import sympy
 
-from ..layouts import ComposedLayout, Layout, Sym
+from ..layouts import ComposedLayout, Layout, Sym, coalesce
+from ..layouts import inttuple as it
 from ..layouts.hopper import smem_atom, wgmma_smem_layout
 from ..layouts.product import tile_to_shape
 from ..staging import Literal, Program, Var
-from ..staging.types import modes_of
+from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
 from .errors import LoweringError
 from .names import sanitize
@@ -37,6 +42,7 @@ class _Side:
 
     param: int
     pmodes: tuple          # param mode -> view mode (or None when that size-1 mode was stretched)
+    pos: tuple = ()        # param mode -> its place among the param modes merged into that view mode (sort key)
 
 
 def _flat_modes(layout: Layout, what: str) -> tuple[tuple, tuple]:
@@ -106,7 +112,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     if prog.consts:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     mi = find_matmul(prog)
-    sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(len(modes_of(v.type.shape))))) for i, v in enumerate(prog.params)}
+    sides: dict[int, _Side] = {id(v): _Side(i, tuple(range(n)), ((),) * n)
+                               for i, v in enumerate(prog.params) for n in [len(modes_of(v.type.shape))]}
 
     lits: dict[int, float] = {}           # broadcasts of literals: read as the literal
     side_eqn: dict[int, Any] = {}         # elementwise equations on side inputs only: computed in the epilogue
@@ -118,9 +125,9 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         if _side_only(e, sides, lits, side_eqn):
             side_eqn[id(e.outputs[0])] = e
             continue
-        if e.prim.name not in ("transpose", "broadcast"):
+        if e.prim.name not in ("transpose", "broadcast") and not (e.prim.name == "view" and _merged(e) is not None):
             raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
-                                "from parameters through views (transpose) only")
+                                "from parameters through views (transpose, a reshape merging consecutive modes) only")
         _view_side(e, sides)
     for x in prog.eqns[mi].inputs:
         if id(x) in side_eqn:
@@ -138,7 +145,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     batched = rank == 3
     ops = []
     for role, var, kmodes in (("a", a_var, (0, 2, 1)), ("b", b_var, (2, 1, 0))):
-        ops.append(_operand(role, var, sides, kmodes, batched))
+        ops.append(_operand(role, var, sides, kmodes, batched, prog))
     a, b = ops
     ab_dtype = a.dtype
     if ab_dtype not in MMA_DTYPES or b.dtype != ab_dtype:
@@ -151,13 +158,14 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
                                     "K-major operands only (pt.lower's schedule copies it to a K-major buffer first)")
         ab_dtype = "tf32"
         a, b = replace(a, dtype="tf32"), replace(b, dtype="tf32")
-    mshape = modes_of(mm.outputs[0].type.shape)
+    mshape = [mode_size(x) for x in modes_of(mm.outputs[0].type.shape)]      # a grouped mode: its extent
     m, n = mshape[0], mshape[1]
-    k = modes_of(a_var.type.shape)[1]
+    k = mode_size(modes_of(a_var.type.shape)[1])
     batch = mshape[2] if batched else 1
 
     # The epilogue: elementwise equations on the accumulator chain.
     kmap: dict[int, tuple] = {id(mm.outputs[0]): (0, 1, 2) if batched else (0, 1)}
+    kpos: dict[int, tuple] = {id(mm.outputs[0]): ((),) * (3 if batched else 2)}   # per mode: its place in a split
     value: dict[int, tuple] = {id(mm.outputs[0]): ("acc",)}
     steps: list[EpiStep] = []
     inputs: list[SideInput] = []
@@ -169,7 +177,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
                 lits[id(e.outputs[0])] = float(e.inputs[0].value)
                 continue
-            if e.prim.name in ("transpose", "broadcast") and id(e.inputs[0]) in sides:
+            if (e.prim.name in ("transpose", "broadcast") or e.prim.name == "view" and _merged(e) is not None) \
+                    and id(e.inputs[0]) in sides:
                 _view_side(e, sides)
                 continue
             if _side_only(e, sides, lits, side_eqn):
@@ -179,11 +188,18 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
                                 "parameter; only the matmul's epilogue can be fused")
         out = e.outputs[0]
         if e.prim.name == "copy":                  # the same values in another layout: a further store
-            kmap[id(out)] = kmap[id(e.inputs[0])]
+            kmap[id(out)], kpos[id(out)] = kmap[id(e.inputs[0])], kpos[id(e.inputs[0])]
             value[id(out)] = value[id(e.inputs[0])]
             continue
         if e.prim.name == "transpose":
             kmap[id(out)] = tuple(kmap[id(e.inputs[0])][p] for p in e.params["perm"])
+            kpos[id(out)] = tuple(kpos[id(e.inputs[0])][p] for p in e.params["perm"])
+            value[id(out)] = value[id(e.inputs[0])]
+            continue
+        if e.prim.name == "view" and _split(e) is not None:   # the result's modes split (M back into i, j)
+            owner = _split(e)
+            kmap[id(out)] = tuple(kmap[id(e.inputs[0])][q] for q in owner)
+            kpos[id(out)] = tuple(kpos[id(e.inputs[0])][q] + (t - owner.index(q),) for t, q in enumerate(owner))
             value[id(out)] = value[id(e.inputs[0])]
             continue
         if e.prim.name not in UNARY | BINARY | SELECT and e.prim.name != "astype":
@@ -200,7 +216,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             elif id(x) in lits:
                 args.append(("lit", lits[id(x)]))
             elif id(x) in value:
-                if kmap[id(x)] != ref:
+                if kmap[id(x)] != ref or kpos[id(x)] != kpos[id(on_chain[0])]:
                     raise LoweringError(f"{e.prim.name}: operands walk the output in different orders")
                 args.append(value[id(x)])
             elif id(x) in sides:
@@ -211,16 +227,20 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
                 raise LoweringError(f"{e.prim.name}: operand {x.type} is computed outside the epilogue; "
                                     "only parameters (through views) and literals can be fused")
         steps.append(EpiStep(e.prim.name, tuple(args), e.params.get("dtype", ""), _note(e)))
-        kmap[id(out)] = ref
+        kmap[id(out)], kpos[id(out)] = ref, kpos[id(on_chain[0])]
         value[id(out)] = ("v", len(steps) - 1)
 
     if not prog.outputs or any(not isinstance(o, Var) or id(o) not in kmap for o in prog.outputs):
         raise LoweringError("the GEMM kernel stores values of the matmul result's chain (the result after its "
                             f"epilogue); this program returns {len(prog.outputs)} value(s) not all on that chain")
-    out, extra = _pick_output(prog.outputs, kmap, batched)
+    out, extra = _pick_output(prog.outputs, kmap, kpos, batched)
     c_dtype = out.type.dtype
-    c = _output(out, kmap[id(out)], batched)
+    c = _output(out, kmap[id(out)], batched, kpos[id(out)])
     final = ("v", len(steps) - 1) if steps else ("acc",)
+    for o in extra:
+        if len(set(kmap[id(o)])) != len(kmap[id(o)]):
+            raise LoweringError(f"a further output {o.type} splits a kernel mode into several; only the stored "
+                                "output may")
     extras = tuple(ExtraOutput(f"mO{j + 1}", o.type.dtype, o.type.layout, tuple(kmap[id(o)]), value[id(o)])
                    for j, o in enumerate(extra))
     if value[id(out)] != final:
@@ -274,7 +294,7 @@ def _side_value(x: Var, ref: tuple, side_eqn: dict, sides: dict, lits: dict, ste
     return memo[key]
 
 
-def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
+def _pick_output(outs: list, kmap: dict, kpos: dict, batched: bool) -> tuple:
     """The output stored through TMA (the last one with a TMA dtype and a unit-stride M or N mode) and the others,
     stored from registers."""
     if len(outs) == 1:
@@ -284,7 +304,7 @@ def _pick_output(outs: list, kmap: dict, batched: bool) -> tuple:
     for o in reversed(outs):
         if o.type.dtype in OUT_DTYPES:
             try:
-                _output(o, kmap[id(o)], batched)
+                _output(o, kmap[id(o)], batched, kpos[id(o)])
             except LoweringError:
                 continue
             return o, [q for q in outs if q is not o]
@@ -312,23 +332,124 @@ def _view_side(e: Any, sides: dict) -> None:
     if e.prim.name == "transpose":
         inv = {p: j for j, p in enumerate(e.params["perm"])}
         pm = tuple(None if v is None else inv[v] for v in src.pmodes)
+    elif e.prim.name == "view":
+        owner = _merged(e)
+        pm = tuple(None if v is None else owner[v] for v in src.pmodes)
+        pos = tuple(() if v is None else (v,) + q for v, q in zip(src.pmodes, src.pos))
+        sides[id(e.outputs[0])] = _Side(src.param, pm, pos)
+        return
     else:
         dims = e.params["dims"]
         in_modes = modes_of(e.inputs[0].type.shape)
         out_modes = modes_of(e.outputs[0].type.shape)
         pm = tuple(None if v is None or (_is(in_modes[v], 1) and not _is(out_modes[dims[v]], 1)) else dims[v]
                    for v in src.pmodes)
-    sides[id(e.outputs[0])] = _Side(src.param, pm)
+    sides[id(e.outputs[0])] = _Side(src.param, pm, src.pos)
 
 
-def _operand(role: str, var: Var, sides: dict, order: tuple, batched: bool) -> Operand:
+def _runs(sizes: list, into: list) -> list | None:
+    """Per mode of ``sizes``, the mode of ``into`` whose extent it is part of, when each mode of ``into`` is a run
+    of consecutive modes of ``sizes`` (colexicographic: a reshape); None when it is not."""
+    owner: list = []
+    q = 0
+    for v, s in enumerate(into):
+        prod: Any = 1
+        while not _is(prod, s):
+            if q == len(sizes):
+                return None
+            prod = prod * sizes[q]
+            owner.append(v)
+            q += 1
+    while q < len(sizes) and _is(sizes[q], 1) and into:    # trailing size-1 modes join the last run
+        owner.append(len(into) - 1)
+        q += 1
+    return owner if q == len(sizes) else None
+
+
+def _is_reshape(e: Any) -> bool:
+    lay = e.params.get("layout")
+    return isinstance(lay, Layout) and _is(e.params.get("offset", 0), 0) and lay == compact(lay.shape)
+
+
+def _merged(e: Any) -> list | None:
+    """For a ``view`` that merges consecutive modes of its operand (a reshape): per operand mode, its view mode."""
+    if not _is_reshape(e):
+        return None
+    return _runs([mode_size(x) for x in modes_of(e.inputs[0].type.shape)],
+                 [mode_size(x) for x in modes_of(e.outputs[0].type.shape)])
+
+
+def _split(e: Any) -> list | None:
+    """For a ``view`` that splits modes of its operand into consecutive ones (a reshape): per view mode, the operand
+    mode it is part of."""
+    if not _is_reshape(e):
+        return None
+    return _runs([mode_size(x) for x in modes_of(e.outputs[0].type.shape)],
+                 [mode_size(x) for x in modes_of(e.inputs[0].type.shape)])
+
+
+def _grouping(owner: tuple, sizes: list, what: str, pos: tuple) -> tuple[list, tuple]:
+    """Consecutive modes with one owner (the kernel mode they walk; size-1 modes go with any) as runs, and
+    ``groups`` (per run its extents; empty when no run merges modes). Refused when a kernel mode is not one run,
+    or one whose modes (``pos``: their places in the kernel mode) it merges in another order."""
+    runs: list = []
+    for q, v in enumerate(owner):
+        if runs and runs[-1][0] == v:
+            runs[-1][1].append(q)
+        else:
+            runs.append([v, [q]])
+    k = 0
+    while k < len(runs):     # a run of size-1 modes whose kernel mode another run walks joins its neighbour
+        key, qs = runs[k]
+        if len(runs) > 1 and all(_is(sizes[q], 1) for q in qs) and sum(r[0] == key for r in runs) > 1:
+            nb = k - 1 if k else 1
+            runs[nb][1] = sorted(runs[nb][1] + qs)
+            del runs[k]
+            if 0 < k < len(runs) and runs[k - 1][0] == runs[k][0]:     # its neighbours walk one kernel mode
+                runs[k - 1][1] += runs.pop(k)[1]
+            k = 0
+            continue
+        k += 1
+    keys = [r[0] for r in runs]
+    if len(set(keys)) != len(keys):
+        raise LoweringError(f"{what}: its modes are not a reshape of consecutive modes of its tensor (a kernel mode "
+                            "walks modes that are not next to each other); copy it first")
+    for _, qs in runs:
+        places = [pos[q] for q in qs if not _is(sizes[q], 1)]
+        if any(a >= b for a, b in zip(places, places[1:])):
+            raise LoweringError(f"{what}: a kernel mode merges modes of its tensor in another order than the "
+                                "tensor's (a transpose inside a reshape); copy it first")
+    groups = tuple(tuple(sizes[q] for q in r[1]) for r in runs) if any(len(r[1]) > 1 for r in runs) else ()
+    return runs, groups
+
+
+def _grouped_layout(lay: Layout, runs: list, what: str) -> list:
+    """Per run, its modes of ``lay`` coalesced to one flat mode (a grouped mode must have one stride)."""
+    modes = mode_layouts(lay) if lay.rank else []
+    out = []
+    for _, qs in runs:
+        c = coalesce(layout_of_modes([modes[q] for q in qs]) if len(qs) > 1 else modes[qs[0]])
+        if isinstance(c.shape, tuple) and len(c.shape) > 1:
+            raise LoweringError(f"{what}: the modes {it.to_str(c.shape)} it merges into one kernel mode have "
+                                f"strides {it.to_str(c.stride)}, not one stride; copy it first")
+        out.append(c)
+    return out
+
+
+def _operand(role: str, var: Var, sides: dict, order: tuple, batched: bool, prog: Program) -> Operand:
     """A or B in kernel mode order: A (M,K,L) from (M,K,L); B (N,K,L) from (K,N,L)."""
     side = sides.get(id(var))
     if side is None:
         raise LoweringError(f"matmul operand {role.upper()} ({var.type}) is computed, not a parameter or a view of one; "
                             "the kernel loads operands with TMA straight from the arguments")
+    if any(p is None for p in side.pmodes):
+        raise LoweringError(f"operand {role.upper()} is a broadcast view; the kernel loads dense operands only")
     lay = var.type.layout
-    shape, stride = _flat_modes(lay, role)
+    flat = [coalesce(x) for x in mode_layouts(lay)] if lay.rank else []
+    if any(isinstance(x.shape, tuple) and len(x.shape) > 1 for x in flat):
+        raise LoweringError(f"operand {role.upper()} ({var.type}): a mode of it has several strides; copy it first")
+    shape = tuple(x.shape[0] if isinstance(x.shape, tuple) else x.shape for x in flat)
+    stride = tuple(x.stride[0] if isinstance(x.stride, tuple) else x.stride for x in flat)
     sel = (0, 1) if role == "a" else (1, 0)
     kshape = tuple(shape[i] for i in sel) + ((shape[2],) if batched else (1,))
     kstride = tuple(stride[i] for i in sel) + ((stride[2],) if batched else (0,))
@@ -336,28 +457,40 @@ def _operand(role: str, var: Var, sides: dict, order: tuple, batched: bool) -> O
     major = _major(Layout._make(kshape[:2], kstride[:2]), ("mn", "k"), role)
     _check_tma_strides(klay, role, _BYTES.get(var.type.dtype, 2))
     view_modes = sel + ((2,) if batched else ())
-    perm = tuple(side.pmodes.index(v) if v in side.pmodes else None for v in view_modes)
-    if None in perm or any(p is None for p in side.pmodes):
-        raise LoweringError(f"operand {role.upper()} is a broadcast view; the kernel loads dense operands only")
-    return Operand(role, side.param, var.type.dtype, klay, perm, major)
+    psizes = [mode_size(x) for x in modes_of(prog.params[side.param].type.shape)]
+    runs, groups = _grouping(side.pmodes, psizes, f"operand {role.upper()} ({var.type})", side.pos)
+    keys = [r[0] for r in runs]
+    if sorted(keys) != sorted(set(side.pmodes)) or any(v not in keys for v in view_modes):
+        raise LoweringError(f"operand {role.upper()} ({var.type}) does not read each of its modes from its parameter")
+    perm = tuple(keys.index(v) for v in view_modes)
+    return Operand(role, side.param, var.type.dtype, klay, perm, major, groups)
 
 
-def _output(var: Var, kmap: tuple, batched: bool) -> Operand:
+def _output(var: Var, kmap: tuple, batched: bool, pos: tuple) -> Operand:
     lay = var.type.layout
-    shape, stride = _flat_modes(lay, "c")
     want = (0, 1, 2) if batched else (0, 1)
-    if sorted(kmap) != list(want):
+    sizes = [mode_size(x) for x in modes_of(lay.shape)] if lay.rank else []
+    runs, groups = (_grouping(kmap, sizes, f"the output {var.type}", pos) if sizes else ([], ()))
+    keys = [r[0] for r in runs]
+    if sorted(keys) != list(want):
         raise LoweringError(f"the output {var.type} does not cover the (M, N{', L' if batched else ''}) modes once each")
-    perm = tuple(kmap.index(c) for c in want)
-    kshape = tuple(shape[p] for p in perm) + (() if batched else (1,))
-    kstride = tuple(stride[p] for p in perm) + (() if batched else (0,))
+    if groups and not all(type(x) is int for g in groups for x in g):
+        raise LoweringError(f"the output {var.type} splits a kernel mode into modes of symbolic extents")
+    modes = _grouped_layout(lay, runs, f"the output {var.type}")
+    perm = tuple(keys.index(c) for c in want)
+    kshape = tuple(modes[p].shape for p in perm) + (() if batched else (1,))
+    kstride = tuple(modes[p].stride for p in perm) + (() if batched else (0,))
     klay = Layout._make(kshape, kstride)
     major = _major(Layout._make(kshape[:2], kstride[:2]), ("m", "n"), "c")
     _check_tma_strides(klay, "c", _BYTES.get(var.type.dtype, 2))
-    return Operand("c", -1, var.type.dtype, klay, perm, major)
+    return Operand("c", -1, var.type.dtype, klay, perm, major, groups)
 
 
 def _side_input(x: Var, side: _Side, ref: tuple, prog: Program, inputs: list, input_of: dict) -> int:
+    seen = [v for v in side.pmodes if v is not None]
+    if len(set(seen)) != len(seen) or any(ref.count(ref[v]) > 1 for v in seen):
+        raise LoweringError(f"side input {x.type} is read through a reshape (merged or split modes); the epilogue "
+                            "reads side inputs mode by mode")
     coords = tuple(None if v is None else ref[v] for v in side.pmodes)
     if any(c is None for c, v in zip(coords, side.pmodes) if v is not None):
         raise LoweringError(f"side input {x.type} has a mode the output does not walk")

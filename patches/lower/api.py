@@ -14,19 +14,23 @@ from .kernel import lower_kernel
 from .module import Module
 from .names import kernel_name
 from .plan import Schedule
+from .routing import check_via
 from .simt_spec import analyze_simt
 
 TARGETS = ("sm_90a", "simt")
 _ids = itertools.count()
 
 
-def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = None) -> Schedule | Module:
+def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = None,
+          via: str = "template") -> Schedule | Module:
     """Schedule a staged program (a forward, a backward, a whole training step) into fused kernels for
     ``sm_90a``: matmuls with their elementwise epilogues as GEMMs, reductions and elementwise chains as SIMT
     kernels (``config``: the GEMMs' tile configuration, default per kernel). ``target='simt'`` lowers a program
     without a matmul to one SIMT kernel (a Module). Each ``pt.kernel`` call is a kernel of the schedule of its own
     (lowered by patches.lower.kernel, the body rule by rule), the glue around it (a loss, casts, padding) scheduled
-    as usual; a program that is just one kernel call on its parameters gives that kernel's KernelModule."""
+    as usual; a program that is just one kernel call on its parameters gives that kernel's KernelModule.
+    ``via="kernel"`` writes every fused GEMM group as a ``pt.kernel`` program and lowers it by the kernel rules
+    (patches.lower.routing); a group they do not take keeps the GEMM template (``Kernel.refused`` says why)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
     if not isinstance(target, str) or target not in TARGETS:
@@ -34,6 +38,7 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     if config is not None and not isinstance(config, TileConfig):
         raise LoweringError(f"config must be a TileConfig (or None for the heuristic), got {type(config).__name__} "
                             f"{config!r}")
+    check_via(via)
     if _one_kernel_call(prog):
         return lower_kernel(prog)
     if target == "simt":
@@ -42,7 +47,7 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
         t0 = time.perf_counter()
         spec = analyze_simt(prog, kernel_name(next(_ids), "simt"))
         return Module(spec, emit_simt(spec), time.perf_counter() - t0, kind="simt")
-    return Schedule(prog, config)
+    return Schedule(prog, config, via)
 
 
 def _one_kernel_call(prog: Program) -> bool:

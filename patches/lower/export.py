@@ -77,7 +77,8 @@ def arguments(exe: Any, structs: list) -> list[dict]:
             raise LoweringError(f"{spec.name}: argument {arg} declares {declared} run-time fields, its layout "
                                 f"{op.layout} has dynamic extents in modes {dyn_shape} and strides in {dyn_stride}")
         out.append({"name": arg, "param": None if is_out else param, "output": is_out,
-                    "perm": list(getattr(op, "perm", ())) or None, "dtype": op.dtype,
+                    "perm": list(getattr(op, "perm", ())) or None,
+                    "groups": [len(g) for g in getattr(op, "groups", ())] or None, "dtype": op.dtype,
                     "shape": _dims(op.layout.shape), "stride": _dims(op.layout.stride),
                     "dynamic_shapes": dyn_shape, "dynamic_strides": dyn_stride,
                     "fields": [[t + ("*" if ptr else ""), f, n] for t, ptr, f, n in fields]})

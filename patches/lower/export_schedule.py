@@ -17,6 +17,7 @@ RUNNER = '''"""Run an exported patches schedule with torch CUDA tensors (no CuTe
 
 import importlib.util
 import json
+import math
 import os
 
 import torch
@@ -35,11 +36,18 @@ def _binding(name):
     return mod
 
 
-def _view(t, perm, batched, flat=None):
+def _view(t, perm, batched, flat=None, groups=None):
     if flat is not None:                 # a pt.kernel argument: the flat buffer it spans
         return torch.as_strided(t, (flat,), (1,), t.storage_offset())
     if perm is None:
         return t
+    if groups:                           # merge consecutive modes (a column-major reshape, a view)
+        shape, q = [], 0
+        for n in groups:
+            shape.append(math.prod(t.shape[q:q + n]))
+            q += n
+        t = t.permute(*reversed(range(t.dim()))).view(*reversed(shape))
+        t = t.permute(*reversed(range(t.dim())))
     v = t.permute(*perm)
     return v if batched else torch.as_strided(v, (*v.shape, 1), (*v.stride(), max(1, v.numel())))
 
@@ -52,7 +60,8 @@ def run(*tensors):
             shape, stride = [int(x) for x in v["shape"]], [int(x) for x in v["stride"]]
             vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
     for k in PLAN["kernels"]:
-        views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat")) for a in k["args"]]
+        views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat"), a.get("groups"))
+                 for a in k["args"]]
         _binding(k["name"]).run(*views)
     return [vals[name] for name in PLAN["outputs"]]
 '''
@@ -72,9 +81,8 @@ def _args(k: Any, names: dict) -> list[dict]:
         return ([{"value": o, "perm": None, "batched": True} for o in outs]
                 + [{"value": ins[r.param], "perm": None, "batched": True} for r in k.spec.reads])
     s = k.spec
-    out = [{"value": ins[s.a.param], "perm": list(s.a.perm), "batched": s.batched},
-           {"value": ins[s.b.param], "perm": list(s.b.perm), "batched": s.batched},
-           {"value": outs[s.out_index], "perm": list(s.c.perm), "batched": s.batched}]
+    out = [{"value": v, "perm": list(op.perm), "batched": s.batched, "groups": [len(g) for g in op.groups] or None}
+           for v, op in ((ins[s.a.param], s.a), (ins[s.b.param], s.b), (outs[s.out_index], s.c))]
     out += [{"value": ins[si.param], "perm": None, "batched": True} for si in s.inputs]
     out += [{"value": o, "perm": None, "batched": True} for j, o in enumerate(outs) if j != s.out_index]
     return out

@@ -27,6 +27,7 @@ from .errors import LoweringError
 from .kernel import lower_kernel
 from .module import Module
 from .names import sanitize
+from .routing import check_via, route
 from .schedule import build
 from .simt_spec import analyze_simt
 
@@ -38,6 +39,7 @@ class Kernel:
 
     def __init__(self, plan: Any, config: TileConfig | None) -> None:
         self.name, self.kind, self.program, self.fuses = plan.name, plan.kind, plan.program, plan.fuses
+        self.origin, self.refused = getattr(plan, "origin", ""), getattr(plan, "refused", "")
         self.config = config
         self._module: Module | None = getattr(plan, "module", None)
 
@@ -79,6 +81,8 @@ class Kernel:
         s = self.spec
         if self.kind == "gemm":
             return f"{s.ab_dtype} {s.config.describe()}, A {s.a.major} B {s.b.major} C {s.c.major}"
+        if self.kind == "kernel" and self.origin:
+            return f"{self.origin} group as pt.kernel ({', '.join(self.fuses)}), grid {tuple(s.grid)}"
         if self.kind == "kernel":
             return f"pt.kernel {self.fuses[0]}, grid {tuple(s.grid)}, {len(s.args)} buffer argument(s)"
         return f"{s.rows}x{s.cols} rows x cols, {len(s.reductions)} reduction(s)"
@@ -186,10 +190,12 @@ class Schedule:
     """The lowered program: ``kernels`` in run order, ``buffers`` (intermediates, slots reused when dead), the
     prepared ``program``; ``simulate``, ``compile``; printing shows the schedule."""
 
-    def __init__(self, prog: Program, config: TileConfig | None = None) -> None:
+    def __init__(self, prog: Program, config: TileConfig | None = None, via: str = "template") -> None:
         t0 = time.perf_counter()
         self.source_program = prog
         self.program, plans, self.buffers, _ = build(prog, config)
+        if check_via(via) == "kernel":
+            plans = route(plans, config)
         self.kernels = [Kernel(p, config) for p in plans]
         self.schedule_seconds = time.perf_counter() - t0
 

@@ -52,9 +52,9 @@ def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
 
 
 def _gemm_args(spec: Any, ins: list, outs: list) -> list:
-    a = kernel_view(ins[spec.a.param], spec.a.perm, spec.batched)
-    b = kernel_view(ins[spec.b.param], spec.b.perm, spec.batched)
-    c = kernel_view(outs[spec.out_index], spec.c.perm, spec.batched)
+    a = kernel_view(ins[spec.a.param], spec.a.perm, spec.batched, spec.a.groups)
+    b = kernel_view(ins[spec.b.param], spec.b.perm, spec.batched, spec.b.groups)
+    c = kernel_view(outs[spec.out_index], spec.c.perm, spec.batched, spec.c.groups)
     extra = [o for j, o in enumerate(outs) if j != spec.out_index]
     return [a, b, c] + [ins[si.param] for si in spec.inputs] + extra
 

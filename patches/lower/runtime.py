@@ -8,11 +8,33 @@ from typing import Any
 import numpy as np
 
 from .errors import LoweringError
+from .spec import regroup
 
 
-def kernel_view(t: Any, perm: tuple, batched: bool) -> Any:
-    """The torch tensor ``t`` read in kernel mode order (M,K,L)/(N,K,L)/(M,N,L): a permutation view plus L=1."""
-    v = t.permute(*perm)
+def regrouped(t: Any, groups: tuple) -> Any:
+    """``t`` with consecutive modes merged as ``groups`` says (``Operand.groups``): a column-major reshape that is a
+    view of its storage (torch refuses where it is not, rather than copying)."""
+    if not groups:
+        return t
+    rev = tuple(reversed(range(t.dim())))
+    shape = regroup(tuple(t.shape), groups)
+    v = t.permute(*rev).view(*reversed(shape))
+    return v.permute(*reversed(range(v.dim())))
+
+
+def ungrouped(t: Any, groups: tuple) -> Any:
+    """The inverse of ``regrouped``: each merged mode split back into the extents ``groups`` lists (a view)."""
+    if not groups:
+        return t
+    shape = tuple(int(x) for g in groups for x in g)
+    v = t.permute(*reversed(range(t.dim()))).view(*reversed(shape))
+    return v.permute(*reversed(range(v.dim())))
+
+
+def kernel_view(t: Any, perm: tuple, batched: bool, groups: tuple = ()) -> Any:
+    """The torch tensor ``t`` read in kernel mode order (M,K,L)/(N,K,L)/(M,N,L): a permutation view plus L=1
+    (after merging the modes ``groups`` merges)."""
+    v = regrouped(t, groups).permute(*perm)
     if batched:
         return v
     import torch
@@ -32,8 +54,8 @@ def run(exe: Any, tensors: tuple) -> Any:
         raise LoweringError(f"{spec.name} takes {spec.n_params} tensors (the program's parameters), got {len(tensors)}")
     if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
         raise LoweringError("call a compiled kernel with CUDA torch tensors")
-    a = kernel_view(tensors[spec.a.param], spec.a.perm, spec.batched)
-    b = kernel_view(tensors[spec.b.param], spec.b.perm, spec.batched)
+    a = kernel_view(tensors[spec.a.param], spec.a.perm, spec.batched, spec.a.groups)
+    b = kernel_view(tensors[spec.b.param], spec.b.perm, spec.batched, spec.b.groups)
     m, n, batch = a.shape[0], b.shape[0], a.shape[2]
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[spec.c_dtype]
     inv = tuple(int(i) for i in np.argsort(spec.c.perm))
@@ -42,6 +64,7 @@ def run(exe: Any, tensors: tuple) -> Any:
     order = _stride_order(spec.c.layout, len(user_shape), inv)
     out = _empty_in_order(user_shape, order, dtype, tensors[0].device)
     c = kernel_view(out, spec.c.perm, spec.batched)
+    out = ungrouped(out, spec.c.groups)             # the output's own modes, split back out of the merged ones
     dynamic = any(not isinstance(x, int) for x in (spec.m, spec.n, spec.k, spec.batch))
     args = []
     for t in [a, b, c] + [tensors[si.param] for si in spec.inputs]:

@@ -59,6 +59,8 @@ class KernelPlan:
     fuses: tuple
     group: int = -1           # the fusion group it was cut from (-1: a copy kernel)
     module: Any = None        # a "kernel" kernel: its lowered KernelModule (lowered while scheduling)
+    origin: str = ""          # a group written as a pt.kernel call (routing.py): the kind it was ("gemm", "simt")
+    refused: str = ""         # why routing kept this group on its emitter
 
 
 def _eqn_text(e: Eqn) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .config import NUM_SMS, TileConfig
 from .emit_common import RASTER_GROUP
-from .spec import GemmSpec
+from .spec import GemmSpec, regroup
 
 UNARY = {
     "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, np.float32(0)), "exp": np.exp, "log": np.log,
@@ -61,8 +61,9 @@ def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     return x
 
 
-def _kernel_view(x: np.ndarray, perm: tuple, batched: bool) -> np.ndarray:
-    v = np.transpose(x, perm)
+def _kernel_view(x: np.ndarray, perm: tuple, batched: bool, groups: tuple = ()) -> np.ndarray:
+    x = np.asarray(x)
+    v = np.transpose(x.reshape(regroup(x.shape, groups), order="F") if groups else x, perm)
     return v if batched else v[..., None]
 
 
@@ -70,8 +71,8 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bo
     """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output (with
     ``every``, all of the program's outputs in order: the further ones stored from the epilogue's registers)."""
     cfg = spec.config
-    a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched)     # (M, K, L)
-    b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched)     # (N, K, L)
+    a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched, spec.a.groups)  # (M, K, L)
+    b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched, spec.b.groups)  # (N, K, L)
     M, K, L = a.shape
     N = b.shape[0]
     tm, tn, tk = cfg.tile
@@ -105,6 +106,8 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bo
                 x[tuple(np.zeros((rm, rn), int) if c is None else kc[c] for c in eo.coords)] = v
     inv = np.argsort(spec.c.perm)
     main = np.transpose(out if spec.batched else out[..., 0], inv)
+    if spec.c.groups:                                  # split back into the output's modes (a reshape)
+        main = main.reshape(tuple(int(x) for g in spec.c.groups for x in g), order="F")
     if not every:
         return main
     rest = iter(extras)

@@ -11,6 +11,8 @@ import numpy as np
 
 from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
+from ..staging.errors import StagingError
+from ..staging.symbols import substitute
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
 from .simt_spec import INT_DTYPES, SimtSpec, kind_of
@@ -57,10 +59,24 @@ def accessed(x: Any, rd: Any, leaves: bool = False) -> np.ndarray:
     return vals.reshape(tuple(int(np.prod(mode)) for mode in rd.split), order="F")
 
 
-def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
+def _bound(s: Any, symbols: dict | None) -> int | None:
+    """Extent ``s`` as an int: itself, or a symbolic one with every symbol bound in ``symbols`` (else None)."""
+    if isinstance(s, int):
+        return s
+    if not symbols:
+        return None
+    try:
+        return int(substitute(s, symbols))
+    except (StagingError, TypeError, ValueError):
+        return None
+
+
+def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
-    the kernel has several)."""
-    ext = {c: int(s) if isinstance(s, int) else None for c, s in spec.sizes}
+    the kernel has several). Symbolic extents are read off the arguments, or bound by ``sizes`` (symbol -> int:
+    the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
+    extent, as the ones a loss's cotangent broadcasts to)."""
+    ext = {c: _bound(s, sizes) for c, s in spec.sizes}
     for rd in spec.reads:                 # symbolic extents: read off the arguments
         for m, c in enumerate(rd.coords):
             if c is not None and ext.get(c) is None:
@@ -68,7 +84,8 @@ def simulate_simt(spec: SimtSpec, *args: Any) -> Any:
     unknown = [c for c in (*spec.row_modes, *spec.col_modes) if ext.get(c) is None]
     if unknown:
         raise LoweringError(f"the kernel's extents {', '.join(str(dict(spec.sizes).get(c, c)) for c in unknown)} are "
-                            "symbolic and read off no argument, so the model cannot run it")
+                            "symbolic and read off no argument, so the model cannot run it (pass sizes=, the "
+                            "symbols' values)")
     rows = int(np.prod([ext[c] for c in spec.row_modes], dtype=np.int64))
     cols = int(np.prod([ext[c] for c in spec.col_modes], dtype=np.int64))
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")

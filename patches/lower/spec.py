@@ -20,7 +20,10 @@ class Operand:
     """A matmul operand or the output, read through ``layout`` (kernel mode order) from program parameter ``param``.
 
     ``perm`` maps kernel modes to the parameter's modes (how the runtime views the user's tensor); ``major`` is
-    ``"k"``/``"mn"`` for A and B and ``"m"``/``"n"`` for C, read off the layout's unit stride.
+    ``"k"``/``"mn"`` for A and B and ``"m"``/``"n"`` for C, read off the layout's unit stride. ``groups``, when
+    not empty, regroups the parameter first (a free view of its storage: a colexicographic reshape): per grouped
+    mode, the extents of the parameter's consecutive modes it merges (``ijk,kl->ijl``: M is i and j); ``perm``
+    then maps kernel modes to the grouped modes (see ``regroup``).
     """
 
     role: str
@@ -29,6 +32,22 @@ class Operand:
     layout: Layout
     perm: tuple
     major: str
+    groups: tuple = ()
+
+
+def regroup(shape: tuple, groups: tuple) -> tuple:
+    """The shape a parameter of logical ``shape`` has once its consecutive modes are merged as ``groups`` says
+    (the counts of modes per group; ``shape`` as it is when ``groups`` is empty): reshape it, column-major."""
+    if not groups:
+        return tuple(shape)
+    out, q = [], 0
+    for g in groups:
+        n = 1
+        for x in shape[q:q + len(g)]:
+            n *= int(x)
+        out.append(n)
+        q += len(g)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

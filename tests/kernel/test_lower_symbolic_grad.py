@@ -1,0 +1,57 @@
+"""The gradient of the symbolic K-looped matmul, run through each kernel's model: the loss's cotangent (ones of
+shape (M, N)) is a SIMT kernel that reads no argument, so its extents come from the schedule's symbol bindings
+(read off the program's arguments) rather than from its operands. With them every kernel's model gives the
+interpreter's gradient, at several sizes; without them the model names the unbound extents."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.layouts import Sym
+from patches.lower.simulate_simt import simulate_simt
+from patches.staging import dtypes
+from patches.staging.symbols import bind_symbols
+
+from . import lower_cases as C
+
+
+def _grad(act):
+    M, N, K = Sym("M", divisible_by=64), Sym("N", divisible_by=64), Sym("K", divisible_by=64)
+    k, types = C.tiled_matmul(M, N, K, 64, 64, 64, act=act)
+    return pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32") * 2.0), (0, 1)), *types)
+
+
+def _run_models(sched, xs):
+    """Schedule.simulate_kernels with the program's symbol bindings handed to the SIMT model."""
+    prog = sched.program
+    syms = bind_symbols([p.type for p in prog.params], xs)
+    env = {id(p): np.asarray(x) for p, x in zip(prog.params, xs)}
+    for k in sched.kernels:
+        ins = [env[id(p)] for p in k.program.params]
+        if k.kind == "simt":
+            outs = simulate_simt(k.spec, *ins, sizes=syms)
+            outs = outs if isinstance(outs, list) else [outs]
+        else:
+            outs = k.run_model(ins)
+        for v, x in zip(k.program.outputs, outs):
+            env[id(v)] = np.asarray(x)
+    return [env[id(o)] for o in prog.outputs]
+
+
+def test_the_symbolic_matmul_gradient_runs_through_every_kernel_model():
+    prog = _grad(pt.relu)
+    sched = pt.lower(prog)
+    ones = [k for k in sched.kernels if k.kind == "simt" and not k.program.params]
+    assert len(ones) == 1                                       # the cotangent kernel reads no argument
+    rng = np.random.default_rng(3)
+    for m, n, k in [(64, 128, 64)]:               # M != N: each extent from its own symbol
+        xs = [dtypes.cast(rng.standard_normal(s), "bf16") for s in [(m, k), (k, n), (n,)]]
+        got, want = _run_models(sched, xs), pt.evaluate(prog, *xs)
+        for g, w in zip(got, want):
+            w = np.asarray(w, np.float64)
+            assert g.shape == w.shape and np.isfinite(g).all()
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=2 ** -7, atol=2 ** -7 * np.abs(w).max())
+        (out,) = [np.asarray(simulate_simt(ones[0].spec, sizes=bind_symbols([p.type for p in prog.params], xs)))]
+        assert out.shape == (m, n) and (out == 2.0).all()       # d(2 sum(C))/dC, at this binding's (M, N)
+    with pytest.raises(pt.LoweringError, match="extents M, N are symbolic and read off no argument"):
+        simulate_simt(ones[0].spec)
