@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from ..staging import Program, Var, evaluate
+from ..staging.interpreter import bind_argument, run
 from ..staging.pytree import tree_flatten, tree_unflatten
+from ..staging.symbols import bind_symbols, substitute
 from .analyze import analyze
 from .config import TileConfig
 from .emit_gemm import emit_gemm
@@ -87,9 +89,10 @@ class Kernel:
             return f"pt.kernel {self.fuses[0]}, grid {tuple(s.grid)}, {len(s.args)} buffer argument(s)"
         return f"{s.rows}x{s.cols} rows x cols, {len(s.reductions)} reduction(s)"
 
-    def run_model(self, ins: list) -> list:
+    def run_model(self, ins: list, sizes: dict | None = None) -> list:
         """The kernel's CPU model on its program's parameters (in order): the GEMM's tiles, the SIMT kernel's rows,
-        or a ``pt.kernel`` module's emitted source run by patches.lower.kernel.simulate; its outputs in order."""
+        or a ``pt.kernel`` module's emitted source run by patches.lower.kernel.simulate; its outputs in order.
+        ``sizes`` binds symbols no parameter of this kernel gives (the schedule's, read off the program's inputs)."""
         from .kernel.simulate import simulate_module
         from .simulate import simulate
         from .simulate_simt import simulate_simt
@@ -98,8 +101,9 @@ class Kernel:
             return list(simulate(self.spec, *ins, every=True))
         if self.kind == "kernel":
             pos = {id(p): i for i, p in enumerate(self.program.params)}
-            return simulate_module(self.module, *[ins[pos[id(x)]] for x in self.program.eqns[0].inputs])
-        outs = simulate_simt(self.spec, *ins)
+            return simulate_module(self.module, *[ins[pos[id(x)]] for x in self.program.eqns[0].inputs],
+                                   sizes=sizes or None)
+        outs = simulate_simt(self.spec, *ins, sizes=sizes or None)
         return outs if isinstance(outs, list) else [outs]
 
     def compile(self, arch: str = "sm_90a") -> Any:
@@ -132,6 +136,17 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<patches.lower.Kernel {self.name} ({self.kind}: {', '.join(self.fuses)})>"
+
+
+def _evaluate(prog: Program, args: list, syms: dict) -> list:
+    """A kernel's program through the interpreter, its outputs as a list; symbols its parameters do not give (a
+    loss cotangent's extents) bound by ``syms``, the whole program's bindings."""
+    if not syms:
+        outs = evaluate(prog, *args)
+        return list(outs) if len(prog.outputs) > 1 else [outs]
+    env = {**syms, **bind_symbols([p.type for p in prog.params], args)}
+    arrays = [bind_argument(substitute(p.type, env), x, i, prog.name) for i, (p, x) in enumerate(zip(prog.params, args))]
+    return [o.numpy() for o in run(prog, arrays, env)]
 
 
 def _error(got: np.ndarray, want: np.ndarray, nan_free: bool = False) -> float:
@@ -242,9 +257,9 @@ class Schedule:
         if len(leaves) != len(prog.params):
             raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
         env: dict[int, Any] = {id(p): x for p, x in zip(prog.params, leaves)}
+        syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
         for k in self.kernels:
-            outs = evaluate(k.program, *[env[id(p)] for p in k.program.params])
-            outs = outs if len(k.program.outputs) > 1 else [outs]
+            outs = _evaluate(k.program, [env[id(p)] for p in k.program.params], syms)
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = x
         res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
@@ -260,8 +275,9 @@ class Schedule:
         if len(leaves) != len(prog.params):
             raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
         env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
+        syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
         for k in self.kernels:
-            outs = k.run_model([env[id(p)] for p in k.program.params])
+            outs = k.run_model([env[id(p)] for p in k.program.params], syms)
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = np.asarray(x).reshape(tuple(int(n) for n in np.shape(evaluate_shape(v, x))))
         res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]

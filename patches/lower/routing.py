@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..staging.errors import StagingError
+from ..staging.kernel.state import KernelError
 from .analyze import analyze
 from .config import TileConfig
 from .errors import LoweringError
@@ -22,7 +24,8 @@ VIAS = ("template", "kernel")
 
 
 def route(plans: list[KernelPlan], config: TileConfig | None) -> list[KernelPlan]:
-    """The plans with every GEMM group the kernel lowering takes written as a ``pt.kernel`` call."""
+    """The plans with every GEMM group the kernel lowering takes written as a ``pt.kernel`` call. Where the
+    heuristic chose the tile (``config`` None), the kernel runs one CTA per tile, no larger than M and N need."""
     return [_route(p, config) for p in plans]
 
 
@@ -30,11 +33,31 @@ def _route(p: KernelPlan, config: TileConfig | None) -> KernelPlan:
     if p.kind != "gemm":
         return p
     try:
-        call = gemm_kernel_program(p.program, analyze(p.program, config, p.name), p.name)
+        spec = analyze(p.program, config, p.name)
+        if config is None:
+            fit = _heuristic(spec)
+            if fit.tile != spec.config.tile or spec.config.persistent:
+                spec = analyze(p.program, fit, p.name)
+        call = gemm_kernel_program(p.program, spec, p.name)
         module = lower_kernel(call)
-    except LoweringError as err:
-        return replace(p, refused=str(err))
+    except (LoweringError, StagingError, KernelError) as err:
+        return replace(p, refused=str(err).splitlines()[0])
     return replace(p, kind="kernel", program=call, module=module, origin=p.kind)
+
+
+def _heuristic(spec: Any) -> TileConfig:
+    """The heuristic's tile for the kernel rules: one CTA per tile (no persistent schedule), and a tile no larger
+    than a static M or N needs (the template clips a 256-wide tile at N = 128 with TMA; a kernel's block would pad)."""
+    c = spec.config
+
+    def fit(tile: int, extent: Any) -> int:
+        if not isinstance(extent, int):
+            return tile
+        t = 64
+        while t < extent and t < tile:
+            t *= 2
+        return min(tile, t)
+    return TileConfig(fit(c.tile_m, spec.m), fit(c.tile_n, spec.n), c.tile_k)
 
 
 def check_via(via: Any) -> str:
