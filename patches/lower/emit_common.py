@@ -1,5 +1,6 @@
-"""What both Hopper GEMM kernels (emit_gemm, emit_persistent) share: code tables, the per-register epilogue, the
-module header, and the *builder functions* every generated module defines at module level.
+"""What both Hopper GEMM kernels (emit_gemm, emit_persistent) share: dtype names, the per-register epilogue (its
+arithmetic from ``elementwise_rules``), the module header, and the *builder functions* every generated module defines
+at module level.
 
 The builders construct the tiled MMA, the TMA atoms and partitions, the wgmma smem partitions, the epilogue's
 register->smem tiling, subtile order and buffers, and the side-input indices. The kernel calls them, and so does
@@ -8,38 +9,16 @@ register->smem tiling, subtile order and buffers, and the side-input indices. Th
 
 from __future__ import annotations
 
-import math
-
 from ..layouts import ComposedLayout
+from . import elementwise_rules as R
 from .config import EPI_STAGES, NUM_SMS
 from .names import comment_block
 from .spec import COORDS, GemmSpec
 
-CUTLASS_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32"}
-# max/min follow numpy (IEEE maximum/minimum: NaN propagates); PTX's plain max.f32 would drop the NaN.
-UNARY_CODE = {
-    "neg": "-{0}",
-    "abs": "cute.math.abs({0})",
-    "relu": "cute.arch.fmax({0}, cutlass.Float32(0.0), nan=True)",
-    "exp": "cute.math.exp({0})",
-    "log": "cute.math.log({0})",
-    "sin": "cute.math.sin({0})",
-    "cos": "cute.math.cos({0})",
-    "tanh": "cute.math.tanh({0})",
-    "sqrt": "cute.math.sqrt({0})",
-    "erf": "cute.math.erf({0})",
-    "logistic": "cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-{0}))",
-}
-BINARY_CODE = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "maximum": "cute.arch.fmax({0}, {1}, nan=True)", "minimum": "cute.arch.fmin({0}, {1}, nan=True)",
-    "pow": "cute.math.pow({0}, {1})",
-}
+CUTLASS_DTYPES = {k: R.DSL_DTYPES[k] for k in ("bf16", "f16", "f32")}
 MMA_DTYPES = {**CUTLASS_DTYPES, "tf32": "cutlass.TFloat32"}
-DTYPES = {**CUTLASS_DTYPES, "bool": "cutlass.Boolean", "i8": "cutlass.Int8", "u8": "cutlass.Uint8",
-          "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32"}
-COMPARE_CODE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-F0, F1 = "cutlass.Float32(0.0)", "cutlass.Float32(1.0)"
+DTYPES = {k: R.DSL_DTYPES[k] for k in (*CUTLASS_DTYPES, "bool", "i8", "u8", "i16", "u16", "i32", "u32")}
+F0, F1 = R.lit(0.0), R.lit(1.0)
 TF32_OP = [
     "class MmaTF32Op(warpgroup.MmaF16BF16Op):",
     '    """wgmma with tf32 operands (k = 8, both K-major): the 16-bit op with the tf32 type (CuTe DSL 4.8 has none)."""',
@@ -53,13 +32,8 @@ RASTER_GROUP = 8
 
 
 def lit(x: float) -> str:
-    """An f32 literal as code: finite values by repr, NaN and infinities through float('...') (never a bare name)."""
-    x = float(x)
-    if math.isnan(x):
-        return "cutlass.Float32(float('nan'))"
-    if math.isinf(x):
-        return f"cutlass.Float32(float('{'-' if x < 0 else ''}inf'))"
-    return f"cutlass.Float32({x!r})"
+    """An f32 literal as code (elementwise_rules.lit): NaN and infinities through float('...'), never a bare name."""
+    return R.lit(x, "f32")
 
 
 def _layout_code(c: ComposedLayout) -> str:
@@ -80,29 +54,24 @@ def side_index_code(si) -> str:
 
 
 def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None) -> str:
-    """The f32 expression of one elementwise step (booleans are 0.0/1.0, selects through cutlass.select_)."""
+    """The f32 expression of one elementwise step, from elementwise_rules: booleans are 0.0/1.0, selects through
+    cutlass.select_, an astype rounds to its dtype and back (``arg0_lit``: pow's literal exponent)."""
     if op == "astype":
         if dtype == "bool":
-            return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {F1}, {F0}))"
-        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Float32)"
-    if op == "copy":
-        return args[0]
-    if op in COMPARE_CODE:
-        return f"cutlass.Float32(cutlass.select_({args[0]} {COMPARE_CODE[op]} {args[1]}, {F1}, {F0}))"
+            return R.as_number(R.truth(args[0]))
+        return R.convert(R.convert(args[0], dtype), "f32")
+    if op in R.COMPARE:
+        return R.as_number(R.expr(op, args))
     if op == "where":
-        return f"cutlass.Float32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
-    if op in UNARY_CODE:
-        return UNARY_CODE[op].format(*args)
-    if op == "pow" and arg0_lit in (2.0, 3.0):
-        return " * ".join([args[0]] * int(arg0_lit))
-    return BINARY_CODE[op].format(*args)
+        return R.expr("where", [R.truth(args[0]), args[1], args[2]], "f32")
+    return R.expr(op, args, "f32", exponent=arg0_lit)
 
 
 def store_code(x: str, dtype: str) -> str:
-    """The f32 value ``x`` converted for a store into a ``dtype`` tensor."""
+    """The f32 value ``x`` converted for a store into a ``dtype`` tensor (a bool stores whether it is nonzero)."""
     if dtype == "bool":
-        return f"cutlass.Boolean({x} != {F0})"
-    return f"({x}).to({DTYPES[dtype]})"
+        return f"cutlass.Boolean({R.truth(x)})"
+    return R.convert(x, dtype)
 
 
 def epilogue_lines(spec: GemmSpec, indent: str) -> list[str]:

@@ -9,6 +9,7 @@ coordinates (colexicographic), and every argument is indexed through its own lay
 from __future__ import annotations
 
 from ..layouts import make_layout, make_layout_tv
+from . import elementwise_rules as R
 from .config import DTYPE_BYTES
 from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
 from .names import comment_block
@@ -16,9 +17,6 @@ from .simt_spec import SimtSpec, kind_of
 from .simt_views import split_index
 
 WARPS = 4
-INIT = {"sum": "cutlass.Float32(0.0)", "max": "cutlass.Float32(-float('inf'))", "min": "cutlass.Float32(float('inf'))"}
-COMBINE = {"sum": "{0} + {1}", "max": "cute.arch.fmax({0}, {1}, nan=True)",
-           "min": "cute.arch.fmin({0}, {1}, nan=True)"}   # NaN propagates, as in numpy
 
 
 def threads(spec: SimtSpec) -> int:
@@ -120,17 +118,17 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     for k, (_, _, _, start) in enumerate(out_leaves):
         parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
-        lines.append(f"{indent}ok{j} = ok{j} * cutlass.Float32(cutlass.select_({xs[k]} == {start} + {rebuilt}, {F1}, {F0}))")
+        lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {start} + {rebuilt}')}")
     if isinstance(r, tuple):                       # a constant placed by the map
-        lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))")
+        lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}")
         return lines
     idx = []
     for mode, leaves in enumerate(spec.reads[r].split):
         parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
         idx += split_index(" + ".join(parts) if parts else None, leaves)
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
-                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
     return lines
 
 
@@ -139,12 +137,11 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
     r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
     terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
-    sel = "cutlass.Float32(cutlass.select_({0}, {1}, {2}))"
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
-             f"{indent}ok{j} = {sel.format(f'i{j} >= 0', F1, F0)} * {sel.format(f'i{j} < {n}', F1, F0)}",
+             f"{indent}ok{j} = {R.as_number(f'i{j} >= 0')} * {R.as_number(f'i{j} < {n}')}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
     if isinstance(r, tuple):                       # a constant placed by the map
-        return lines[:2] + [f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, {lit(r[1])}, {F0}))"]
+        return lines[:2] + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}"]
     rd = spec.reads[r]
     parts, prefix = [], 1
     for ln, st in inv_leaves:
@@ -157,15 +154,15 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
         idx += split_index(coord, leaves)
         prefix *= ext
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    lines.append(f"{indent}v{j} = cutlass.Float32(cutlass.select_(ok{j} != {F0}, "
-                 f"{_tensor(spec, r)}[{index}].to(cutlass.Float32), {F0}))   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
     return lines
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
     """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
     if a[0] == "lit":
-        return f"cutlass.Int32({int(a[1])})" if want == "i" else lit(a[1])
+        return R.lit(a[1], "i32") if want == "i" else lit(a[1])
     have = kind_of(a, spec.reads, spec.steps)
     if a[0] == "in":
         rd = spec.reads[a[1]]
@@ -179,35 +176,16 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
     return code
 
 
-def _int_division(j: int, op: str, a: str, b: str, indent: str) -> list[str]:
-    """Floor division (or modulo) of Int32 values as numpy's, from the quotient of magnitudes (no reliance on how
-    ``//`` rounds negative operands): negated, and one less when the signs differ and it is inexact."""
-    sel = "cutlass.Int32(cutlass.select_({0}, {1}, {2}))"
-    return [f"{indent}a{j}, b{j} = {a}, {b}",
-            f"{indent}am{j}, bm{j} = {sel.format(f'a{j} < 0', f'-a{j}', f'a{j}')}, {sel.format(f'b{j} < 0', f'-b{j}', f'b{j}')}",
-            f"{indent}q{j} = am{j} // bm{j}",
-            f"{indent}r{j} = {sel.format(f'q{j} * bm{j} == am{j}', 'cutlass.Int32(0)', 'cutlass.Int32(1)')}",
-            f"{indent}q{j} = {sel.format(f'(a{j} ^ b{j}) < 0', f'-q{j} - r{j}', f'q{j}')}",
-            f"{indent}v{j} = {f'q{j}' if op == 'floordiv' else f'a{j} - q{j} * b{j}'}   # {op}"]
-
-
 def step_code(op: str, args: list, dtype: str, kind: str) -> str:
-    """One step's expression: integer steps in Int32, floor division and modulo; the rest as the GEMM epilogue's."""
-    if op == "floordiv":
-        return f"cute.math.floor({args[0]} / {args[1]})"
-    if op == "mod":
-        return f"{args[0]} - cute.math.floor({args[0]} / {args[1]}) * {args[1]}"
+    """One step's expression (elementwise_rules): f32 steps as the GEMM epilogue's, integer steps in Int32."""
     if kind != "i":
         return op_code(op, args, dtype)
     if op == "where":
-        return f"cutlass.Int32(cutlass.select_({args[0]} != {F0}, {args[1]}, {args[2]}))"
+        return R.expr("where", [R.truth(args[0]), args[1], args[2]], "i32")
     if op == "astype":
-        return f"{args[0]}.to({DTYPES[dtype]}).to(cutlass.Int32)"
-    if op in ("abs", "relu"):
-        neg = "-" + args[0] if op == "abs" else "cutlass.Int32(0)"
-        return f"cutlass.Int32(cutlass.select_({args[0]} < 0, {neg}, {args[0]}))"
-    if op in ("maximum", "minimum"):
-        return f"cutlass.{op[:3]}({args[0]}, {args[1]})"
+        return R.convert(R.convert(args[0], dtype), "i32")
+    if op in ("abs", "relu", "maximum", "minimum"):
+        return R.expr(op, args, "i32")
     return op_code(op, args, dtype)
 
 
@@ -225,7 +203,7 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         kinds = st.arg_kinds or ("f",) * len(st.args)
         args = [_arg(spec, a, vec, k) for a, k in zip(st.args, kinds)]
         if st.kind == "i" and st.op in ("floordiv", "mod"):
-            out += _int_division(j, st.op, *args, indent)
+            out += R.int_division_lines(j, st.op, *args, indent)
             continue
         out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
     if done is not None:
@@ -388,16 +366,16 @@ def emit_simt(spec: SimtSpec) -> str:
     L.extend(_split("row", spec.row_modes, "        "))
     for j, (op, r) in enumerate(spec.reductions):
         w(f"        # Pass {j}: the row's {op}.")
-        w(f"        part = {INIT[op]}")
-        L.extend(_passes(spec, [(r, ["{ind}part = " + COMBINE[op].format("part", "{x}")])], store=False))
-        w(f"        part = warp_reduce(part, lambda a, b: {COMBINE[op].format('a', 'b')})")
+        w(f"        part = {R.reduce_init(op)}")
+        L.extend(_passes(spec, [(r, ["{ind}part = " + R.reduce_combine(op, "part", "{x}")])], store=False))
+        w(f"        part = warp_reduce(part, lambda a, b: {R.reduce_combine(op, 'a', 'b')})")
         if spec.block_row:
             w("        if tidx % 32 == 0:")
             w(f"            sRed[(tidx // 32, {j})] = part")
             w("        cute.arch.barrier()")
             w(f"        red{j} = sRed[(0, {j})]")
             w("        for wp in cutlass.range_constexpr(1, WARPS):")
-            w(f"            red{j} = {COMBINE[op].format(f'red{j}', f'sRed[(wp, {j})]')}")
+            w(f"            red{j} = {R.reduce_combine(op, f'red{j}', f'sRed[(wp, {j})]')}")
         else:
             w(f"        red{j} = part")
     rows = [o for o in spec.outputs if o.is_row]

@@ -12,6 +12,7 @@ import numpy as np
 from ...layouts import LayoutError
 from ...staging import Literal
 from ...staging.kernel.refs import REF_PRIMS, format_index
+from .. import elementwise_rules as R
 from ..errors import LoweringError
 from ..expand import expand
 from ..names import sanitize
@@ -61,14 +62,10 @@ def literal(a: Literal) -> Scalar:
     if isinstance(v, (bool, np.bool_)) or dt == "bool":
         return Scalar("True" if v else "False", "bool")
     if isinstance(v, float) or dt in ("f32", "f64", "bf16", "f16"):
-        return Scalar(f"{dsl_dtype('f32' if dt in ('bf16', 'f16') else dt, 'literal')}({float_code(v)})", dt)
+        cd = "f32" if dt in ("bf16", "f16") else dt
+        dsl_dtype(cd, "literal")         # a dtype with no DSL type: a LoweringError naming the literal
+        return Scalar(R.lit(v, cd), dt)    # NaN and infinities through float('...'), never a bare name
     return Scalar(f"{dsl_dtype(dt, 'literal')}({int(v)})", dt, int(v))
-
-
-def float_code(v: Any) -> str:
-    """A float as code: finite values by repr, NaN and infinities through ``float('...')`` (never a bare name)."""
-    v = float(v)
-    return repr(v) if np.isfinite(v) else f"float('{v!r}')"
 
 
 def describe(e: Any) -> str:

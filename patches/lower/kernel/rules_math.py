@@ -11,18 +11,13 @@ from typing import Any
 from ...layouts import Layout
 from ...layouts import inttuple as it
 from ...staging.types import compact, layout_of_modes, mode_layouts
+from .. import elementwise_rules as R
 from . import shuffle
 from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
 from .symbolic import symbols_of
 from .values import Block, Scalar, Staged, block_tv, dsl_dtype, static_size, tv_values
 
-UNARY = {"neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})", "sin": "cute.math.sin({0})",
-         "cos": "cute.math.cos({0})", "tanh": "cute.math.tanh({0})", "sqrt": "cute.math.sqrt({0})",
-         "abs": "cute.math.abs({0})", "erf": "cute.math.erf({0})",
-         "logistic": "{one} / ({one} + cute.math.exp(-{0}))"}
-BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}"}
-COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
 
 
@@ -31,7 +26,10 @@ def _operand(ctx: Ctx, x: Any, cd: str) -> str:
     if isinstance(x, Scalar) and x.expr.startswith("cutlass.") and x.dtype != "bool":
         return x.expr if x.dtype == cd or x.dtype in ("bf16", "f16") else f"{dsl_dtype(cd, 'literal')}({x.expr})"
     name = x.name if isinstance(x, Block) else x.expr
-    return name if x.dtype == cd else f"{name}.to({dsl_dtype(cd, 'operand')})"
+    if x.dtype == cd:
+        return name
+    dsl_dtype(cd, "operand")       # a dtype with no DSL type: a LoweringError naming the operand
+    return R.convert(name, cd)
 
 
 def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
@@ -53,53 +51,37 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         return Scalar(f"cutlass.Int32({v})", out_dtype, v)
     in_dtype = ins[0].dtype if op != "where" else ins[1].dtype
     cd = compute_dtype(in_dtype)
-    one = f"{dsl_dtype(cd, 'literal')}(1.0)"
+    tensor = bool(blocks)
     if op == "where":
-        p, a, b = ins
         if not blocks:
             raise ctx.fail("where on scalars is not lowered (use cond)")
-        n = blocks[0].n
-        code = f"cute.where({_pred(ctx, p, n, blocks[0].shape)}, {_operand(ctx, a, cd)}, {_operand(ctx, b, cd)})"
-    elif op in UNARY:
-        if op != "neg" and not cd.startswith("f"):
-            raise ctx.fail(f"{op} of {in_dtype} values is not lowered")
-        code = UNARY[op].format(_operand(ctx, ins[0], cd), one=one)
-    elif op == "relu":
-        x = _operand(ctx, ins[0], cd)
-        code = (f"cute.where({x} < {dsl_dtype(cd, 'relu')}(0), cute.full_like({x}, 0), {x})" if blocks   # NaN stays
-                else f"cute.math.max({x}, {dsl_dtype(cd, 'relu')}(0.0))")
-    elif op in BINARY:
-        if op == "div" and not cd.startswith("f"):
-            raise ctx.fail(f"integer division of {in_dtype} values is not lowered")
-        code = BINARY[op].format(*(_operand(ctx, x, cd) for x in ins))
-    elif op in ("floordiv", "mod"):     # numpy's: the quotient rounds down (floordivsi for integers)
-        a, b = (_operand(ctx, x, cd) for x in ins)
-        q = f"cute.math.floor({a} / {b})" if cd.startswith("f") else f"({a} // {b})"
-        code = q if op == "floordiv" else f"{a} - {q} * {b}"
-    elif op in ("maximum", "minimum"):
-        a, b = (_operand(ctx, x, cd) for x in ins)
-        cmp = ">" if op == "maximum" else "<"
-        code = nan_select(a, cmp, b) if blocks else f"cute.math.{op[:3]}({a}, {b})"
-    elif op == "pow" and isinstance(ins[1], Scalar) and ins[1].expr.endswith(("(2.0)", "(2)", "(3.0)", "(3)")):
-        a = _operand(ctx, ins[0], cd)
-        code = " * ".join([a] * (3 if ins[1].expr.endswith(("(3.0)", "(3)")) else 2))
-    elif op in COMPARE:
-        code = f"{_operand(ctx, ins[0], cd)} {COMPARE[op]} {_operand(ctx, ins[1], cd)}"
+        args = [_pred(ctx, ins[0], blocks[0].n, blocks[0].shape), *(_operand(ctx, x, cd) for x in ins[1:])]
     else:
+        args = [_operand(ctx, x, cd) for x in ins]
+    if op in R.UNARY and op != "neg" and not cd.startswith("f"):
+        raise ctx.fail(f"{op} of {in_dtype} values is not lowered")
+    if op == "div" and not cd.startswith("f"):
+        raise ctx.fail(f"integer division of {in_dtype} values is not lowered")
+    exponent = _small_exponent(ins[1]) if op == "pow" else None
+    if op not in ELEMENTWISE:
         raise ctx.fail(f"elementwise {op} has no kernel lowering")
+    code = R.expr(op, args, cd, tensor, exponent)
     name = w.fresh()
-    rd = "bool" if op in COMPARE else cd
+    rd = "bool" if op in R.COMPARE else cd
     if rd != out_dtype:
-        code = f"({code}).to({dsl_dtype(out_dtype, op)})"
+        dsl_dtype(out_dtype, op)       # a dtype with no DSL type: a LoweringError naming the equation
+        code = R.convert(code, out_dtype)
     w.emit(f"{name} = {code}")
     if blocks:
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
     return Scalar(name, out_dtype)
 
 
-def nan_select(a: str, cmp: str, b: str) -> str:
-    """``a`` where ``a cmp b`` or ``a`` is NaN, else ``b``: numpy's maximum/minimum, which propagate a NaN of either."""
-    return f"cute.where(({a} {cmp} {b}) | ({a} != {a}), {a}, {b})"
+def _small_exponent(x: Any) -> float | None:
+    """pow's exponent when it is a literal 2 or 3 (computed as a product), else None."""
+    if isinstance(x, Scalar) and x.expr.endswith(("(2.0)", "(2)", "(3.0)", "(3)")):
+        return 3.0 if x.expr.endswith(("(3.0)", "(3)")) else 2.0
+    return None
 
 
 def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
@@ -114,8 +96,7 @@ def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
     return retv(ctx, x, tv)
 
 
-HELD = {**BINARY, "neg": "-{0}", "exp": "cute.math.exp({0})", "log": "cute.math.log({0})",
-        "sqrt": "cute.math.sqrt({0})", "maximum": "cute.math.max({0}, {1})", "minimum": "cute.math.min({0}, {1})"}
+HELD = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "maximum", "minimum"}
 
 
 def _held(ctx: Ctx, op: str, ins: list, out: Block) -> Block:
@@ -131,8 +112,8 @@ def _held(ctx: Ctx, op: str, ins: list, out: Block) -> Block:
     h = w.fresh("held")
     w.emit(f"{h} = cute.make_rmem_tensor(({S},), cutlass.Float32)")
     w.emit(f"for s in cutlass.range_constexpr({S}):   # the same, in the reducing lanes' registers")
-    w.emit(f"    {h}[s] = " + HELD[op].format(*(f"{x.held[0]}[s]" if isinstance(x, Block) else _operand(ctx, x, "f32")
-                                               for x in ins)))
+    w.emit(f"    {h}[s] = " + R.expr(op, [f"{x.held[0]}[s]" if isinstance(x, Block) else _operand(ctx, x, "f32")
+                                         for x in ins], "f32"))
     return replace(out, held=(h, at))
 
 
@@ -140,8 +121,7 @@ def _pred(ctx: Ctx, p: Any, n: int, shape: Any) -> str:
     return p.name if isinstance(p, Block) else p.expr
 
 
-ELEMENTWISE = ["neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "erf", "logistic", "relu", "add", "sub",
-               "mul", "div", "floordiv", "mod", "maximum", "minimum", "pow", "where", *COMPARE]
+ELEMENTWISE = [op for op in R.ELEMENTWISE if op != "copy"]
 
 
 TAKES_LAZY.update(ELEMENTWISE)
@@ -157,7 +137,8 @@ def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
 def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     x, dt = ins[0], e.params["dtype"]
     name = ctx.w.fresh()
-    ctx.w.emit(f"{name} = {x.name if isinstance(x, Block) else x.expr}.to({dsl_dtype(dt, 'astype')})")
+    dsl_dtype(dt, "astype")        # a dtype with no DSL type: a LoweringError naming the astype
+    ctx.w.emit(f"{name} = {R.convert(x.name if isinstance(x, Block) else x.expr, dt)}")
     return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 
 
@@ -219,10 +200,6 @@ def _same_order(a: Layout, b: Layout) -> bool:
     return ia.shape == ib.shape and bool((ia == ib).all())
 
 
-INIT = {"reduce_sum": "0.0", "reduce_max": "-float('inf')", "reduce_min": "float('inf')"}
-COMBINE = {"reduce_sum": "{a} + {b}", "reduce_max": "cute.math.max({a}, {b})", "reduce_min": "cute.math.min({a}, {b})"}
-
-
 @rule("reduce_sum", "reduce_max", "reduce_min")
 def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     """Per-thread partials, warp shuffles and a cross-warp combine where the block's thread-value layout allows
@@ -237,11 +214,11 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     cd = exchange_dtype(x.dtype)
     if cd == "i32" and e.prim.name != "reduce_sum":
         raise ctx.fail(f"{e.prim.name} of integers is not lowered")
-    combine = COMBINE[e.prim.name]
+    op = e.prim.name[len("reduce_"):]
     shape = t_in.shape if type(t_in.shape) is tuple else (t_in.shape,)
     p = shuffle.plan(x, shape, tuple(axes)) if isinstance(x, Block) else None
     if p is not None:
-        return [shuffle.emit(ctx, x, p, combine, INIT[e.prim.name], cd, t_out.dtype,
+        return [shuffle.emit(ctx, x, p, op, cd, t_out.dtype,
                              t_out.shape if t_out.rank else None)]
     modes = mode_layouts(compact(t_in.shape))
     kept = [m for k, m in enumerate(modes) if k not in axes]
@@ -254,8 +231,8 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     acc = w.fresh("acc")
     if not kept:
         w.emit(f"{acc} = cute.make_rmem_tensor((1,), {dt})")
-        w.emit(f"{acc}[0] = {dt}({INIT[e.prim.name]})")
-        _reduce_loop(ctx, acc, "0", "0", buf, red_l, count, combine)
+        w.emit(f"{acc}[0] = {R.reduce_init(op, cd)}")
+        _reduce_loop(ctx, acc, "0", "0", buf, red_l, count, op, cd)
         name = w.fresh()
         w.emit(f"{name} = {acc}[0]" + (f".to({dsl_dtype(t_out.dtype, 'reduce')})" if t_out.dtype != cd else ""))
         return [Scalar(name, t_out.dtype)]
@@ -266,21 +243,21 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
     w.emit(f"{acc} = cute.make_rmem_tensor(({per},), {dt})")
     w.emit(f"for v in cutlass.range_constexpr({per}):")
     with w.indent():
-        w.emit(f"{acc}[v] = {dt}({INIT[e.prim.name]})")
-        _reduce_loop(ctx, acc, "v", f"{base}({tv}((tidx, v)))", buf, red_l, count, combine)
+        w.emit(f"{acc}[v] = {R.reduce_init(op, cd)}")
+        _reduce_loop(ctx, acc, "v", f"{base}({tv}((tidx, v)))", buf, red_l, count, op, cd)
     name = w.fresh()
     w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(t_out.dtype, 'reduce')})" if t_out.dtype != cd else ""))
     return [Block(name, t_out.dtype, t_out.shape, n)]
 
 
-def _reduce_loop(ctx: Ctx, acc: str, slot: str, base: str, buf: str, red: str, count: int, combine: str) -> None:
+def _reduce_loop(ctx: Ctx, acc: str, slot: str, base: str, buf: str, red: str, count: int, op: str, cd: str) -> None:
     w = ctx.w
     b = w.fresh("base")
     w.emit(f"{b} = {base}")
     loop = f"cutlass.range_constexpr({count})" if count <= 64 else f"cutlass.range({count}, unroll=4)"
     r = w.fresh("r")
     w.emit(f"for {r} in {loop}:")
-    w.emit("    " + f"{acc}[{slot}] = " + combine.format(a=f"{acc}[{slot}]", b=f"{buf}[{b} + {red}({r})]"))
+    w.emit("    " + f"{acc}[{slot}] = " + R.reduce_combine(op, f"{acc}[{slot}]", f"{buf}[{b} + {red}({r})]", cd))
 
 
 @rule("matmul")

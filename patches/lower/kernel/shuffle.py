@@ -18,6 +18,7 @@ import numpy as np
 
 from ...layouts import Layout, check, coalesce
 from ...layouts import inttuple as it
+from .. import elementwise_rules as R
 from .context import Ctx
 from .values import Block, Scalar, block_tv, dsl_dtype, threads, tv_owners, tv_values
 
@@ -143,9 +144,9 @@ def _pow2(n: int) -> int:
     return 1 << (n.bit_length() - 1) if n else 0
 
 
-def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dtype: str, shape: Any) -> Block | Scalar:
-    """The code of plan ``p`` reducing ``x`` with ``op`` ("{a} + {b}" style) from ``init``, in dtype ``cd``; a
-    Block of logical shape ``shape`` (a Scalar when ``shape`` is None)."""
+def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, cd: str, out_dtype: str, shape: Any) -> Block | Scalar:
+    """The code of plan ``p`` reducing ``x`` with reduction ``op`` ("sum", "max", "min": identity and combine from
+    elementwise_rules), in dtype ``cd``; a Block of logical shape ``shape`` (a Scalar when ``shape`` is None)."""
     w = ctx.w
     dt = dsl_dtype(cd, "reduce")
     V = tv_values(x.tv)
@@ -156,15 +157,15 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
     w.emit(f"{xr}.store({x.name}" + (f".to({dt}))" if x.dtype != cd else ")"))
     w.emit(f"{acc} = cute.make_rmem_tensor(({p.n_slots},), {dt})")
     w.emit(f"for s in cutlass.range_constexpr({p.n_slots}):")
-    w.emit(f"    {acc}[s] = {dt}({init})")
+    w.emit(f"    {acc}[s] = {R.reduce_init(op, cd)}")
     slots = w.layout(p.slots, "value -> its output slot in the thread's partials", "slots")
     w.emit(f"for v in cutlass.range_constexpr({V}):")
-    w.emit(f"    {acc}[{slots}(v)] = " + op.format(a=f"{acc}[{slots}(v)]", b=f"{xr}[v]"))
+    w.emit(f"    {acc}[{slots}(v)] = " + R.reduce_combine(op, f"{acc}[{slots}(v)]", f"{xr}[v]", cd))
     if p.offsets:
         w.emit(f"for s in cutlass.range_constexpr({p.n_slots}):   # butterflies between lanes of the same outputs")
         for off in p.offsets:
             shfl = f"cute.arch.shuffle_sync_bfly({acc}[s], offset={off}, mask={FULL_MASK:#x})"
-            w.emit(f"    {acc}[s] = " + op.format(a=f"{acc}[s]", b=shfl))
+            w.emit(f"    {acc}[s] = " + R.reduce_combine(op, f"{acc}[s]", shfl, cd))
     n_out = p.n_out
     held = (acc, p.write) if p.replicas == 1 and shape is not None and out_dtype == cd == "f32" else None
     if p.direct:
@@ -199,7 +200,7 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
         w.emit(f"{res}[v] = {buf}[{el}]")
         if p.replicas > 1:
             w.emit(f"for k in cutlass.range_constexpr(1, {p.replicas}):   # the other warps' partials, in order")
-            w.emit(f"    {res}[v] = " + op.format(a=f"{res}[v]", b=f"{buf}[{el} + k * {n_out}]"))
+            w.emit(f"    {res}[v] = " + R.reduce_combine(op, f"{res}[v]", f"{buf}[{el} + k * {n_out}]", cd))
     name = w.fresh()
     conv = f".to({dsl_dtype(out_dtype, 'reduce')})" if out_dtype != cd else ""
     if shape is None:
@@ -210,19 +211,17 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, init: str, cd: str, out_dt
         own_at = w.layout(p.own, "(thread, slot) -> the output it holds", "partial_own")
         if p.n_slots > 1 and type(p.own.shape) is tuple and p.own.stride[1] == 1:    # consecutive: vector loads
             h = w.fresh("own")
-            vec = "{a} + {b}" if "+" in op else \
-                f"cute.where(({{a}} {'<' if 'min' in op else '>'} {{b}}) | ({{a}} != {{a}}), {{a}}, {{b}})"   # NaN stays
             w.emit(f"{h} = cute.make_tensor({buf}.iterator, {own_at})[(tidx, None)].load()   # this lane's outputs")
             for k in range(1, p.replicas):
                 hk = w.fresh("own")
                 w.emit(f"{hk} = cute.make_tensor({buf}.iterator + {k * n_out}, {own_at})[(tidx, None)].load()")
-                w.emit(f"{h} = " + vec.format(a=h, b=hk))
+                w.emit(f"{h} = " + R.reduce_combine(op, h, hk, cd, tensor=True))
             w.emit(f"{acc}.store({h})")
         else:
             w.emit(f"for s in cutlass.range_constexpr({p.n_slots}):   # this lane's outputs, for broadcasts back")
             w.emit(f"    {acc}[s] = {buf}[{own_at}((tidx, s))]")
             w.emit(f"    for k in cutlass.range_constexpr(1, {p.replicas}):")
-            w.emit(f"        {acc}[s] = " + op.format(a=f"{acc}[s]", b=f"{buf}[{own_at}((tidx, s)) + k * {n_out}]"))
+            w.emit(f"        {acc}[s] = " + R.reduce_combine(op, f"{acc}[s]", f"{buf}[{own_at}((tidx, s)) + k * {n_out}]", cd))
         held = (acc, p.own)
     return Block(name, out_dtype, shape, n_out, held=held)
 

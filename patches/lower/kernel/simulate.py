@@ -42,6 +42,16 @@ def _math(f: Any) -> Any:
     return lambda *a: np.asarray(f(*a)).view(SSA)
 
 
+def _extremum(keep_nan: Any, drop_nan: Any) -> Any:
+    """The DSL's max/min: NaN propagates with ``propagate_nan=True`` (IEEE maximum), else it is dropped (maxNum)."""
+    return lambda a, b, propagate_nan=False: np.asarray((keep_nan if propagate_nan else drop_nan)(a, b)).view(SSA)
+
+
+def _fminmax(keep_nan: Any, drop_nan: Any) -> Any:
+    """``cute.arch.fmax/fmin`` on f32 scalars: FMNMX.NaN with ``nan=True``, else NaN dropped."""
+    return lambda a, b, nan=False: _DTYPES["f32"]((keep_nan if nan else drop_nan)(a, b))
+
+
 def _noop(*a: Any, **k: Any) -> None:
     return None
 
@@ -97,12 +107,14 @@ cute = SimpleNamespace(
     full_like=lambda x, v: np.full_like(np.asarray(x), v).view(SSA),
     where=_where,
     math=SimpleNamespace(exp=_math(np.exp), log=_math(np.log), sin=_math(np.sin), cos=_math(np.cos),
-                         tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs), max=_math(np.maximum),
-                         min=_math(np.minimum), pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf)),
+                         tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs),
+                         max=_extremum(np.maximum, np.fmax), min=_extremum(np.minimum, np.fmin),
+                         pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf)),
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
                          barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop,
                          warp_idx=lambda: _local.tid // 32, make_warp_uniform=lambda x: x,
-                         shuffle_sync_bfly=_shuffle_bfly,
+                         shuffle_sync_bfly=_shuffle_bfly, fmax=_fminmax(np.maximum, np.fmax),
+                         fmin=_fminmax(np.minimum, np.fmin),
                          cp_async_bulk_commit_group=_noop, cp_async_bulk_wait_group=_noop),
     jit=lambda f: f, kernel=lambda f: _Kernel(f), gemm=tma.gemm, copy=tma.copy, slice_=tma.slice_,
     local_tile=_local_tile, group_modes=_group_modes, make_composed_layout=_composed,
