@@ -1,5 +1,5 @@
-"""The schedule's ``via="kernel"`` path: each fused group written as a ``pt.kernel`` program (gemm_as_kernel) and
-lowered by the kernel lowering's rules, instead of the GEMM template or the SIMT emitter.
+"""The schedule's ``via="kernel"`` path: each fused group written as a ``pt.kernel`` program (gemm_as_kernel,
+simt_as_kernel) and lowered by the kernel lowering's rules, instead of the GEMM template or the SIMT emitter.
 
 A routed group becomes a plan of kind "kernel" whose program is the one call on the group's parameters (the same
 variables, so buffers and outputs are unchanged) and whose ``origin`` says what it fused. A group the rewrite or the
@@ -19,26 +19,31 @@ from .errors import LoweringError
 from .gemm_as_kernel import gemm_kernel_program
 from .kernel import lower_kernel
 from .schedule import KernelPlan
+from .simt_as_kernel import simt_kernel_program
+from .simt_spec import analyze_simt
 
 VIAS = ("template", "kernel")
 
 
 def route(plans: list[KernelPlan], config: TileConfig | None) -> list[KernelPlan]:
-    """The plans with every GEMM group the kernel lowering takes written as a ``pt.kernel`` call. Where the
+    """The plans with every GEMM and SIMT group the kernel lowering takes written as a ``pt.kernel`` call. Where the
     heuristic chose the tile (``config`` None), the kernel runs one CTA per tile, no larger than M and N need."""
     return [_route(p, config) for p in plans]
 
 
 def _route(p: KernelPlan, config: TileConfig | None) -> KernelPlan:
-    if p.kind != "gemm":
+    if p.kind not in ("gemm", "simt"):
         return p
     try:
-        spec = analyze(p.program, config, p.name)
-        if config is None:
-            fit = _heuristic(spec)
-            if fit.tile != spec.config.tile or spec.config.persistent:
-                spec = analyze(p.program, fit, p.name)
-        call = gemm_kernel_program(p.program, spec, p.name)
+        if p.kind == "simt":
+            call = simt_kernel_program(p.program, analyze_simt(p.program, p.name), p.name)
+        else:
+            spec = analyze(p.program, config, p.name)
+            if config is None:
+                fit = _heuristic(spec)
+                if fit.tile != spec.config.tile or spec.config.persistent:
+                    spec = analyze(p.program, fit, p.name)
+            call = gemm_kernel_program(p.program, spec, p.name)
         module = lower_kernel(call)
     except (LoweringError, StagingError, KernelError) as err:
         return replace(p, refused=str(err).splitlines()[0])

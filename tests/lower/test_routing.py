@@ -1,5 +1,5 @@
-"""``pt.lower(prog, via="kernel")``: the schedule's GEMM groups written as ``pt.kernel`` programs and lowered by the
-kernel lowering's rules. Each routed kernel's program computes what the group's program does (interpreter against
+"""``pt.lower(prog, via="kernel")``: the schedule's GEMM and SIMT groups written as ``pt.kernel`` programs and lowered
+by the kernel lowering's rules. Each routed kernel's program computes what the group's program does (interpreter against
 interpreter), the emitted module's own model computes it too (the schedule's kernels chained), the module's
 builders verify, and what the rules do not take (f32 operands, clusters, a persistent schedule, a K the K tile does
 not divide) keeps the GEMM template with the reason."""
@@ -37,24 +37,25 @@ def _close(got, want, tol=2e-2):
 SMALL = {
     "mlp_forward": dict(m=128, k=128, h=128, n=64), "mlp_backward": dict(m=128, k=128, h=128, n=64),
     "mlp_step": dict(m=128, k=64, h=128, n=64), "attention_forward": dict(s=128, d=64),
-    "attention_backward": dict(s=128, d=64),
+    "attention_backward": dict(s=128, d=64), "softmax_forward": dict(r=64, c=200),
+    "layernorm_backward": dict(r=64, c=96),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_every_bf16_gemm_group_of_the_whole_programs_routes_and_the_kernels_compute_the_program(name):
+def test_every_bf16_group_of_the_whole_programs_routes_and_the_kernels_compute_the_program(name):
     prog = P.ACCEPTANCE_BF16[name](**SMALL[name])
     template, routed = pt.lower(prog), pt.lower(prog, via="kernel")
-    gemms = [k for k in template.kernels if k.kind == "gemm"]
-    assert gemms and len(routed.kernels) == len(template.kernels)
-    mine = [k for k in routed.kernels if k.origin == "gemm"]
-    assert len(mine) == len(gemms), [k.refused for k in routed.kernels if k.refused]
-    for k in mine:
+    assert len(routed.kernels) == len(template.kernels)
+    assert [k.origin for k in routed.kernels] == [k.kind for k in template.kernels], \
+        [k.refused for k in routed.kernels if k.refused]
+    for k in routed.kernels:
         assert k.kind == "kernel" and isinstance(k.module, KernelModule)
         (e,) = k.program.eqns
         assert e.prim.name == "kernel" and all(x in k.program.params for x in e.inputs)
-        assert "fori_loop" in str(e.params["body"]) and "matmul" in str(e.params["body"])
-        assert "PipelineTmaAsync" in k.source and "cute.gemm(" in k.source   # a TMA-pipelined wgmma mainloop
+        if k.origin == "gemm":
+            assert "fori_loop" in str(e.params["body"]) and "matmul" in str(e.params["body"])
+            assert "PipelineTmaAsync" in k.source and "cute.gemm(" in k.source   # a TMA-pipelined wgmma mainloop
     args = random_args(prog, 1)
     want = template.simulate(*args)
     _close(routed.simulate(*args), want)            # each kernel program through the interpreter
@@ -65,7 +66,7 @@ def test_the_routed_kernel_program_keeps_the_groups_parameters_and_outputs():
     prog = P.mlp_backward(m=128, k=128, h=128, n=64, dtype="bf16")
     _, plans, _, _ = build(prog)
     for a, b in zip(plans, route(plans, None)):
-        assert b.origin == ("gemm" if a.kind == "gemm" else "") and not b.refused
+        assert b.origin == (a.kind if a.kind in ("gemm", "simt") else "") and not b.refused
         assert [id(v) for v in a.program.params] == [id(v) for v in b.program.params]
         assert [id(v) for v in a.program.outputs] == [id(v) for v in b.program.outputs]
         assert b.name == a.name and b.fuses == a.fuses
