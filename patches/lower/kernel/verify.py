@@ -214,15 +214,17 @@ def _operand_slice(tiled_mma: Any, m: int, k: int, slicer: str | None, tv: Any, 
     rows of that thread's accumulator registers: a warpgroup multiplies the rows it accumulates."""
     from cutlass import cute
 
+    from ..verify.evaluate import values
+
     ident = cute.make_identity_tensor((m, k))
     rows_of: dict = {}
     per = tv_values(tv)
     for t in range(threads()):
         s = int(getattr(K, slicer)(t)) if slicer else t
-        if s not in rows_of:
-            part = tiled_mma.get_slice(s).partition_A(ident)
-            rows_of[s] = {int(part[i][0]) for i in range(int(cute.size(part)))}
-            c.elements += int(cute.size(part))
+        if s not in rows_of:      # the partition's coordinates read off its static layout, not element by element
+            coords = values(tiled_mma.get_slice(s).partition_A(ident))
+            rows_of[s] = set(coords[:, 0].tolist())
+            c.elements += len(coords)
         want = {int(tv((t, v))) % m for v in range(per)}
         if not want <= rows_of[s]:
             c.fail(f"thread {t}: its operands are thread {s}'s slice, rows {sorted(rows_of[s])[:2]}.., which lack its "
