@@ -38,6 +38,7 @@ def _run_models(sched, xs):
     return [env[id(o)] for o in prog.outputs]
 
 
+@pytest.mark.slow
 def test_the_symbolic_matmul_gradient_runs_through_every_kernel_model():
     prog = _grad(pt.relu)
     sched = pt.lower(prog)

@@ -42,7 +42,10 @@ SMALL = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+SLOW = {"attention_backward", "mlp_backward", "mlp_step"}        # a minute or so each: make test-slow
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(SMALL)])
 def test_every_bf16_group_of_the_whole_programs_routes_and_the_kernels_compute_the_program(name):
     prog = P.ACCEPTANCE_BF16[name](**SMALL[name])
     template, routed = pt.lower(prog), pt.lower(prog, via="kernel")
