@@ -42,8 +42,6 @@ def check_routable(spec: GemmSpec) -> None:
         raise LoweringError(f"K = {spec.k} is symbolic: the (TILE_M, K) block of A must be static")
     if k % cfg.tile_k:
         raise LoweringError(f"K = {k} is not a multiple of the K tile {cfg.tile_k}")
-    if not spec.batched and _static(spec.batch) not in (None, 1):
-        raise LoweringError("a broadcast batch")
 
 
 def gemm_kernel_program(sub: Program, spec: GemmSpec, name: str) -> Program:

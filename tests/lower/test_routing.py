@@ -17,6 +17,7 @@ from patches.lower.gemm_as_kernel import gemm_kernel_program
 from patches.lower.kernel import KernelModule, lower_kernel
 from patches.lower.kernel.simulate import simulate_module
 from patches.lower.kernel.verify import verify_kernel
+from patches.lower.module import tool
 from patches.lower.plan import random_args
 from patches.lower.routing import route
 from patches.lower.schedule import build
@@ -137,3 +138,15 @@ def test_via_must_be_a_known_path():
     for bad in ("rules", None, 3):
         with pytest.raises(LoweringError, match="via must be one of"):
             pt.lower(prog, via=bad)
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_a_routed_gemm_compiles_to_a_tma_wgmma_kernel_without_spills():
+    """relu(x @ w + b) through the kernel rules, compiled for sm_90a: HGMMA fed by UTMALDG, stored by UTMASTG."""
+    pytest.importorskip("cutlass")
+    prog = P.mlp_forward(m=256, k=128, h=128, n=64, dtype="bf16")
+    k = pt.lower(prog, via="kernel").kernels[-1]
+    assert k.origin == "gemm"
+    exe = k.compile()
+    c = exe.counts("HGMMA", "UTMALDG", "UTMASTG")
+    assert exe.resources["spills"] == 0 and c["HGMMA"] > 0 and c["UTMALDG"] > 0 and c["UTMASTG"] > 0, c
