@@ -40,6 +40,8 @@ class Region:
 
     def write(self, w: Any) -> None:
         steps = [s for s in self.steps if isinstance(s, Step)]
+        last = max(i for i, s in enumerate(self.steps) if isinstance(s, Step))
+        body, after = self.steps[:last + 1], self.steps[last + 1:]     # comments on what follows go after
         if len(steps) < MIN_STEPS:
             for s in self.steps:
                 w.emit(f"{s.name} = {s.tensor}" if isinstance(s, Step) else f"# {s}")
@@ -47,7 +49,7 @@ class Region:
         for s in steps:
             w.emit(f"{s.name}_r = cute.make_rmem_tensor(({self.per},), {dsl_dtype(s.dtype, 'elementwise')})")
         w.emit(f"for v in cutlass.range_constexpr({self.per}):   # {len(steps)} elementwise steps, register by register")
-        for s in self.steps:
+        for s in body:
             if isinstance(s, Step):
                 w.emit(f"    e_{s.name} = {s.scalar}")
                 w.emit(f"    {s.name}_r[v] = e_{s.name}")
@@ -55,6 +57,8 @@ class Region:
                 w.emit(f"    # {s}")
         for s in steps:
             w.emit(f"{s.name} = {s.name}_r.load()")
+        for s in after:
+            w.emit(f"# {s}")
 
 
 def element(w: Any, x: Block) -> str:
