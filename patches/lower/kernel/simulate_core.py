@@ -49,7 +49,8 @@ cutlass = SimpleNamespace(
     Uint32=_DTYPES["u32"], Boolean=_DTYPES["bool"],
     range=lambda *a, unroll=None, unroll_full=None: range(*(int(x) for x in a)),
     range_constexpr=lambda *a: range(*(int(x) for x in a)),
-    memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()))
+    memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()),
+    select_=lambda p, a, b: np.asarray(np.where(np.asarray(p), a, b)).view(SSA))
 
 
 class _Ptr:
