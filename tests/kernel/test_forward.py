@@ -61,7 +61,7 @@ def test_symbolic_matmul_at_several_sizes():
     assert "grid=(M/16,N/8)" in str(prog)
     for m, n in [(16, 8), (32, 24), (48, 16)]:
         a, b = rng.standard_normal((m, 32)), rng.standard_normal((32, n))
-        np.testing.assert_allclose(pt.evaluate(prog, a, b), a @ b, rtol=1e-12)
+        np.testing.assert_allclose(pt.evaluate(prog, a, b), a @ b, rtol=1e-12, atol=1e-12)   # k-blocked sums cancel
 
 
 def test_symbolic_softmax_rows():

@@ -5,6 +5,7 @@ cannot), and the shared-memory exchange that redistributes a block's elements am
 from __future__ import annotations
 
 import re
+from math import gcd
 from typing import Any
 
 from ...layouts import Layout, LayoutError, composition, cosize
@@ -16,7 +17,7 @@ from . import padding, sync
 from .context import Ctx
 from .padding import pad_value, predicated
 from .symbolic import code, symbols_of
-from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, static_size, threads, tv_owners, tv_values
+from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, memory_tv, static_size, threads, tv_owners, tv_values
 
 
 def _flat(m: Layout) -> bool:
@@ -29,12 +30,19 @@ def offset_of(ctx: Ctx, m: Layout, start: Any) -> str | int:
         at = m(start) if start else 0
         return at if type(at) is int else code(at)      # a symbolic stride: run-time integer code
     if _flat(m):
-        return f"{start} * {code(m.stride)}" if m.stride != 1 else start
+        if m.stride == 1:
+            return start
+        term = f"{start} * {code(m.stride)}"
+        if type(m.stride) is int:
+            ctx.w.divisors[term] = ctx.w.divisor(start) * abs(m.stride)
+        return term
     return f"{ctx.w.layout(m, 'a hierarchical mode indexed dynamically', 'mode')}({start})"
 
 
 def add_offsets(ctx: Ctx, base: str, terms: list, name: str | None = None) -> str:
-    """``base + terms`` as a new name (``name`` if given) when anything is dynamic, else the folded int as text."""
+    """``base + terms`` as a new name (``name`` if given) when anything is dynamic, else the folded int as text.
+    What the sum is known to be a multiple of is stated (``cute.assume``): a pointer advanced by it keeps that
+    alignment, so thread views of it load and store with vector accesses."""
     if not terms or all(t == 0 for t in terms):
         return base
     static = sum(t for t in terms if isinstance(t, int)) + (int(base) if base.lstrip("-").isdigit() else 0)
@@ -42,7 +50,14 @@ def add_offsets(ctx: Ctx, base: str, terms: list, name: str | None = None) -> st
     if not dyn:
         return str(static)
     name = name or ctx.w.fresh("off")
-    ctx.w.emit(f"{name} = {' + '.join(dyn + ([str(static)] if static else []))}")
+    total = " + ".join(dyn + ([str(static)] if static else []))
+    d = 0
+    for t in dyn + [static]:
+        d = gcd(d, ctx.w.divisor(t))
+    if d > 1:
+        ctx.w.divisors[name] = d
+        total = f"cute.assume({total}, divby={d})"
+    ctx.w.emit(f"{name} = {total}")
     return name
 
 
@@ -219,7 +234,8 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
         fill(ctx, ref, off, sel, x, why)
         return
     n = static_size(sel.shape, why)
-    b = as_block(ctx, x, n, sel.shape, x.tv if isinstance(x, Block) else None)
+    held = isinstance(x, Block) and x.splat is None
+    b = as_block(ctx, x, n, sel.shape, x.tv if held else memory_tv(sel, n))    # a splat: any layout, the memory's
     sync.access(ctx, ref.ptr, off, sel, b.tv, True)
     g = tv_owners(b.tv)
     guard = g < threads()

@@ -6,6 +6,7 @@ and the block ``matmul`` (SIMT: products from the exchange buffer, accumulated i
 from __future__ import annotations
 
 from dataclasses import replace
+from math import gcd
 from typing import Any
 
 from ...layouts import Layout
@@ -74,6 +75,9 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     w.emit(f"{name} = {code}")
     if blocks:
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
+    if op in FOLD and out_dtype.startswith(("i", "u")):        # what an index is a multiple of (aligned accesses)
+        ds = [w.divisor(x.index) for x in ins]
+        w.divisors[name] = ds[0] * ds[1] if op == "mul" else gcd(*ds)
     return Scalar(name, out_dtype)
 
 

@@ -12,7 +12,7 @@ from .context import Ctx, rule
 from .memory import add_offsets, load, offset_of, select, store
 from .rules_math import elementwise
 from .tma import store_block
-from .values import Block, Origin, RefVal, Scalar, static_size
+from .values import Block, Origin, RefVal, Scalar, memory_tv, static_size
 
 
 def _ref(ctx: Ctx, x: Any) -> RefVal:
@@ -24,8 +24,8 @@ def _ref(ctx: Ctx, x: Any) -> RefVal:
 @rule("get")
 def _get(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
-    off, sel = select(ctx, ref, e.params["index"], ins[1:])
-    return [load(ctx, ref, off, sel, f"get {ref.space}")]
+    off, sel = select(ctx, ref, e.params["index"], ins[1:])       # held in the memory's order (vector accesses)
+    return [load(ctx, ref, off, sel, f"get {ref.space}", memory_tv(sel, _n(sel)) if sel.shape != () else None)]
 
 
 @rule("set")
@@ -50,7 +50,7 @@ def _addupdate(ctx: Ctx, e: Any, ins: list) -> list:
 
 
 def _n(sel: Layout) -> int | None:
-    return static_size(sel.shape, "addupdate") if sel.shape != () else None
+    return static_size(sel.shape, "a Ref access") if sel.shape != () else None
 
 
 @rule("ref_slice")

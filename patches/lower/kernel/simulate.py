@@ -101,8 +101,15 @@ warpgroup = SimpleNamespace(Field=SimpleNamespace(ACCUMULATE="accumulate"), fenc
                             wait_group=_noop)
 OperandMajorMode = SimpleNamespace(K="K", MN="MN")
 
+def _assume(x: Any, divby: int | None = None, pow2: bool | None = None) -> Any:
+    """``cute.assume``: the emitted code's claim that ``x`` is a multiple of ``divby``, checked on every value."""
+    if divby is not None and int(x) % divby:
+        raise LoweringError(f"simulate: cute.assume({int(x)}, divby={divby}) is false")
+    return x
+
+
 cute = SimpleNamespace(
-    Tensor=object, make_layout=_make_layout, make_tensor=_Tensor, make_rmem_tensor=_rmem,
+    assume=_assume, Tensor=object, make_layout=_make_layout, make_tensor=_Tensor, make_rmem_tensor=_rmem,
     full=lambda shape, v, dt: dt(np.full(shape, np.asarray(v))),
     full_like=lambda x, v: np.full_like(np.asarray(x), v).view(SSA),
     where=_where,

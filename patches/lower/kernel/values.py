@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import Any
 
-from ...layouts import Layout, make_layout, make_layout_tv
+from ...layouts import Layout, LayoutError, composition, make_layout, make_layout_tv
 from ...layouts import inttuple as it
 from ..errors import LoweringError
 
@@ -204,6 +204,31 @@ def block_tv(n: int) -> Layout:
     chunks, rep = per // vec, threads() // g
     ts, vs = _first_stride(tv, 0), _first_stride(tv, 1)
     return Layout._make(((g, rep), (vec, chunks)), ((ts, 0), (vs, g * vec)))
+
+
+def memory_tv(sel: Layout, n: int) -> Layout:
+    """``block_tv(n)`` over the elements of a selection ``sel`` (logical index -> offset) taken in the order of their
+    offsets: a thread's vector runs along the unit-stride mode, so a row-major block moves 128 bits at a time too.
+    ``block_tv(n)`` itself when the first mode already has unit stride or nothing is known statically."""
+    bt = block_tv(n)
+    shape, stride = sel.shape, sel.stride
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    if any(type(s) is not int or type(d) is not int for s, d in leaves):
+        return bt
+    colex, acc = [], 1
+    for s, _ in leaves:
+        colex.append(acc)
+        acc *= s
+    big = [k for k, (s, _) in enumerate(leaves) if s > 1]
+    order = sorted(big, key=lambda k: (leaves[k][1] == 0, abs(leaves[k][1])))
+    if order == big or abs(leaves[order[0]][1]) != 1:
+        return bt
+    perm = Layout._make(tuple(leaves[k][0] for k in order), tuple(colex[k] for k in order))
+    try:
+        tv = composition(perm, bt)
+    except LayoutError:
+        return bt
+    return tv if type(tv.shape) is tuple and len(tv.shape) == 2 else bt
 
 
 def _first_stride(tv: Layout, mode: int) -> int:

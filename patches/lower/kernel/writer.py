@@ -30,6 +30,13 @@ class Writer:
         self.kernel_params: list[tuple[str, str]] = []     # extra kernel parameters (name, annotation)
         self.pending: dict = {}           # Ref pointer -> (thread mappings since the last barrier, any write): sync
         self.bodies: list[dict] = []      # the same, per nested program being emitted (sync.enter/leave)
+        self.divisors: dict[str, int] = {}  # integer expression -> a number it is known to be a multiple of
+
+    def divisor(self, x: Any) -> int:
+        """What the integer ``x`` (an int, or an expression this writer named) is a multiple of (0: it is 0)."""
+        if isinstance(x, int):
+            return abs(x)
+        return abs(int(x)) if x.lstrip("-").isdigit() else self.divisors.get(x, 1)
 
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
