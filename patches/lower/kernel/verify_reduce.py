@@ -193,6 +193,8 @@ def _table(tv: Any) -> np.ndarray:
 
 def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scalar: bool, state: dict,
           c: Any) -> None:
+    """Run reduction ``acc``'s code (``read_plan``) on sets of input elements; record in ``state`` the output each
+    of its registers holds at the end (-1: none whole)."""
     T, V, S = threads(), tv_values(tv), code["S"]
     el = _table(tv)                                           # (thread, value) -> input element
     out = _outputs(el, shape, axes)
@@ -242,6 +244,9 @@ def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scal
     reads = np.zeros((T, 1), np.int64) if code["tv"] is None else _evaluated(K, code["tv"], T, per, c)
     if reads is None:
         return
+    missing = sorted(set(range(n_out)) - set(reads.ravel().tolist()))
+    if missing:
+        c.fail(f"outputs {missing[:8]} are read by no thread")
     for t in range(T):
         for v in range(reads.shape[1]):
             e = int(reads[t, v])
