@@ -49,6 +49,7 @@ class Ctx:
         self.stages = stages                # stages per pipelined loop, in emission order (1 on the measuring pass)
         self.special: dict[int, Callable] = {}   # id(eqn) -> a rule for that one equation (set by a loop's plan)
         self.tma_stores: set[int] = set()   # id(set eqn) of whole output blocks a TMA store may write
+        self.native: dict = {}             # block shape -> the wgmma accumulator layout holding such blocks
 
     def fail(self, reason: str) -> LoweringError:
         err = LoweringError(f"{' / '.join(self.where)}: {reason}" if self.where else reason)

@@ -13,7 +13,7 @@ from ...layouts import Layout
 from ...layouts import inttuple as it
 from ...staging.types import compact, layout_of_modes, mode_layouts
 from .. import elementwise_rules as R
-from . import shuffle
+from . import fuse, shuffle
 from .context import MATERIALIZE, TAKES_LAZY, Ctx, rule
 from .memory import as_block, compute_dtype, exchange_dtype, from_exchange, to_exchange
 from .symbolic import symbols_of
@@ -41,7 +41,9 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
             ins = [materialize(ctx, x) if isinstance(x, Block) and x.lazy is not None else x for x in ins]
             blocks = [x for x in ins if isinstance(x, Block)]
         held = [b for b in blocks if b.lazy is None]
-        target = next((b.tv for b in held if b.tv != block_tv(b.n)), held[0].tv)
+        native = ctx.native.get(_shape_key(held[0].shape))
+        target = native if any(b.tv == native for b in held) else \
+            next((b.tv for b in held if b.tv != block_tv(b.n)), held[0].tv)
         # a lazy view (a broadcast) is read straight into the target layout: one move, not two
         ins = [_move(ctx, x, target) if isinstance(x, Block) and (x.tv != target or x.lazy is not None) else x
                for x in ins]
@@ -72,13 +74,29 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     if rd != out_dtype:
         dsl_dtype(out_dtype, op)       # a dtype with no DSL type: a LoweringError naming the equation
         code = R.convert(code, out_dtype)
-    w.emit(f"{name} = {code}")
-    if blocks:
+    if blocks:                         # pending in the elementwise region: written register by register
+        el = [_element(ctx, x, cd) for x in ins]
+        scalar = R.expr(op, el, cd, False, exponent)
+        fuse.step(w, name, out_dtype, blocks[0].per_thread, code,
+                  R.convert(scalar, out_dtype) if rd != out_dtype else scalar)
         return Block(name, out_dtype, blocks[0].shape, blocks[0].n, blocks[0].tv)
+    w.emit(f"{name} = {code}")
     if op in FOLD and out_dtype.startswith(("i", "u")):        # what an index is a multiple of (aligned accesses)
         ds = [w.divisor(x.index) for x in ins]
         w.divisors[name] = ds[0] * ds[1] if op == "mul" else gcd(*ds)
     return Scalar(name, out_dtype)
+
+
+def _shape_key(shape: Any) -> Any:
+    return shape if type(shape) is tuple else (shape,)
+
+
+def _element(ctx: Ctx, x: Any, cd: str) -> str:
+    """Operand ``x`` of an elementwise step as code on register ``v``, in compute dtype ``cd`` (a predicate as is)."""
+    if not isinstance(x, Block):
+        return _operand(ctx, x, cd)
+    e = fuse.element(ctx.w, x)
+    return e if x.dtype in (cd, "bool") else R.convert(e, cd)
 
 
 def _small_exponent(x: Any) -> float | None:
@@ -142,6 +160,9 @@ def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     x, dt = ins[0], e.params["dtype"]
     name = ctx.w.fresh()
     dsl_dtype(dt, "astype")        # a dtype with no DSL type: a LoweringError naming the astype
+    if isinstance(x, Block) and x.lazy is None:
+        fuse.step(ctx.w, name, dt, x.per_thread, R.convert(x.name, dt), R.convert(fuse.element(ctx.w, x), dt))
+        return [Block(name, dt, x.shape, x.n, x.tv)]
     ctx.w.emit(f"{name} = {R.convert(x.name if isinstance(x, Block) else x.expr, dt)}")
     return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 

@@ -24,8 +24,17 @@ def _ref(ctx: Ctx, x: Any) -> RefVal:
 @rule("get")
 def _get(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
-    off, sel = select(ctx, ref, e.params["index"], ins[1:])       # held in the memory's order (vector accesses)
-    return [load(ctx, ref, off, sel, f"get {ref.space}", memory_tv(sel, _n(sel)) if sel.shape != () else None)]
+    off, sel = select(ctx, ref, e.params["index"], ins[1:])
+    return [load(ctx, ref, off, sel, f"get {ref.space}", read_tv(ctx, sel))]
+
+
+def read_tv(ctx: Ctx, sel: Layout) -> Layout | None:
+    """How a read of ``sel`` is held: as a wgmma accumulator of its shape is (an epilogue's side input meets it
+    with no exchange), else in the memory's order (vector accesses); None for one element."""
+    if sel.shape == ():
+        return None
+    native = ctx.native.get(sel.shape if type(sel.shape) is tuple else (sel.shape,))
+    return native if native is not None else memory_tv(sel, _n(sel))
 
 
 @rule("set")

@@ -24,6 +24,10 @@ class SSA(np.ndarray):
     def to(self, dt: Any) -> SSA:
         return dt(self)
 
+    def __getitem__(self, k: Any) -> Any:
+        got = np.ndarray.__getitem__(self, k)
+        return np.asarray(got).view(SSA) if np.ndim(got) == 0 else got      # an element keeps ``.to``
+
     def reshape(self, *shape: Any, **kw: Any) -> SSA:
         """A DSL reshape: nested shapes allowed (the vector is flat in colexicographic order either way)."""
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
@@ -49,8 +53,8 @@ cutlass = SimpleNamespace(
     Uint32=_DTYPES["u32"], Boolean=_DTYPES["bool"],
     range=lambda *a, unroll=None, unroll_full=None: range(*(int(x) for x in a)),
     range_constexpr=lambda *a: range(*(int(x) for x in a)),
-    memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()),
-    select_=lambda p, a, b: np.asarray(np.where(np.asarray(p), a, b)).view(SSA))
+    select_=lambda p, a, b: np.where(np.asarray(p, bool), a, b).view(SSA),
+    memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()))
 
 
 class _Ptr:

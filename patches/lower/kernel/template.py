@@ -15,7 +15,7 @@ from ...staging.types import mode_layouts
 from .. import elementwise_rules as R
 from ..errors import LoweringError
 from ..names import comment_block, sanitize
-from . import mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
+from . import fuse, mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
 from .symbolic import active, arg_layout, code, host_lines, multiple, table
@@ -318,5 +318,6 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
         L.append(f"    xch_{dt} = smem.allocate_tensor({dsl_dtype(dt, 'exchange')}, cute.make_layout({n}), 16)"
                  "   # moves elements between threads")
     L += ["    " + ln for ln in w.prologue]
-    L += w.lines
+    w.flush()
+    L += fuse.prune(w.lines)
     return "\n".join(L) + "\n"

@@ -17,7 +17,8 @@ class Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.depth = 1
+        self._depth = 1
+        self.region: Any = None            # pending elementwise steps (patches.lower.kernel.fuse), flushed first
         self._ids = itertools.count()
         self.builders: dict[tuple, tuple[str, str, str]] = {}     # key -> (name, code, doc)
         self.exchange: dict[str, int] = {}                         # dtype -> elements of the smem exchange buffer
@@ -41,12 +42,31 @@ class Writer:
     def fresh(self, stem: str = "v") -> str:
         return f"{stem}{next(self._ids)}"
 
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @depth.setter
+    def depth(self, d: int) -> None:
+        self.flush()                       # pending elementwise work belongs to the block being left or entered
+        self._depth = d
+
+    def flush(self) -> None:
+        """Write the pending elementwise region (patches.lower.kernel.fuse) at the current indentation."""
+        region, self.region = self.region, None
+        if region is not None:
+            region.write(self)
+
     def emit(self, line: str) -> None:
+        self.flush()
         if line.startswith("cute.arch.barrier()"):     # every thread's earlier accesses are done (patches...sync)
             self.pending.clear()
         self.lines.append("    " * self.depth + line)
 
     def comment(self, text: str) -> None:
+        if self.region is not None:        # a comment on a pending elementwise step goes with it
+            self.region.note(sanitize(text))
+            return
         self.emit("# " + sanitize(text))
 
     def indent(self) -> Any:

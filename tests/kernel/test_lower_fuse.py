@@ -1,0 +1,101 @@
+"""Elementwise chains in lowered kernels are written register by register (patches.lower.kernel.fuse): a long
+epilogue is one loop over the thread's registers, element-major as the GEMM template walks its epilogue, and a
+side input of the accumulator's shape is read straight into the accumulator's layout (no exchange). The emitted
+code, run by the simulator, gives the interpreter's answer at special values too; compiled, the long epilogue keeps
+the register count of a short one."""
+
+import re
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.lower.kernel import fuse
+from patches.lower.kernel.simulate import simulate_module
+from patches.lower.module import tool
+from patches.staging import dtypes
+
+from .test_lower_simt import check_against_interpreter
+
+BM = BN = 64
+
+
+def _epilogue(y, r):
+    """A gelu-derivative-like chain of 12 steps on the accumulator and a residual."""
+    t = pt.tanh(0.79 * (y + 0.044 * y * y * y))
+    return (0.5 * (1.0 + t) + 0.5 * y * (1.0 - t * t) * 0.79) * r - pt.maximum(y, r) / 3.0
+
+
+def long_epilogue_matmul(M=128, N=128, K=128, BK=64):
+    def mm_kernel(a_ref, b_ref, r_ref, c_ref):
+        def body(k, acc):
+            return acc + pt.matmul(a_ref[:, pt.ds(k * BK, BK)], b_ref[pt.ds(k * BK, BK), :],
+                                   preferred_element_type="f32")
+        acc = pt.fori_loop(0, K // BK, body, pt.zeros((BM, BN), "f32"))
+        c_ref[...] = _epilogue(acc, r_ref[...].astype("f32")).astype(c_ref.dtype)
+    k = pt.kernel(mm_kernel, pt.tensor("bf16", (M, N)), grid=(M // BM, N // BN),
+                  in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j)),
+                            pt.BlockSpec((BM, BN), lambda i, j: (i, j))],
+                  out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+    return pt.stage(k, pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N)), pt.tensor("bf16", (M, N)))
+
+
+def chain(n=1024, block=256, dtype="f32", steps=6):
+    """``steps`` elementwise equations on two blocks, with comparisons and a select among them."""
+    def chain_kernel(x_ref, y_ref, o_ref):
+        x, y = x_ref[...], y_ref[...]
+        z = x
+        for s in range(steps):
+            z = pt.where(z > y, z * y - 1.5, pt.maximum(z, y) + float(s)) if s % 2 else pt.exp(-z * z) + y
+        o_ref[...] = z
+    spec = pt.BlockSpec((block,), lambda i: (i,))
+    k = pt.kernel(chain_kernel, pt.tensor(dtype, n), grid=(n // block,), in_specs=[spec, spec], out_specs=spec)
+    return pt.stage(k, pt.tensor(dtype, n), pt.tensor(dtype, n))
+
+
+def test_a_long_epilogue_is_one_register_loop_with_the_side_input_in_the_accumulator_layout():
+    prog = long_epilogue_matmul()
+    src = pt.lower(prog).source
+    loops = re.findall(r"for v in cutlass\.range_constexpr\((\d+)\):   # (\d+) elementwise steps", src)
+    assert loops and max(int(n) for _, n in loops) >= 12, loops
+    assert "xch_" not in src               # the residual is read in the accumulator's layout: nothing exchanged
+    check_against_interpreter(prog, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_register_loops_compute_what_the_interpreter_does_at_special_values(dtype):
+    prog = chain(dtype=dtype)
+    mod = pt.lower(prog)
+    assert "elementwise steps, register by register" in mod.source
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(1024) * 2, rng.standard_normal(1024) * 2
+    x[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e-30, 3.0]
+    y[:8] = [1.0, np.nan, 2.0, -0.0, 0.0, np.inf, 1e-30, 3.0]
+    x, y = dtypes.cast(x, dtype), dtypes.cast(y, dtype)
+    want = np.asarray(prog(x, y), np.float64)
+    got = np.asarray(simulate_module(mod, x, y)[0], np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-6 if dtype == "f32" else 1e-2)
+
+
+def test_short_chains_stay_tensor_expressions_and_dead_register_tensors_are_pruned():
+    def short_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] * y_ref[...] + 1.0
+    spec = pt.BlockSpec((256,), lambda i: (i,))
+    k = pt.kernel(short_kernel, pt.tensor("f32", 1024), grid=(4,), in_specs=[spec, spec], out_specs=spec)
+    src = pt.lower(pt.stage(k, pt.tensor("f32", 1024), pt.tensor("f32", 1024))).source
+    assert "register by register" not in src and fuse.MIN_STEPS > 2          # two equations: one line each
+    src = pt.lower(chain(steps=6)).source
+    body = src[src.index("def kernel"):]
+    made = re.findall(r"(\w+)_r = cute\.make_rmem_tensor", body)
+    for name in made:                                # every register tensor a region keeps is read afterwards
+        assert re.search(rf"\b{name}\b(?! = )", body.replace(f"{name} = {name}_r.load()", "")), name
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None and tool("nvdisasm") is None, reason="no SASS disassembler")
+def test_the_long_epilogue_compiles_to_hgmma_with_few_registers():
+    exe = pt.lower(long_epilogue_matmul()).compile()
+    assert exe.counts("HGMMA")["HGMMA"] > 0
+    assert exe.resources["spills"] == 0
+    assert exe.resources["registers"] <= 96, exe.resources      # one register tensor per step held 200+
