@@ -31,7 +31,8 @@ def _iota(ctx: Ctx, e: Any, ins: list) -> list:
     below = int(it.product(tuple(sizes[:dim]))) if dim else 1
     extent = int(mode_size(ms[dim]))
     n = static_size(t.shape, "iota")
-    tv = block_tv(n)
+    key = t.shape if type(t.shape) is tuple else (t.shape,)    # computed where it is used: as reads of its shape
+    tv = ctx.native.get(key) or ctx.read.get(key) or block_tv(n)
     w = ctx.w
     tvn = w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
     name = w.fresh("iota")

@@ -33,8 +33,9 @@ def read_tv(ctx: Ctx, sel: Layout) -> Layout | None:
     with no exchange), else in the memory's order (vector accesses); None for one element."""
     if sel.shape == ():
         return None
-    native = ctx.native.get(sel.shape if type(sel.shape) is tuple else (sel.shape,))
-    return native if native is not None else memory_tv(sel, _n(sel))
+    key = sel.shape if type(sel.shape) is tuple else (sel.shape,)
+    native = ctx.native.get(key)
+    return native if native is not None else ctx.read.setdefault(key, memory_tv(sel, _n(sel)))
 
 
 @rule("set")
