@@ -21,6 +21,7 @@ def main() -> None:
     progs = {"mlp_forward 1024x1024x1024": P.mlp_forward(m=1024, k=1024, h=1024, n=256, dtype="bf16"),
              "mlp_backward 512x512x512": P.mlp_backward(m=512, k=512, h=512, n=256, dtype="bf16"),
              "softmax 512x1024 f32": P.softmax_forward(r=512, c=1024, dtype="f32"),
+             "softmax 512x1000 f32": P.softmax_forward(r=512, c=1000, dtype="f32"),
              "layernorm 512x768 bf16": P.layernorm_forward(r=512, c=768, dtype="bf16")}
     print(f"{'program / kernel':44s} {'path':9s} {'lower ms':>9s} {'compile s':>9s} {'regs':>5s} {'spills':>6s} "
           f"{'SASS':>6s} {'main':>5s} {'SASS x':>7s} {'main x':>7s} {'128-bit':>8s}")

@@ -104,3 +104,34 @@ def test_row_major_softmax_compiles_to_128_bit_loads_and_stores():
     ops = re.findall(r"\b((?:LDG|STG)\.E[.\w]*)", exe.sass)
     assert ops and all(op.endswith(".128") for op in ops), ops
     assert exe.resources["spills"] == 0
+
+
+def _padded_rows(R, C, BR, BC, dtype="f32"):
+    """Row softmax whose blocks (BR, BC) overhang the C columns: padded edge blocks, masked as the routed row
+    kernels mask them."""
+    def softmax_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        ok = pt.iota("i32", (BR, BC), 1) < C
+        e = pt.where(ok, pt.exp(pt.where(ok, x, -1e30) - pt.reduce_max(pt.where(ok, x, -1e30), 1)[:, None]), 0.0)
+        o_ref[...] = e / pt.reduce_sum(e, 1)[:, None]
+    spec = pt.BlockSpec((BR, BC), lambda i: (i, 0))
+    t = _row_major(R, C, dtype)
+    return pt.stage(pt.kernel(softmax_kernel, t, grid=(R // BR,), in_specs=[spec], out_specs=spec), t)
+
+
+@pytest.mark.parametrize("C,chunked", [(1000, True), (1001, False)])
+def test_padded_edge_blocks_move_whole_vectors_when_the_edge_allows(C, chunked):
+    prog = _padded_rows(16, C, 4, 1024)
+    mod = pt.lower(prog)
+    assert ("chunks_" in mod.source) == chunked          # 1000 columns: 8-wide chunks; 1001: element by element
+    x = rng.standard_normal((16, C))
+    got = np.asarray(simulate_module(mod, x)[0], np.float64)
+    want = np.asarray(prog(x), np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None and tool("nvdisasm") is None, reason="no SASS disassembler")
+def test_padded_row_major_softmax_compiles_to_128_bit_accesses():
+    exe = pt.lower(_padded_rows(512, 1000, 4, 1024)).compile()
+    ops = re.findall(r"\b((?:LDG|STG)\.E[.\w]*)", exe.sass)
+    assert ops and all(op.endswith(".128") for op in ops), ops

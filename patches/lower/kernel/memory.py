@@ -136,7 +136,19 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     sync.access(ctx, ref.ptr, off, sel, tv, False)
     view = _thread_view(ctx, ref.ptr, off, sel, tv, why) if bounds is None else None
     per = tv_values(tv)
-    if bounds is not None:      # an edge block: elements past the operand's extents read the pad value
+    chunked = padding.chunks(ctx, sel, tv, bounds, ref.dtype) if bounds is not None else None
+    if chunked is not None:     # an edge block read a vector at a time, each inside or outside as a whole
+        vec, lay = chunked
+        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        e = w.fresh("e")
+        w.emit(f"{src} = cute.make_tensor({base}, {w.layout(lay, why, 'chunks')})[(tidx, None, None)]")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"{name}_r.fill({pad_value(ref.dtype, why)})")
+        w.emit(f"for c in cutlass.range_constexpr({per // vec}):")
+        w.emit(f"    {e} = {tvn}((tidx, c * {vec}))")
+        predicated(w, "    ", bounds, e, f"{name}_r[(None, c)].store({src}[(None, c)].load())")
+        w.emit(f"{name} = {name}_r.load().reshape(({per},))")
+    elif bounds is not None:      # an edge block: elements past the operand's extents read the pad value
         src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         e = w.fresh("e")
         w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
@@ -244,7 +256,18 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     pad = "    " if guard else ""
     view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why) if bounds is None else None
     per = tv_values(b.tv)
-    if bounds is not None:      # an edge block: elements past the operand's extents are dropped
+    chunked = padding.chunks(ctx, sel, b.tv, bounds, ref.dtype) if bounds is not None else None
+    if chunked is not None:     # an edge block written a vector at a time, each inside or outside as a whole
+        vec, lay = chunked
+        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+        e = w.fresh("e")
+        w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(lay, why, 'chunks')})[(tidx, None, None)]")
+        w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(b.dtype, why)})")
+        w.emit(f"{pad}{b.name}_r.store({b.name}.reshape(({vec}, {per // vec})))")
+        w.emit(f"{pad}for c in cutlass.range_constexpr({per // vec}):")
+        w.emit(f"{pad}    {e} = {tv}((tidx, c * {vec}))")
+        predicated(w, pad + "    ", bounds, e, f"{dst}[(None, c)].store({b.name}_r[(None, c)].load())")
+    elif bounds is not None:      # an edge block: elements past the operand's extents are dropped
         dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         e = w.fresh("e")
         w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")

@@ -156,6 +156,58 @@ def predicated(w: Any, pad: str, p: Pad, e: str | None, line: str) -> None:
     w.emit(f"{pad}{'    ' * depth}{line}")
 
 
+BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "i16": 2, "i8": 1, "u8": 1}
+
+
+def chunks(ctx: Ctx, sel: Any, tv: Any, p: Pad, dtype: str) -> tuple[int, Any] | None:
+    """Vector chunks of a padded access of ``sel`` held by ``tv``: the widest ``vec`` (up to 16 bytes) such that each
+    thread's values ``c * vec .. c * vec + vec - 1`` are consecutive in memory and lie inside or outside the
+    operand together (their coordinates in a padded mode are one, or a run from a multiple of ``vec`` with the
+    limit a multiple of it), with the (thread, lane, chunk) -> offset layout; None when no width above 1 does."""
+    from ...layouts import Layout, LayoutError, check, composition, make_layout
+    from .values import threads, tv_values
+
+    if dtype not in BYTES:
+        return None
+    T, per = threads(), tv_values(tv)
+    try:
+        tvr = composition(sel, tv)
+    except LayoutError:
+        return None
+    if not isinstance(tvr, Layout) or type(tvr.shape) is not tuple or len(tvr.shape) != 2:
+        return None
+    el = check.evaluate(tv, np.arange(T * per, dtype=np.int64)).reshape(per, T).T        # (thread, value) -> element
+    offs = check.evaluate(sel, el.ravel()).reshape(T, per)
+    coords, stride = [], 1
+    for b, lim in p.modes:
+        if lim is not None:
+            coords.append(((el // stride) % b, lim))
+        stride *= b
+    vec = 16 // BYTES[dtype]
+    while vec > 1:
+        if per % vec == 0 and _chunked(offs, coords, vec, ctx):
+            lay = composition(tvr, make_layout((T, vec, per // vec)))
+            if isinstance(lay, Layout) and type(lay.shape) is tuple and len(lay.shape) == 3:
+                return vec, lay
+        vec //= 2
+    return None
+
+
+def _chunked(offs: np.ndarray, coords: list, vec: int, ctx: Ctx) -> bool:
+    T, per = offs.shape
+    run = np.arange(vec)
+    o = offs.reshape(T, per // vec, vec)
+    if not (o - o[:, :, :1] == run).all():
+        return False
+    for c, lim in coords:
+        c = c.reshape(T, per // vec, vec)
+        same = (c == c[:, :, :1]).all(-1)
+        runs = ((c - c[:, :, :1]) == run).all(-1) & (c[:, :, 0] % vec == 0)
+        if not (same | runs).all() or (not same.all() and ctx.w.divisor(lim) % vec):
+            return False
+    return True
+
+
 def pad_value(dtype: str, why: str) -> str:
     """What a read past the operand's edge gives, as in the interpreter: NaN for floats, the most negative
     integer, False."""
