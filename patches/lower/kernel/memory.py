@@ -17,7 +17,7 @@ from . import padding, sync
 from .context import Ctx
 from .padding import pad_value, predicated
 from .symbolic import code, symbols_of
-from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, memory_tv, static_size, threads, tv_owners, tv_values
+from .values import NARROW, Block, RefVal, Scalar, block_tv, dsl_dtype, memory_tv, owner_guard, static_size, threads, tv_values
 
 
 def _flat(m: Layout) -> bool:
@@ -249,10 +249,9 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     held = isinstance(x, Block) and x.splat is None
     b = as_block(ctx, x, n, sel.shape, x.tv if held else memory_tv(sel, n))    # a splat: any layout, the memory's
     sync.access(ctx, ref.ptr, off, sel, b.tv, True)
-    g = tv_owners(b.tv)
-    guard = g < threads()
+    guard = owner_guard(b.tv)
     if guard:
-        w.emit(f"if tidx < {g}:   # the owners of distinct elements (the other threads hold copies)")
+        w.emit(f"if {guard}:   # the owners of distinct elements (the other threads hold copies)")
     pad = "    " if guard else ""
     view = _thread_view(ctx, ref.ptr, off, sel, b.tv, why) if bounds is None else None
     per = tv_values(b.tv)

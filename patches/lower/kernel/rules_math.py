@@ -111,7 +111,7 @@ def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
     hold what ``tv`` asks for, else through the exchange."""
     from .memory import retv
 
-    if x.lazy is not None and x.lazy[3] == "broadcast" and x.lazy[0].held is not None:
+    if x.lazy is not None and x.lazy[3] == "broadcast" and x.lazy[0].lazy is None:
         got = shuffle.gather(ctx, x, tv)
         if got is not None:
             return got

@@ -140,6 +140,13 @@ def plan(x: Block, shape: tuple, axes: tuple) -> ShufflePlan | None:
     return ShufflePlan(slots, S, tuple(1 << b for b in lanes), 1 << len(warps), write, own, mask, n_out, direct)
 
 
+def nt_slots_ok(p: ShufflePlan) -> bool:
+    """Whether the plan's (thread, slot) -> output layout can hold the result as a block: every output in some
+    thread's slots (the stride-0 thread leaves are the lanes holding copies)."""
+    held = table(p.write)
+    return held.min() >= 0 and held.max() < p.n_out and len(np.unique(held)) == p.n_out
+
+
 def _pow2(n: int) -> int:
     return 1 << (n.bit_length() - 1) if n else 0
 
@@ -168,10 +175,12 @@ def emit(ctx: Ctx, x: Block, p: ShufflePlan, op: str, cd: str, out_dtype: str, s
             w.emit(f"    {acc}[s] = " + R.reduce_combine(op, f"{acc}[s]", shfl, cd))
     n_out = p.n_out
     held = (acc, p.write) if p.replicas == 1 and shape is not None and out_dtype == cd == "f32" else None
-    if p.direct:
+    if p.direct or (p.replicas == 1 and shape is not None and nt_slots_ok(p)):
+        # no warps combine: the result stays in the registers of the lanes that reduced it, each holding the
+        # outputs of its slots (copies in the lanes that reduced together), with no shared-memory round trip
         name = w.fresh()
         w.emit(f"{name} = {acc}.load()" + (f".to({dsl_dtype(out_dtype, 'reduce')})" if out_dtype != cd else ""))
-        return Block(name, out_dtype, shape, n_out, held=held)
+        return Block(name, out_dtype, shape, n_out, None if p.direct else p.write, held=held)
     buf = w.need_exchange(cd, n_out * p.replicas)
     at = w.layout(p.write, "(thread, slot) -> where its partial goes (output + outputs * warp replica)", "partial_at")
     w.emit("cute.arch.barrier()   # earlier readers of the exchange buffer are done")
@@ -231,7 +240,7 @@ def gather(ctx: Ctx, x: Block, tv: Layout) -> Block | None:
     with no move (value ``v`` of every thread reads one slot), or None when ``tv`` asks for elements a thread does
     not hold."""
     src, lin, lout, _ = x.lazy
-    acc, at = src.held
+    acc, at = src.held if src.held is not None else (None, src.tv)
     nt = threads()
     if tv_owners(tv) != nt or src.dtype != "f32":
         return None
@@ -251,6 +260,10 @@ def gather(ctx: Ctx, x: Block, tv: Layout) -> Block | None:
         return None
     w = ctx.w
     name, r = w.fresh(), w.fresh("bc")
+    if acc is None:                     # the source's own registers hold what every thread reads
+        acc = w.fresh("own")
+        w.emit(f"{acc} = cute.make_rmem_tensor(({S},), cutlass.Float32)")
+        w.emit(f"{acc}.store({src.name})")
     g = w.layout(lay, "value -> the slot of the reducing lanes' registers it reads", "bcast")
     w.comment(f"the broadcast of {src.name}, from the registers of the lanes that reduced it")
     w.emit(f"{r} = cute.make_rmem_tensor(({V},), cutlass.Float32)")

@@ -108,6 +108,30 @@ def tv_owners(tv: Layout) -> int:
     return n
 
 
+def owner_guard(tv: Layout) -> str | None:
+    """The condition on ``tidx`` under which a thread holds the first copy of its elements (None: every thread
+    does): its coordinate is 0 in each stride-0 leaf of the thread mode. Copies after the owners give
+    ``tidx < owners``; copies may also sit between (the lanes that reduced a row together)."""
+    shape, stride = tv.shape[0], tv.stride[0]
+    leaves = [(s, d) for s, d in (zip(it.flatten(shape), it.flatten(stride)) if type(shape) is tuple
+                                  else [(shape, stride)]) if s > 1]
+    copies = [k for k, (_, d) in enumerate(leaves) if d == 0]
+    if not copies:
+        return None
+    if all(d == 0 for _, d in leaves[copies[0]:]):
+        return f"tidx < {tv_owners(tv)}"
+    conds, below, run = [], 1, 1            # consecutive copy leaves make one condition
+    for k, (s, d) in enumerate(leaves):
+        if d == 0:
+            run *= s
+            if k + 1 == len(leaves) or leaves[k + 1][1] != 0:
+                lo = below * s // run
+                conds.append(f"tidx % {run} == 0" if lo == 1 else f"(tidx // {lo}) % {run} == 0")
+                run = 1
+        below *= s
+    return " and ".join(f"({c})" for c in conds) if len(conds) > 1 else conds[0]
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where a GMEM Ref sits in its kernel argument, in the argument's own coordinates (what a TMA box needs):
