@@ -37,7 +37,8 @@ def _reductions(report):
 CASES = {"softmax": lambda: pt.stage(*(lambda k, t: (k, *t))(*C.softmax(16, 64, 8))),
          "layernorm": lambda: pt.stage(*(lambda k, t: (k, *t))(*C.layernorm(16, 64, 8))),
          "columns": lambda: _reduce_kernel(0, 8, 128), "rows": lambda: _reduce_kernel(1), "whole": lambda: _reduce_kernel(None),
-         "wgmma_rows": _matmul_row_max}
+         "wgmma_rows": _matmul_row_max,
+         "flash": lambda: pt.stage(*(lambda k, t: (k, *t))(*C.flash_attention(64, 64, 64, 32)))}
 
 
 @pytest.mark.parametrize("name, plans, broadcasts, form", [
@@ -47,6 +48,7 @@ CASES = {"softmax": lambda: pt.stage(*(lambda k, t: (k, *t))(*C.softmax(16, 64, 
     ("rows", 1, 0, "partial_at_"),
     ("whole", 1, 0, "el"),                   # the whole block to one number
     ("wgmma_rows", 1, 1, "offset=2,"),       # the quad of lanes holding an accumulator row
+    ("flash", 2, 3, "own"),                  # row statistics kept in the reducing lanes, broadcast from copies
 ])
 def test_every_reduction_and_broadcast_verifies(name, plans, broadcasts, form):
     mod = pt.lower(CASES[name]())
@@ -59,6 +61,8 @@ def test_every_reduction_and_broadcast_verifies(name, plans, broadcasts, form):
         assert "partial_at_" not in mod.source
     elif form == "el":
         assert re.search(r"el\d+ = 0\n", mod.source)
+    elif form == "own":
+        assert re.search(r"own\d+\.store\(v\d+\)", mod.source) and "partial_at_" not in mod.source
     else:
         assert form in mod.source
 

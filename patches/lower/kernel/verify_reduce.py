@@ -36,17 +36,24 @@ def record(ctx: Any, e: Any, ins: list, outs: list, start: int) -> None:
         if acc is not None and isinstance(x, Block):
             t_in = e.inputs[0].type
             shape = tuple(t_in.shape) if type(t_in.shape) is tuple else (t_in.shape,)
+            res = outs[0] if isinstance(outs[0], Block) else None       # the result: its name and claimed layout
             w.checks.append((acc, "reduction", ("plan", acc, x.tv, shape, tuple(e.params["axes"]),
-                                                 e.outputs[0].type.rank == 0)))
+                                                 e.outputs[0].type.rank == 0, res and res.name, res and res.tv)))
         return
     out = outs[0] if len(outs) == 1 and isinstance(outs[0], Block) else None
     for line in lines:
         m = _BCAST.match(line)
-        src = m and next((x for x in ins if isinstance(x, Block) and x.lazy is not None
-                          and x.lazy[0].held is not None and x.lazy[0].held[0] == m.group(1)), None)
-        if src and out is not None:
-            _, lin, lout, _ = src.lazy
-            w.checks.append((m.group(2), "reduction", ("broadcast", m.group(1), out.tv, lin, lout, src.lazy[0].n)))
+        if m is None or out is None:
+            continue
+        regs = m.group(1)         # a reduction's registers (held), or a copy of the source's own (``own = src``)
+        copy = any(re.fullmatch(rf"\s*{regs}\.store\((\w+)\)", ln) for ln in lines)
+        src = next((x for x in ins if isinstance(x, Block) and x.lazy is not None and x.lazy[3] == "broadcast"
+                    and (x.lazy[0].held is not None and x.lazy[0].held[0] == regs
+                         or copy and any(ln.strip() == f"{regs}.store({x.lazy[0].name})" for ln in lines))), None)
+        if src is not None:
+            b, lin, lout, _ = src.lazy
+            own = None if b.held is not None and b.held[0] == regs else (b.name, b.tv)
+            w.checks.append((m.group(2), "reduction", ("broadcast", regs, out.tv, lin, lout, b.n, own)))
     if out is not None and out.held is not None:
         srcs = [x.held[0] for x in ins if isinstance(x, Block) and x.held is not None and x.held[0] != out.held[0]]
         if srcs and any(ln.lstrip().startswith(f"{out.held[0]} = ") for ln in lines):
@@ -191,8 +198,8 @@ def _table(tv: Any) -> np.ndarray:
     return check.evaluate(tv, np.arange(T * V, dtype=np.int64)).reshape(V, T).T.astype(np.int64)
 
 
-def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scalar: bool, state: dict,
-          c: Any) -> None:
+def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scalar: bool, res: str | None,
+          res_tv: Any, state: dict, c: Any) -> None:
     """Run reduction ``acc``'s code (``read_plan``) on sets of input elements; record in ``state`` the output each
     of its registers holds at the end (-1: none whole)."""
     T, V, S = threads(), tv_values(tv), code["S"]
@@ -218,15 +225,20 @@ def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scal
             return
         parts = [[np.concatenate([parts[t][s], parts[t ^ off][s]]) for s in range(S)] for t in range(T)]
     c.elements += el.size
-    if code["write"] is None:                                  # the registers are the result: block_tv's elements
-        bt = _table(block_tv(n_out))
+    if code["write"] is None:      # the registers are the result, held as the result's layout says
+        bt = _table(res_tv if res_tv is not None else block_tv(n_out))
         if bt.shape[1] != S:
-            c.fail(f"the result holds {S} values per thread, a block of {n_out} outputs {bt.shape[1]}")
+            c.fail(f"the result holds {S} values per thread, its layout {bt.shape[1]}")
             return
         final = np.array([[_complete([parts[t][s]], rows) for s in range(S)] for t in range(T)], np.int64)
         for t, s in np.argwhere(final != bt)[:16]:
             c.fail(f"thread {t} slot {s}: holds {_what(final[t, s], parts[t][s])}, the result says output {bt[t, s]}")
+        missing = sorted(set(range(n_out)) - set(final.ravel().tolist()))
+        if missing:
+            c.fail(f"outputs {missing[:8]} are in no thread's registers")
         state[acc] = final
+        if res is not None:
+            state[res] = final
         return
     at = _evaluated(K, code["write"], T, S, c)
     if at is None:
@@ -261,6 +273,8 @@ def _plan(K: Any, code: dict, acc: str, tv: Any, shape: tuple, axes: tuple, scal
                 else [parts[t][s]]
             final[t, s] = _complete(got, rows) if got is not None else -1
     state[acc] = final
+    if res is not None and res_tv is not None and _table(res_tv).shape == final.shape:
+        state[res] = _table(res_tv)       # the result as read back (the read check above), by its own layout
 
 
 def _gather(buf: dict, e: int, offsets: list, c: Any, who: str) -> list | None:
@@ -278,8 +292,11 @@ def _what(o: int, elements: np.ndarray) -> str:
     return f"output {o}" if o >= 0 else f"{len(elements)} input elements that are no one output's, once each"
 
 
-def _broadcast(K: Any, name: str, acc: str, tv: Any, lin: Any, lout: Any, n: int, state: dict, c: Any) -> None:
-    held = state.get(acc)
+def _broadcast(K: Any, name: str, acc: str, tv: Any, lin: Any, lout: Any, n: int, own: tuple | None, state: dict,
+               c: Any) -> None:
+    """Each value of each thread reads, from ``acc`` (a reduction's registers, or ``own``: a copy of the source
+    block's registers, (name, layout)), the slot ``bcast_*`` names: that slot must hold its element's output."""
+    held = state.get(acc) if own is None else state.get(own[0], _table(own[1]))
     if held is None:
         c.fail(f"{name}: reads registers {acc}, which no verified reduction holds")
         return
