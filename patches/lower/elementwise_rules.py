@@ -6,6 +6,8 @@ Operands are code strings already in the compute dtype (f32 for the GEMM epilogu
 computed in f32 and integers as integers in the kernel lowering). A rule has a scalar form (DSL numerics) and a
 tensor form (register TensorSSA values). NaN propagates as in numpy: maximum, minimum, relu and the max/min
 reductions keep a NaN of either operand. Literals go through ``lit`` (NaN and infinities never a bare name).
+Floor division and remainder are numpy's bit for bit (npy_divmod on an exact fmod; integer x // 0 is 0): calls of
+module-level helpers that every emitter defines with ``helper_lines``.
 """
 
 from __future__ import annotations
@@ -123,11 +125,74 @@ def absolute(x: str, dtype: str = "f32", tensor: bool = False) -> str:
     return select(f"{x} < {lit(0, dtype)}", f"-{x}", x, dtype, tensor)
 
 
-def floordiv(op: str, a: str, b: str, dtype: str = "f32") -> str:
-    """numpy's floor division (``floordiv``) or modulo (``mod``, the sign of the divisor): the quotient rounded
-    down; integers by the DSL's floor division (floordivsi)."""
-    q = f"cute.math.floor({a} / {b})" if is_float(dtype) else f"({a} // {b})"
-    return q if op == "floordiv" else f"{a} - {q} * {b}"
+def floordiv(op: str, a: str, b: str, dtype: str = "f32", tensor: bool = False) -> str:
+    """numpy's floor division (``floordiv``) or remainder (``mod``, the sign of the divisor): a call of the module's
+    helper (``helper_lines`` defines it); integers divided by a literal other than 0 and -1 directly (floordivsi)."""
+    k = None if is_float(dtype) else _int_literal(b)
+    if k is not None and k != 0 and (k != -1 or dtype.startswith("u")):
+        q = f"({a} // {b})"
+        return q if op == "floordiv" else f"{a} - {q} * {b}"
+    return f"{helper_name(op, dtype, tensor)}({a}, {b})"
+
+
+def helper_name(op: str, dtype: str, tensor: bool = False) -> str:
+    """The module-level helper computing ``op`` ("floordiv" or "mod") on ``dtype`` values (or register tensors)."""
+    return f"np_{op}_{dtype}{'_tensor' if tensor else ''}"
+
+
+_HELPER = re.compile(r"\bnp_(floordiv|mod)_([a-z]+\d+)(_tensor)?\(")
+
+
+def helper_lines(body: str) -> list[str]:
+    """The definitions of the helpers (``helper_name``) that the code ``body`` calls, for the module's top level."""
+    out = []
+    for op, dtype, tensor in sorted(set(_HELPER.findall(body))):
+        out += division_helper(op, dtype, bool(tensor)) + ["", ""]
+    return out
+
+
+def division_helper(op: str, dtype: str, tensor: bool = False) -> list[str]:
+    """The lines of helper ``helper_name(op, dtype, tensor)``: numpy's floor_divide or remainder. Floats as
+    npy_divmod: m = fmod(a, b) (the DSL's rem is C's fmod: exact, NaN at inf % x and x % 0); the remainder m, or
+    m + b where m is nonzero with the sign opposite to b's, a zero one with b's sign; the quotient (a - m) / b, one
+    less where m moved, snapped to the nearest integer (a half down), a zero one with the sign of a / b, and a / b
+    where b is 0. Integers by the DSL's ``//`` (floordivsi) on a divisor never 0 (undefined on the GPU) or -1
+    (INT_MIN // -1 overflows): x // 0 = x % 0 = 0 as numpy's, x // -1 = -x wrapping, x % -1 = 0."""
+    def sel(p: str, x: str, y: str) -> str:
+        return select(p, x, y, dtype, tensor)
+
+    what = "floor_divide" if op == "floordiv" else "remainder (the divisor's sign)"
+    out = [f"def {helper_name(op, dtype, tensor)}(a, b):",
+           f'    """numpy\'s {what} of {dtype} {"tensors" if tensor else "values"} (patches.lower.elementwise_rules)."""']
+    if tensor:          # either operand may be a scalar: both as tensors (x - 0 is x, signed zeros included)
+        out += ["    z = cute.full_like(a + b, 0)", "    a, b = a - z, b - z"]
+    if not is_float(dtype):
+        zero, one, m1 = lit(0, dtype), lit(1, dtype), lit(-1, dtype)
+        signed = not dtype.startswith("u")
+        bad = f"(b == {zero}) | (b == {m1})" if signed else f"b == {zero}"
+        out.append(f"    s = {sel(bad, one, 'b')}   # never 0 (undefined) nor -1 (INT_MIN // -1 overflows)")
+        if op == "mod":
+            return out + ["    return a - (a // s) * s   # x % 0 and x % -1 are 0"]
+        q = sel(f"b == {m1}", "-a", "a // s") if signed else "a // s"
+        return out + [f"    q = {q}   # x // -1 is -x, wrapping", f"    return {sel(f'b == {zero}', zero, 'q')}   # x // 0 is 0"]
+    one, half, zero = lit(1.0, dtype), lit(0.5, dtype), lit(0.0, dtype)
+    out += ["    m = cute.math.rem(a, b)   # C's fmod, exact: NaN at inf % x and x % 0",
+            "    c = cute.math.copysign(m, b)   # != m where m is nonzero (or NaN) with the sign opposite to b's"]
+    if op == "mod":
+        return out + [f"    return {sel('c != m', 'm + b', 'c')}   # a zero remainder takes b's sign"]
+    return out + ["    d = (a - m) / b",
+                  f"    d = {sel('c != m', f'd - {one}', 'd')}   # the remainder moved by b: one less",
+                  "    f = cute.math.floor(d)",
+                  f"    f = {sel(f'd - f > {half}', f'f + {one}', 'f')}   # snapped to the nearest integer, a half down",
+                  "    t = a / b",
+                  f"    f = {sel(f'd == {zero}', 'cute.math.copysign(d, t)', 'f')}   # a zero takes the sign of a / b",
+                  f"    return {sel(f'b == {zero}', 't', 'f')}   # x // 0 is x / 0"]
+
+
+def _int_literal(code: str) -> int | None:
+    """The value of an integer literal's code (``7``, ``cutlass.Int32(-7)``), else None."""
+    m = re.fullmatch(r"(?:cutlass\.\w+\()?(-?\d+)\)?", code.strip())
+    return int(m.group(1)) if m else None
 
 
 def power(a: str, b: str, exponent: float | None = None) -> str:
@@ -148,7 +213,7 @@ def expr(op: str, args: list, dtype: str = "f32", tensor: bool = False, exponent
     if op == "abs":
         return absolute(args[0], dtype, tensor)
     if op in ("floordiv", "mod"):
-        return floordiv(op, args[0], args[1], dtype)
+        return floordiv(op, args[0], args[1], dtype, tensor)
     if op == "pow":
         return power(args[0], args[1], exponent)
     if op in COMPARE:
@@ -178,16 +243,5 @@ def reduce_combine(op: str, a: str, b: str, dtype: str = "f32", tensor: bool = F
 
 
 def int_division_lines(j: int, op: str, a: str, b: str, indent: str) -> list[str]:
-    """Floor division (or modulo) of Int32 values as numpy's, from the quotient of magnitudes (no reliance on how
-    ``//`` rounds negative operands): negated, and one less when the signs differ and it is inexact. Assigns
-    ``v{j}``; names ``a{j}``, ``b{j}``, ``am{j}``, ``bm{j}``, ``q{j}``, ``r{j}`` are its own."""
-    def sel(p: str, x: str, y: str) -> str:
-        return select(p, x, y, "i32")
-
-    zero, one = lit(0, "i32"), lit(1, "i32")
-    return [f"{indent}a{j}, b{j} = {a}, {b}",
-            f"{indent}am{j}, bm{j} = {sel(f'a{j} < 0', f'-a{j}', f'a{j}')}, {sel(f'b{j} < 0', f'-b{j}', f'b{j}')}",
-            f"{indent}q{j} = am{j} // bm{j}",
-            f"{indent}r{j} = {sel(f'q{j} * bm{j} == am{j}', zero, one)}",
-            f"{indent}q{j} = {sel(f'(a{j} ^ b{j}) < 0', f'-q{j} - r{j}', f'q{j}')}",
-            f"{indent}v{j} = {f'q{j}' if op == 'floordiv' else f'a{j} - q{j} * b{j}'}   # {op}"]
+    """Floor division (or modulo) of Int32 values as numpy's (``floordiv``), assigning ``v{j}``."""
+    return [f"{indent}v{j} = {floordiv(op, a, b, 'i32')}   # {op}"]

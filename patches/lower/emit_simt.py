@@ -393,4 +393,6 @@ def emit_simt(spec: SimtSpec) -> str:
         w("        # Output pass: compute every element of the row and store it, rounded once.")
         L.extend(_passes(spec, [(o.result, ["{ind}" + o.name + "[" + _index(o.coords, split=o.split) + "] = "
                                             + store_code("{x}", o.dtype)]) for o in full], store=True))
+    at = L.index("@cute.jit")         # numpy's floor division and remainder, where the kernel uses them
+    L[at:at] = R.helper_lines("\n".join(L[at:]))
     return "\n".join(L) + "\n"

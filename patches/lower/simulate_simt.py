@@ -126,9 +126,9 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         if st.kind == "i":
             return int_step(st.op, xs, st.dtype)
         if st.op in ("floordiv", "mod"):
+            fn = np.floor_divide if st.op == "floordiv" else np.remainder     # the emitted helpers: numpy's
             with np.errstate(all="ignore"):
-                q = np.floor(np.float32(xs[0]) / np.float32(xs[1]))
-                return (q if st.op == "floordiv" else xs[0] - q * xs[1]).astype(np.float32)
+                return fn(np.float32(xs[0]), np.float32(xs[1])).astype(np.float32)
         return step(st.op, xs, st.dtype)
 
     def gather(st: Any) -> np.ndarray:
@@ -223,8 +223,8 @@ def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
         return _i32(np.abs(a) if op == "abs" else np.maximum(a, 0))
     b = xs[1]
     if op in ("floordiv", "mod"):
-        q = np.floor_divide(a, np.where(b == 0, 1, b))
-        return _i32(q if op == "floordiv" else a - q * b)
+        q = np.where(b == 0, 0, np.floor_divide(a, np.where(b == 0, 1, b)))      # x // 0 = x % 0 = 0, as numpy's
+        return _i32(q if op == "floordiv" else np.where(b == 0, 0, a - q * b))
     fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}[op]
     return _i32(fn(a, b))
 

@@ -16,7 +16,7 @@ from .. import elementwise_rules as R
 from ..errors import LoweringError
 from ..expand import expand
 from ..names import sanitize
-from . import sync
+from . import sync, verify_reduce
 from .values import Accumulated, Block, RefVal, Scalar, Staged, dsl_dtype
 from .writer import Writer
 
@@ -102,7 +102,9 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
                 ins = [read(a) for a in e.inputs]
                 if e.prim.name not in TAKES_LAZY:
                     ins = [_done(ctx, x) for x in ins]
+                start = len(ctx.w.lines)
                 outs = fn(ctx, e, ins)
+                verify_reduce.record(ctx, e, ins, outs, start)     # what the verifier checks the reduction against
             except LayoutError as err:
                 raise ctx.fail(f"the layout algebra refused: {err}") from None
             except LoweringError as err:

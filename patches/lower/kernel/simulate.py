@@ -116,7 +116,8 @@ cute = SimpleNamespace(
     math=SimpleNamespace(exp=_math(np.exp), log=_math(np.log), sin=_math(np.sin), cos=_math(np.cos),
                          tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs),
                          max=_extremum(np.maximum, np.fmax), min=_extremum(np.minimum, np.fmin),
-                         pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf)),
+                         pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf),
+                         rem=_math(np.fmod), copysign=_math(np.copysign)),   # rem: C's fmod (arith.remf)
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
                          barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop,
                          warp_idx=lambda: _local.tid // 32, make_warp_uniform=lambda x: x,

@@ -12,6 +12,7 @@ from ...layouts import Layout, arith, cosize, size
 from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
 from ...staging.types import mode_layouts
+from .. import elementwise_rules as R
 from ..errors import LoweringError
 from ..names import comment_block, sanitize
 from . import fuse, mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
@@ -298,6 +299,7 @@ def _module(ctx: Ctx, spec: KernelSpec, e: Any) -> str:
           "from cutlass.tensor_utils import LayoutEnum", "", f"THREADS = {threads()}", "", ""]
     L += ["# Layouts the kernel uses, from patches.layouts (a verifier can call the same builders).", ""]
     L += w.builder_lines()
+    L += R.helper_lines("\n".join(w.prologue + w.lines))   # numpy's floor division and remainder, where used
     kparams = params + "".join(f", {n}: {a}" for n, a in w.kernel_params) + \
         "".join(f", {s.ident}: cutlass.Int32" for s in spec.symbols)
     kargs = ", ".join(names + [n for n, _ in w.kernel_params] + [s.ident for s in spec.symbols])

@@ -15,7 +15,10 @@ CuTe DSL trace the module's builder functions are called and evaluated thread by
   ``boxes[(None, i, j)]`` / ``stages[(None, s)]`` and the numpy model assume;
 * every register -> shared memory tiling (stmatrix, ``make_r2s``) stores register ``r`` of thread ``t`` (in the
   order the kernel copies them: the retiled fragment) at the shared-memory offset of the accumulator element
-  ``accumulator_tv(t, r)``, every element exactly once.
+  ``accumulator_tv(t, r)``, every element exactly once;
+* every reduction's shuffle plan (``slots_*``, the butterflies, ``partial_at_*``, ``partial_own_*``) gives each
+  output the input elements of its row exactly once, and every broadcast read (``bcast_*``) finds its output in
+  the slot it reads (patches.lower.kernel.verify_reduce).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 from ...layouts import check
 from ..verify.report import Report
 from ..verify.trace import in_trace
+from . import verify_reduce
 from .values import THREADS, cta_threads, threads, tv_owners, tv_values
 
 
@@ -53,14 +57,22 @@ def verify_kernel(module: Any, kinds: tuple | None = None, sizes: dict | None = 
     spec = module.spec if not syms else _bound_spec(module.spec, env)
     t0 = time.perf_counter()
     with cta_threads(int(getattr(K, "THREADS", THREADS))):      # the module's CTA size: every thread is walked
-        in_trace(lambda: _checks(K, spec, report, kinds))
+        in_trace(lambda: _checks(K, spec, report, kinds, module.source))
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None) -> None:
+def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None, source: str) -> None:
+    state: dict = {}          # what each verified reduction's registers hold, for the broadcasts that read them
     for name, kind, payload in spec.checks:
         if kinds is not None and kind not in kinds:
+            continue
+        if kind == "reduction":
+            chk = report.check(f"{name}: {verify_reduce.TITLES[payload[0]]}")
+            try:
+                verify_reduce.run_check(K, name, payload, state, chk, source)
+            except Exception as err:  # noqa: BLE001 (CuTe refusing the builders is a finding, not a crash)
+                chk.fail(f"the plan cannot be walked: {err}")
             continue
         if kind == "tma":
             chk = report.check(f"{name}: TMA boxes {payload[3]} -> the staged layout")
