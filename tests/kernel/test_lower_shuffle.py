@@ -156,3 +156,15 @@ def test_a_row_statistic_of_the_accumulator_is_stored_once_per_row():
     got = simulate_module(mod, a, b)
     for g, w_ in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w_, np.float64), rtol=1e-5)
+
+
+def test_the_verifier_takes_blocks_whose_copies_sit_between_owners():
+    from patches.lower.kernel.verify import _first_copies
+    from patches.lower.kernel.values import owner_guard
+
+    lanes = plan(_block(64 * 64, accumulator_tv(64, 64)), (64, 64), (1,)).write      # the quad's lanes hold copies
+    owner = _first_copies(lanes)
+    assert (owner == np.arange(128) - np.arange(128) % 4).all()
+    assert owner_guard(lanes) == "tidx % 4 == 0"
+    mod = pt.lower(_row_sums())
+    mod.verify()                     # every builder, the stored row sums' layout among them

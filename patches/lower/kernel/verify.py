@@ -31,7 +31,7 @@ from ...layouts import check
 from ..verify.report import Report
 from ..verify.trace import in_trace
 from . import verify_reduce
-from .values import THREADS, cta_threads, threads, tv_owners, tv_values
+from .values import THREADS, cta_threads, threads, tv_values
 
 
 def _size(layout: Any) -> int:
@@ -154,7 +154,7 @@ def _block_tv(built: Any, n: int, c: Any) -> None:
 
     per = int(cute.size(built, mode=[1]))
     seen = np.zeros(n, np.int64)
-    owners = tv_owners(_as_patches(built))
+    owner = _first_copies(_as_patches(built))
     first: dict = {}
     for t in range(threads()):
         for v in range(per):
@@ -162,14 +162,34 @@ def _block_tv(built: Any, n: int, c: Any) -> None:
             if not 0 <= e < n:
                 c.fail(f"thread {t} value {v}: element {e} outside the block of {n}")
                 continue
-            if t < owners:
-                seen[e] += 1
+            if owner[t] == t:
                 first[(t, v)] = e
-            elif first.get((t % owners, v)) != e:
-                c.fail(f"thread {t} value {v}: holds {e}, not a copy of thread {t % owners}'s element")
+                seen[e] += 1
+    for t in range(threads()):                    # copies after their owners: every one holds its owner's elements
+        if owner[t] != t:
+            for v in range(per):
+                if first.get((int(owner[t]), v)) != int(built((t, v))):
+                    c.fail(f"thread {t} value {v}: holds {int(built((t, v)))}, not a copy of thread "
+                           f"{int(owner[t])}'s element")
     for e in np.argwhere(seen != 1)[:8].reshape(-1):
         c.fail(f"element {int(e)} owned {int(seen[e])} times")
     c.elements += n
+
+
+def _first_copies(tv: Any) -> np.ndarray:
+    """For each thread, the thread holding the first copy of its elements: its coordinates in the stride-0 leaves
+    of the thread mode set to 0 (the threads ``owner_guard`` lets store)."""
+    from ...layouts import inttuple as it
+
+    shape, stride = tv.shape[0], tv.stride[0]
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    t = np.arange(threads())
+    out, below = np.zeros_like(t), 1
+    for s, d in leaves:
+        coord = (t // below) % s
+        out += (coord if d != 0 else 0) * below
+        below *= s
+    return out
 
 
 def _as_patches(built: Any) -> Any:
