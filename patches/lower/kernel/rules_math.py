@@ -111,11 +111,41 @@ def _move(ctx: Ctx, x: Block, tv: Any) -> Block:
     hold what ``tv`` asks for, else through the exchange."""
     from .memory import retv
 
+    if x.lazy is not None and x.lazy[3] == "broadcast" and x.lazy[0].source is not None:
+        got = _reread(ctx, x, tv)
+        if got is not None:
+            return got
     if x.lazy is not None and x.lazy[3] == "broadcast" and x.lazy[0].lazy is None:
         got = shuffle.gather(ctx, x, tv)
         if got is not None:
             return got
     return retv(ctx, x, tv)
+
+
+def _reread(ctx: Ctx, x: Block, tv: Any) -> Block | None:
+    """The broadcast ``x`` of a block read from a kernel input, read again from memory straight into ``tv`` (each
+    thread loads the elements its values repeat: no exchange), converted as the block was; None when the view
+    does not compose with the read."""
+    from ...layouts import LayoutError, composition
+    from .memory import load
+
+    src, lin, lout, _ = x.lazy
+    ref, off, sel = src.source
+    if not _same_order(lin, compact(src.shape if src.shape != () else 1)):
+        return None
+    try:
+        view = composition(sel, lout)
+    except LayoutError:
+        return None
+    if not isinstance(view, Layout) or symbols_of(view):
+        return None
+    ctx.w.comment(f"the broadcast of {src.name}, read again from memory in the layout it meets")
+    got = load(ctx, ref, off, view, "broadcast read", tv)
+    if ref.dtype == src.dtype:
+        return replace(got, shape=x.shape)
+    name = ctx.w.fresh()
+    ctx.w.emit(f"{name} = {R.convert(got.name, src.dtype)}")
+    return Block(name, src.dtype, x.shape, x.n, tv)
 
 
 HELD = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "maximum", "minimum"}
@@ -162,7 +192,7 @@ def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     dsl_dtype(dt, "astype")        # a dtype with no DSL type: a LoweringError naming the astype
     if isinstance(x, Block) and x.lazy is None:
         fuse.step(ctx.w, name, dt, x.per_thread, R.convert(x.name, dt), R.convert(fuse.element(ctx.w, x), dt))
-        return [Block(name, dt, x.shape, x.n, x.tv)]
+        return [Block(name, dt, x.shape, x.n, x.tv, source=x.source)]
     ctx.w.emit(f"{name} = {R.convert(x.name if isinstance(x, Block) else x.expr, dt)}")
     return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 
@@ -189,7 +219,7 @@ def _view(ctx: Ctx, e: Any, ins: list) -> list:
     if e.prim.name == "broadcast" and x.splat is not None:
         return [as_block(ctx, Scalar(x.splat, x.dtype), n, t_out.shape)]
     if e.prim.name == "broadcast" and n == x.n and _same_order(t_in.layout, t_out.layout):
-        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, held=x.held)]   # a size-1 mode added: same order
+        return [Block(x.name, x.dtype, t_out.shape, n, x.tv, held=x.held, source=x.source)]   # a size-1 mode added
     if e.prim.name == "transpose" and t_in.rank == 2 and e.params["perm"] == (1, 0):
         # Moved only if a use needs it: a wgmma operand is written to shared memory from the source's registers.
         return [Block(x.name, x.dtype, t_out.shape, n, x.tv, (x, t_in.layout, t_out.layout, "transpose"))]

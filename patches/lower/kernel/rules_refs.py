@@ -3,11 +3,14 @@ accumulation within a grid point), ``ref_slice`` (``ref.at[...]``) and ``ref_til
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from ...layouts import Layout, zipped_divide
 from ...staging.kernel.refs import Dyn
 from ...staging.types import layout_of_modes, mode_layouts
+from . import padding
 from .context import Ctx, rule
 from .memory import add_offsets, load, offset_of, select, store
 from .rules_math import elementwise
@@ -25,7 +28,18 @@ def _ref(ctx: Ctx, x: Any) -> RefVal:
 def _get(ctx: Ctx, e: Any, ins: list) -> list:
     ref = _ref(ctx, ins[0])
     off, sel = select(ctx, ref, e.params["index"], ins[1:])
-    return [load(ctx, ref, off, sel, f"get {ref.space}", read_tv(ctx, sel))]
+    got = load(ctx, ref, off, sel, f"get {ref.space}", read_tv(ctx, sel))
+    if isinstance(got, Block) and _read_only(ctx, ref):      # a broadcast of it may read it again, in any layout
+        got = replace(got, source=(ref, off, sel))
+    return [got]
+
+
+def _read_only(ctx: Ctx, ref: RefVal) -> bool:
+    """Whether ``ref`` lies in a kernel input's global memory (never written: the interpreter refuses writes to
+    inputs) outside any padded edge block."""
+    m = re.fullmatch(r"m(\d+)\.iterator", ref.ptr)       # a kernel argument's own memory (template.py)
+    return (ref.space == "gmem" and m is not None and ctx.args[int(m.group(1))].role == "in"
+            and not padding.is_padded(ctx, ref))
 
 
 def read_tv(ctx: Ctx, sel: Layout) -> Layout | None:

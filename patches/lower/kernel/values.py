@@ -81,6 +81,7 @@ class Block:
     lazy: Any = None     # a transpose not yet done: (the source Block, its layout, the view's layout)
     splat: str | None = None    # every element is this scalar expression (held by any layout at no cost)
     held: Any = None     # also in registers of the lanes that reduced it: (an f32 rmem tensor, (thread, slot) -> element)
+    source: Any = None   # read (then converted) from a kernel input, never written: (RefVal, offset, selection)
 
     def __post_init__(self) -> None:
         if self.tv is None:
