@@ -159,8 +159,8 @@ def test_a_row_statistic_of_the_accumulator_is_stored_once_per_row():
 
 
 def test_the_verifier_takes_blocks_whose_copies_sit_between_owners():
-    from patches.lower.kernel.verify import _first_copies
     from patches.lower.kernel.values import owner_guard
+    from patches.lower.kernel.verify import _first_copies
 
     lanes = plan(_block(64 * 64, accumulator_tv(64, 64)), (64, 64), (1,)).write      # the quad's lanes hold copies
     owner = _first_copies(lanes)
