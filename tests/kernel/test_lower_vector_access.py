@@ -135,3 +135,19 @@ def test_padded_row_major_softmax_compiles_to_128_bit_accesses():
     exe = pt.lower(_padded_rows(512, 1000, 4, 1024)).compile()
     ops = re.findall(r"\b((?:LDG|STG)\.E[.\w]*)", exe.sass)
     assert ops and all(op.endswith(".128") for op in ops), ops
+
+
+def test_the_verifier_checks_each_chunk_from_the_modules_own_builder():
+    from patches.lower.kernel import KernelModule
+
+    mod = pt.lower(_padded_rows(16, 1000, 4, 1024))
+    report = mod.verify()
+    assert any("(thread, lane, chunk)" in str(chk) for chk in report.checks), report
+    m = re.search(r"def chunks_\d+\(\):\n.*\n    return cute\.make_layout\(.*\)", mod.source)
+    assert m
+    wrong = re.sub(r"stride=\((\d+), 1,", r"stride=(\1, 2,", m.group(0))       # lanes two elements apart
+    assert wrong != m.group(0)
+    bad_src = mod.source.replace(m.group(0), wrong)
+    bad = KernelModule(mod.spec, bad_src, 0.0, kind="kernel")
+    with pytest.raises(Exception, match="chunk offset"):
+        bad.verify()

@@ -113,6 +113,18 @@ def _thread_view(ctx: Ctx, ptr: str, off: str, sel: Layout, tv: Layout, why: str
     return f"cute.make_tensor({base}, {lay})[(tidx, None)]", tvr.shape[1]
 
 
+def _chunk_view(ctx: Ctx, pad: str, base: str, lay: Layout, sel: Layout, tv: Layout, vec: int,
+                why: str) -> tuple[str, str, str]:
+    """A padded access's thread view as (lane, chunk) vectors (``padding.chunks``): its name, the block's
+    thread-value builder and a fresh element name."""
+    w, n = ctx.w, static_size(sel.shape, why)
+    view, tvn, e = w.fresh("view"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n)), \
+        w.fresh("e")
+    chunks = w.layout(lay, why, "chunks", ("chunks", (sel, tv, vec)))
+    w.emit(f"{pad}{view} = cute.make_tensor({base}, {chunks})[(tidx, None, None)]")
+    return view, tvn, e
+
+
 def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | None = None) -> Scalar | Block:
     """Read ``sel`` at ``ref.ptr + off`` into registers: a Scalar for a rank-0 selection, else a Block held by
     ``tv`` (default: ``block_tv``)."""
@@ -139,9 +151,7 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     chunked = padding.chunks(ctx, sel, tv, bounds, ref.dtype) if bounds is not None else None
     if chunked is not None:     # an edge block read a vector at a time, each inside or outside as a whole
         vec, lay = chunked
-        src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
-        e = w.fresh("e")
-        w.emit(f"{src} = cute.make_tensor({base}, {w.layout(lay, why, 'chunks')})[(tidx, None, None)]")
+        src, tvn, e = _chunk_view(ctx, "", base, lay, sel, tv, vec, why)
         w.emit(f"{name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(ref.dtype, why)})")
         w.emit(f"{name}_r.fill({pad_value(ref.dtype, why)})")
         w.emit(f"for c in cutlass.range_constexpr({per // vec}):")
@@ -258,9 +268,7 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     chunked = padding.chunks(ctx, sel, b.tv, bounds, ref.dtype) if bounds is not None else None
     if chunked is not None:     # an edge block written a vector at a time, each inside or outside as a whole
         vec, lay = chunked
-        dst, tv = w.fresh("dst"), w.layout(b.tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
-        e = w.fresh("e")
-        w.emit(f"{pad}{dst} = cute.make_tensor({base}, {w.layout(lay, why, 'chunks')})[(tidx, None, None)]")
+        dst, tv, e = _chunk_view(ctx, pad, base, lay, sel, b.tv, vec, why)
         w.emit(f"{pad}{b.name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(b.dtype, why)})")
         w.emit(f"{pad}{b.name}_r.store({b.name}.reshape(({vec}, {per // vec})))")
         w.emit(f"{pad}for c in cutlass.range_constexpr({per // vec}):")

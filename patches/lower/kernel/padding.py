@@ -165,9 +165,10 @@ def chunks(ctx: Ctx, sel: Any, tv: Any, p: Pad, dtype: str) -> tuple[int, Any] |
     operand together (their coordinates in a padded mode are one, or a run from a multiple of ``vec`` with the
     limit a multiple of it), with the (thread, lane, chunk) -> offset layout; None when no width above 1 does."""
     from ...layouts import Layout, LayoutError, check, composition, make_layout
+    from .symbolic import symbols_of
     from .values import threads, tv_values
 
-    if dtype not in BYTES:
+    if dtype not in BYTES or symbols_of(sel) or symbols_of(tv):
         return None
     T, per = threads(), tv_values(tv)
     try:

@@ -88,6 +88,8 @@ def _checks(K: Any, spec: Any, report: Report, kinds: tuple | None, source: str)
             _block_tv(built, payload, report.check(f"{name}: a block of {payload} elements, each owned once"))
         elif kind == "offsets":
             _offsets(built, *payload, report.check(f"{name}: (thread, value) -> offset of the element held"))
+        elif kind == "chunks":
+            _chunks(built, *payload, report.check(f"{name}: (thread, lane, chunk) -> offset of the element held"))
         elif kind == "composed":
             _composed(built, payload, report.check(f"{name}: the swizzled operand layout {payload}"))
         elif kind == "r2s":
@@ -127,8 +129,8 @@ def _bound_spec(spec: Any, env: dict) -> Any:
     def sub(kind: str, payload: Any) -> Any:
         if kind == "layout":
             return substitute(payload, env)
-        if kind == "offsets":
-            return (substitute(payload[0], env), payload[1])
+        if kind in ("offsets", "chunks"):
+            return (substitute(payload[0], env), *payload[1:])
         if kind == "tma":
             return (*payload[:2], int(substitute(payload[2], env)), *payload[3:])
         return payload
@@ -210,6 +212,18 @@ def _offsets(built: Any, sel: Any, tv: Any, c: Any) -> None:
             got = int(built((t, v)))
             if got != want:
                 c.fail(f"thread {t} value {v}: offset {got}, the element it holds is at {want}")
+    c.elements += threads() * per
+
+
+def _chunks(built: Any, sel: Any, tv: Any, vec: int, c: Any) -> None:
+    """A padded access's vector chunks: lane ``i`` of chunk ``k`` is the thread's value ``k * vec + i``."""
+    per = tv_values(tv)
+    for t in range(threads()):
+        for v in range(per):
+            want = int(sel(int(tv((t, v)))))
+            got = int(built((t, v % vec, v // vec)))
+            if got != want:
+                c.fail(f"thread {t} value {v}: chunk offset {got}, the element it holds is at {want}")
     c.elements += threads() * per
 
 
