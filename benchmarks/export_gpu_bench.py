@@ -123,7 +123,7 @@ def bundle_cases(quick: bool, small: bool = False) -> list:
         out.append((f"gemm_{b}_default", "matmul", 2.0 * b ** 3, gemm_program(b, b, b, "bf16", []), None, None, {}))
     if not (quick or small):
         for tag, cfg in (("128x256", TileConfig(128, 256)), ("128x128_persistent", TileConfig(128, 128, persistent=True)),
-                         ("cluster2x1", TileConfig(128, 256, cluster_m=2, persistent=True))):
+                         ("128x256_persistent_c1x1", TileConfig(128, 256, persistent=True))):
             out.append((f"gemm_{s}_{tag}", "matmul", 2.0 * s ** 3, gemm_program(s, s, s, "bf16", []), cfg, None, {}))
     for b in big:
         out.append((f"bias_relu_{b}", "bias_relu", 2.0 * b ** 3, gemm_program(b, b, b, "bf16", ["bias", "relu"]),
@@ -143,6 +143,8 @@ def bundle_cases(quick: bool, small: bool = False) -> list:
         out.append((f"gemm_dynamic_{m}x{n}x{k}", "matmul", 2.0 * m * n * k, dyn, None, {"M": m, "N": n, "K": k}, {}))
     r, c = (16, 40) if small else (8192, 1000)
     out.append((f"softmax_{r}x{c}", "softmax", 5.0 * r * c, programs.softmax_forward(r, c, "bf16"), None, None, {}))
+    out.append((f"softmax_{r}x{c}_kernel", "softmax", 5.0 * r * c, programs.softmax_forward(r, c, "bf16"), None, None,
+                {"via": "kernel"}))                     # the same program through the kernel rules
     k_, ts = lc.tiled_matmul(s, s, s)
     out.append((f"kernel_matmul_{s}", "bias_relu", 2.0 * s ** 3, pt.stage(k_, *ts), None, None, {}))
     k_, ts = lc.tiled_matmul(s, s, s, act=lambda v: v)
@@ -156,9 +158,45 @@ def bundle_cases(quick: bool, small: bool = False) -> list:
         k_, ts = lc.flash_attention(S, d, 64, 64)
         out.append((f"flash_fwd_{S}_d{d}", "attention", 4.0 * S * S * d, pt.stage(k_, *ts), None, None,
                     {"scale": 1.0 / np.sqrt(d)}))
+    H = 2 if small else 16                  # heads enough to fill the machine (seq 4096: 1024 CTAs of 64 rows)
+    for d, bq in (((64, 64),) if quick or small else ((64, 64), (64, 128), (128, 64), (128, 128))):
+        k_, ts = lc.flash_attention(S, d, bq, 64, heads=H)
+        out.append((f"flash_h{H}_{S}_d{d}_q{bq}", "attention", 4.0 * H * S * S * d, pt.stage(k_, *ts), None, None,
+                    {"scale": 1.0 / np.sqrt(d), "heads": H}))
     m, kk, h, n = (64, 32, 64, 16) if small else (256, 128, 256, 64) if quick else (4096, 1024, 4096, 1024)
     out.append((f"mlp_step_{m}x{kk}x{h}x{n}", "mlp_step", 6.0 * m * (kk * h + h * n),
                 programs.mlp_step(m, kk, h, n, 0.1, "bf16"), None, None, {"lr": 0.1}))
+    return out
+
+
+def sweep_cases() -> list:
+    """The tuning sweep (same tuple as ``bundle_cases``): GEMM tiles, clusters and persistence at 4096^3 and
+    8192^3 (the heuristic of patches.lower.config was chosen from it)."""
+    out = []
+    grid = [((128, 256), (1, 1), False), ((128, 256), (1, 1), True), ((128, 256), (2, 1), True),
+            ((128, 256), (2, 1), False), ((128, 256), (1, 2), True), ((256, 128), (1, 1), True),
+            ((256, 128), (1, 2), True), ((256, 128), (2, 1), True), ((128, 128), (2, 1), True)]
+    for b in (4096, 8192):
+        for (tm, tn), (cm, cn), per in grid:
+            cfg = TileConfig(tm, tn, cluster_m=cm, cluster_n=cn, persistent=per)
+            tag = f"{tm}x{tn}_c{cm}x{cn}" + ("_p" if per else "")
+            out.append((f"gemm_{b}_{tag}", "matmul", 2.0 * b ** 3, gemm_program(b, b, b, "bf16", []), cfg, None, {}))
+    return out
+
+
+def occupancy_cases() -> list:
+    """Flash attention over 16 heads with the pipelines sized for 1 to 3 CTAs per SM (``ctas``: the stage count
+    patches.lower.kernel.tma.choose_stages gives for that many; the default is the register estimate's)."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from kernel import lower_cases as lc
+
+    out = []
+    for d, bq, ctas in ((64, 64, 1), (64, 64, 2), (64, 64, 3), (128, 64, 1), (128, 64, 2), (64, 128, 1)):
+        k_, ts = lc.flash_attention(4096, d, bq, 64, heads=16)
+        out.append((f"flash_h16_4096_d{d}_q{bq}_ctas{ctas}", "attention", 4.0 * 16 * 4096 ** 2 * d, pt.stage(k_, *ts),
+                    None, None, {"scale": 1.0 / np.sqrt(d), "heads": 16, "ctas": ctas}))
     return out
 
 
@@ -179,7 +217,7 @@ def _commit() -> str:
     return r.stdout.strip() or "?"
 
 
-def export_bundle(out: Path, quick: bool = False, only: str = "") -> dict:
+def export_bundle(out: Path, quick: bool = False, only: str = "", sweep: str = "") -> dict:
     """Export every case of ``bundle_cases`` into ``out`` with manifest.json; a case that fails is listed under
     ``failed`` with its error and the others go on."""
     from patches.lower.export_schedule import export_schedule
@@ -188,12 +226,17 @@ def export_bundle(out: Path, quick: bool = False, only: str = "") -> dict:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     entries, failed = [], []
-    for label, role, flop, prog, cfg, sizes, extra in bundle_cases(quick):
+    from patches.lower.kernel import template
+
+    cases = {"": lambda: bundle_cases(quick), "gemm": sweep_cases, "occupancy": occupancy_cases}[sweep]()
+    for label, role, flop, prog, cfg, sizes, extra in cases:
         if only and label not in only.split(","):
             continue
         t0 = time.perf_counter()
         try:
-            low = pt.lower(prog, config=cfg)
+            if "ctas" in extra:        # a fixed CTAs-per-SM target instead of the register estimate's
+                template.ctas_per_sm = lambda *_a, n=extra["ctas"]: n
+            low = pt.lower(prog, config=cfg, **({"via": extra["via"]} if "via" in extra else {}))
             exe = low.compile()
             entry = {"label": label, "role": role, "flop": flop, "dir": label, **extra,
                      "params": tensor_specs(prog.params, sizes), "outputs": tensor_specs(prog.outputs, sizes)}
@@ -235,9 +278,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer, smaller kernels (for tests)")
     ap.add_argument("--bundle", action="store_true", help="every kind of kernel, for benchmarks/gpu_run.py")
     ap.add_argument("--only", default="", help="comma-separated bundle labels")
+    ap.add_argument("--sweep", default="", choices=("", "gemm", "occupancy"),
+                    help="a tuning sweep instead of the bundle (with --bundle)")
     a = ap.parse_args()
     if a.bundle:
-        export_bundle(Path(a.out or "build/gpu-bundle"), a.quick, a.only)
+        export_bundle(Path(a.out or (f"build/gpu-sweep-{a.sweep}" if a.sweep else "build/gpu-bundle")), a.quick,
+                      a.only, a.sweep)
     else:
         export_all(Path(a.out or "build/gpu-bench"), a.quick)
 

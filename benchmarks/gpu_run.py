@@ -46,11 +46,16 @@ def _is_np(x) -> bool:
 
 
 def _rowmax(x):
-    return x.max(axis=1, keepdims=True) if _is_np(x) else x.amax(dim=1, keepdim=True)
+    return x.max(axis=-1, keepdims=True) if _is_np(x) else x.amax(dim=-1, keepdim=True)
 
 
 def _rowsum(x):
-    return x.sum(axis=1, keepdims=True) if _is_np(x) else x.sum(dim=1, keepdim=True)
+    return x.sum(axis=-1, keepdims=True) if _is_np(x) else x.sum(dim=-1, keepdim=True)
+
+
+def _swap(x):
+    """The last two axes exchanged (a batch of transposes)."""
+    return np.swapaxes(x, -1, -2) if _is_np(x) else x.transpose(-1, -2)
 
 
 def _exp(x):
@@ -113,8 +118,11 @@ def reference(role: str, p: list, extra: dict) -> list:
         return [p[0].T @ p[1]]
     if role == "softmax":
         return [_softmax(p[0])]
-    if role == "attention":
-        return [_softmax((p[0] @ p[1].T) * extra["scale"]) @ p[2]]
+    if role == "attention":               # heads stacked along the rows: (heads * S, D) operands
+        h = extra.get("heads", 1)
+        q, k, v = (x.reshape(h, x.shape[0] // h, x.shape[1]) for x in p)
+        o = _softmax((q @ _swap(k)) * extra["scale"]) @ v
+        return [o.reshape(p[0].shape)]
     if role == "mlp_step":
         return mlp_step_reference(p, extra["lr"])
     raise ValueError(f"no reference for role {role!r}")
@@ -319,7 +327,8 @@ def peer(k: dict, p: list):
     if role == "softmax":
         return lambda: torch.softmax(p[0], dim=1)
     if role == "attention":
-        q, kk, v = (t.contiguous()[None, None] for t in p)
+        h = extra.get("heads", 1)
+        q, kk, v = (t.contiguous().reshape(1, h, t.shape[0] // h, t.shape[1]) for t in p)     # (1, heads, S, D)
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=extra["scale"])
     if role == "mlp_step":
         return lambda: mlp_eager(p, extra["lr"])

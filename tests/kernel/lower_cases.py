@@ -5,6 +5,7 @@ divide), flash-attention forward."""
 from __future__ import annotations
 
 import patches as pt
+from patches.layouts import make_layout
 from patches.lower.kernel import KernelModule
 
 
@@ -110,8 +111,10 @@ def quickstart_matmul(M=1024, N=1024, K=1024, act=None):
     return k, [pt.tensor("bf16", (M, K)), pt.tensor("bf16", (K, N))]
 
 
-def flash_attention(S=512, D=64, BQ=64, BKV=64):
-    """One Q block per program, a loop over K/V blocks, online softmax with running max and sum (f32 registers)."""
+def flash_attention(S=512, D=64, BQ=64, BKV=64, heads=None):
+    """One Q block per program, a loop over K/V blocks, online softmax with running max and sum (f32 registers);
+    ``heads`` runs that many heads, stacked along the rows of row-major (heads * S, D) operands, on a grid
+    (S // BQ, heads)."""
     scale = 1.0 / D ** 0.5
 
     def flash_kernel(q_ref, k_ref, v_ref, o_ref):
@@ -131,7 +134,13 @@ def flash_attention(S=512, D=64, BQ=64, BKV=64):
         init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
         m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
         o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
-    q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
-    whole = pt.BlockSpec((S, D), lambda i: (0, 0))
-    k = pt.kernel(flash_kernel, pt.tensor("bf16", (S, D)), grid=(S // BQ,), in_specs=[q, whole, whole], out_specs=q)
-    return k, [pt.tensor("bf16", (S, D))] * 3
+    if heads is None:
+        q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
+        whole = pt.BlockSpec((S, D), lambda i: (0, 0))
+        t, grid = pt.tensor("bf16", (S, D)), (S // BQ,)
+    else:       # the heads stacked along the rows of one row-major (heads * S, D) operand
+        q = pt.BlockSpec((BQ, D), lambda i, h: (h * (S // BQ) + i, 0))
+        whole = pt.BlockSpec((S, D), lambda i, h: (h, 0))
+        t, grid = pt.tensor("bf16", make_layout((heads * S, D), (D, 1))), (S // BQ, heads)
+    k = pt.kernel(flash_kernel, t, grid=grid, in_specs=[q, whole, whole], out_specs=q)
+    return k, [t] * 3

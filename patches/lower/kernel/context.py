@@ -50,6 +50,7 @@ class Ctx:
         self.special: dict[int, Callable] = {}   # id(eqn) -> a rule for that one equation (set by a loop's plan)
         self.tma_stores: set[int] = set()   # id(set eqn) of whole output blocks a TMA store may write
         self.native: dict = {}             # block shape -> the wgmma accumulator layout holding such blocks
+        self.accumulators: dict = {}       # matmul equation -> its wgmma accumulator's (m, n) (sizes the stages)
         self.read: dict = {}               # block shape -> the layout its first read from a Ref is held in
 
     def fail(self, reason: str) -> LoweringError:

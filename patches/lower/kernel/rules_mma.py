@@ -123,6 +123,7 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
         regs.append((x, name, rows, cols, kept))
     acc_tv = accumulator_tv(m, n)
     ctx.native[(m, n)] = acc_tv      # blocks of this shape are read and combined in its layout
+    ctx.accumulators[id(e)] = (m, n)     # by equation: a loop body may be lowered more than once
     tiled = tiled_mma(ctx, ta.dtype, n, ops[0][2], ops[1][2])
     w.checks.append((tiled[:-2], "accumulator", (m, n, acc_tv)))
     w.layout(acc_tv, f"the wgmma accumulator of a {m}x{n} block: (thread, value) -> element", "acc_tv")

@@ -19,7 +19,7 @@ from . import fuse, mainloop, padding, rules_control, rules_index, rules_math, r
 from .context import Ctx, lower_program
 from .memory import add_offsets, fill, load, store
 from .symbolic import active, arg_layout, code, host_lines, multiple, table
-from .tma import choose_stages
+from .tma import choose_stages, ctas_per_sm
 from .values import Origin, RefVal, Scalar, dsl_dtype, threads
 
 
@@ -105,7 +105,8 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
         ctx = _lower(e, module_name, ())
         if ctx.w.pipelines:
             fixed = ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
-            ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines)))
+            ctas = ctas_per_sm(ctx.accumulators.values(), threads())
+            ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines, ctas)))
         spec = ctx.spec = replace(ctx.spec, symbols=syms)
         return _module(ctx, spec, e), spec
 

@@ -24,6 +24,8 @@ from .values import Origin, RefVal, Staged, dsl_dtype, tv_values
 
 BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
 MAX_STAGES = 8
+SMEM_PER_SM = 233472     # an SM's shared memory (228 KiB), 1 KiB of it reserved per resident CTA
+REGISTERS_PER_SM = 65536
 TMA_DTYPES = ("bf16", "f16")
 
 
@@ -36,12 +38,25 @@ class Pipe:
     trips: int
 
 
-def choose_stages(fixed: int, pipes: list) -> list[int]:
+def choose_stages(fixed: int, pipes: list, ctas: int = 1) -> list[int]:
     """Stages per pipeline: as many as the shared memory left by everything else holds (all pipelines alike, at
-    most the trip count and MAX_STAGES, at least one)."""
+    most the trip count and MAX_STAGES, at least one). With ``ctas`` > 1 the stages are sized so that many CTAs
+    share an SM (each its share of the SM's memory) if two stages still fit, else for one CTA fewer."""
     per = sum(p.per_stage + 16 for p in pipes)
-    fit = max(1, (SMEM_CAPACITY - fixed - 1024 * (len(pipes) + 1)) // per)
+    budget = SMEM_CAPACITY if ctas <= 1 else SMEM_PER_SM // ctas - 1024
+    fit = max(1, (budget - fixed - 1024 * (len(pipes) + 1)) // per)
+    if ctas > 1 and fit < 2:
+        return choose_stages(fixed, pipes, ctas - 1)
     return [max(1, min(fit, MAX_STAGES, p.trips if type(p.trips) is int else MAX_STAGES)) for p in pipes]
+
+
+def ctas_per_sm(accumulator_shapes: Any, cta_threads: int) -> int:
+    """CTAs per SM worth sizing the pipelines for: as many (up to 4) as an estimate of the registers (two per f32
+    accumulator element a thread holds, plus 40) lets share the register file, so that one CTA's softmax or
+    epilogue runs while another's wgmmas do (a kernel's loop has no other overlap); one where the accumulators
+    fill the registers (then the deepest pipeline shared memory holds)."""
+    words = sum(m * n for m, n in accumulator_shapes) // cta_threads
+    return max(1, min(4, REGISTERS_PER_SM // (cta_threads * (2 * words + 40)))) if words else 1
 
 
 def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tuple[Layout, list] | str:
@@ -327,4 +342,4 @@ def _stmatrix(ctx: Ctx, x: Any, buf: str, box: tuple, unit: int, dtype: str) -> 
     return True
 
 
-__all__ = ["Origin", "Pipe", "Site", "choose_stages", "open_pipeline", "store_block", "tma_view"]
+__all__ = ["Origin", "Pipe", "Site", "choose_stages", "ctas_per_sm", "open_pipeline", "store_block", "tma_view"]
