@@ -3,7 +3,10 @@
 * ``argmax``/``argmin``: a max (min) pass, then the smallest index that attains it (a NaN attains it first, as in
   numpy) -- two reductions over the same mode, so one SIMT kernel;
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
-* ``call`` (a ``jit`` function): its body inlined.
+* ``call`` (a ``jit`` function): its body inlined;
+* a reduction of a large tensor to a scalar: first over all modes but one (many CTAs, one per slice), then over
+  the partials (one CTA over a few thousand), where one CTA would walk the whole tensor. Sums of 16-bit floats
+  keep f32 partials, so the result is rounded once, as before.
 
 Each rule stages a small function on the equation's operand types and splices its equations in, the last one
 writing the equation's own output variable, so the rest of the program is untouched.
@@ -121,4 +124,29 @@ def _concatenate(e: Eqn) -> list:
     return _splice(fn, e)
 
 
-RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call}
+SPLIT_MIN = 1 << 16        # elements from which a reduction to a scalar is split in two
+
+
+def _two_pass(e: Eqn) -> list:
+    """A reduction of every mode of a large static tensor: over all modes but the one whose extent is nearest the
+    square root of the size (those slices are the partials), then over the partials."""
+    t = e.inputs[0].type
+    ms = modes_of(t.shape) if t.rank else ()
+    sizes = [mode_size(m) for m in ms]
+    if (len(ms) < 2 or len(e.params["axes"]) != len(ms) or any(type(n) is not int for n in sizes)
+            or it.product(tuple(sizes)) < SPLIT_MIN):
+        return [e]
+    total = it.product(tuple(sizes))
+    keep = min(range(len(ms)), key=lambda i: abs(sizes[i] * sizes[i] - total))
+    red = {"reduce_sum": P.reduce_sum, "reduce_max": P.reduce_max, "reduce_min": P.reduce_min}[e.prim.name]
+    wide = e.prim.name == "reduce_sum" and t.dtype in ("bf16", "f16")
+
+    def fn(x: Any) -> Any:
+        part = red(P.astype(x, "f32") if wide else x, axes=tuple(i for i in range(len(ms)) if i != keep))
+        r = red(part, axes=(0,))
+        return P.astype(r, t.dtype) if wide else r
+    return _splice(fn, e)
+
+
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call,
+         "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
