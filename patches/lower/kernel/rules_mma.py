@@ -192,6 +192,8 @@ def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> N
     if x.lazy is not None:
         x = x.lazy[0]
         rows, cols, kept = cols, rows, ("n" if kept == "m" else "m")
+    if kept == "m" and stmatrix_store(ctx, x, buf, (rows, cols), 1, x.dtype):
+        return          # an accumulator-held A block (flash attention's P): stmatrix, K contiguous
     tv = w.layout(x.tv, f"block of {x.n}: (thread, value) -> element", "tv", ("block_tv", x.n))
     r = w.fresh("r")
     w.emit(f"{r} = cute.make_rmem_tensor(({x.per_thread},), {dsl_dtype(x.dtype, 'matmul')})")
@@ -200,3 +202,42 @@ def _to_smem(ctx: Ctx, x: Block, buf: str, rows: int, cols: int, kept: str) -> N
     w.emit(f"    e = {tv}((tidx, v))")
     coord = f"(e % {rows}, e // {rows}, 0)" if kept == "m" else f"(e // {rows}, e % {rows}, 0)"
     w.emit(f"    {buf}[{coord}] = {r}[v]")
+
+
+def stmatrix_store(ctx: Ctx, x: Any, buf: str, box: tuple, unit: int, dtype: str) -> bool:
+    """A 16-bit block held as a wgmma accumulator goes to shared memory buffer ``buf`` (stage 0) by ``stmatrix``
+    (transposed for an M-contiguous block), tiled by CuTe in the accumulator's order as the GEMM template's
+    epilogue does; False (nothing written) where the block is not so held."""
+    m, n = box
+    if dtype not in ("bf16", "f16") or m % 64 or n % 16 or n > 256 or x.tv != accumulator_tv(m, n):
+        return False
+    w = ctx.w
+    mma = tiled_mma(ctx, dtype, n, "k", "k")
+    dt = dsl_dtype(dtype, "stmatrix")
+    enum = "COL_MAJOR" if unit == 0 else "ROW_MAJOR"
+    code = (f"cute.make_tiled_copy_S(sm90_utils.get_smem_store_op(LayoutEnum.{enum}, {dt}, cutlass.Float32), "
+            f"cute.make_tiled_copy_C_atom(cute.make_copy_atom(warp.StMatrix8x8x16bOp({unit == 0}, 4), "
+            f"cutlass.Float16), {mma}))")
+    r2s = w.builder(("r2s", dtype, m, n, unit), "make_r2s", code,
+                    f"registers -> shared memory of a {m}x{n} {dtype} accumulator block: stmatrix, "
+                    f"{'M' if unit == 0 else 'N'} contiguous, tiled in the accumulator's order")
+    perm_code = (f"ident = cute.make_identity_tensor(({m}, {n}))\n"
+                 f"src = {r2s}.get_slice(0).partition_S(ident)\n"
+                 f"acc = {mma}.get_slice(0).partition_C(ident)\n"
+                 "where = {tuple(int(x) for x in acc[r]): r for r in range(cute.size(acc))}\n"
+                 "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]")
+    perm = w.builder(("r2s_perm", dtype, m, n, unit), "r2s_order", perm_code,
+                     "the accumulator register each value of the stmatrix source fragment takes (the same for every "
+                     "thread: read off thread 0's coordinates)")
+    w.checks.append((r2s[:-2], "r2s", (m, n, unit, perm[:-2])))
+    frag, sm = w.fresh("frag"), f"{buf}[(None, None, 0)]"
+    w.emit(f"{frag} = cute.make_rmem_tensor(({tv_values(x.tv)},), {dt})")
+    w.emit(f"{frag}.store({x.name})")
+    w.emit(f"{frag}_r2s = {r2s}")
+    w.emit(f"{frag}_thr = {frag}_r2s.get_slice(tidx)")
+    w.emit(f"{frag}_order = {perm}")
+    w.emit(f"{frag}_out = cute.make_rmem_tensor(cute.make_layout(cute.shape({frag}_thr.partition_S({sm}))), {dt})")
+    w.emit(f"for v in cutlass.range_constexpr({tv_values(x.tv)}):   # the accumulator's registers in stmatrix order")
+    w.emit(f"    {frag}_out[v] = {frag}[{frag}_order[v]]")
+    w.emit(f"cute.copy({frag}_r2s, {frag}_out, {frag}_thr.partition_D({sm}))")
+    return True

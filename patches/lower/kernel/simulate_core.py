@@ -94,13 +94,16 @@ class _Tensor:
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, tuple) and any(x is None for x in idx):
-            modes = mode_layouts(self.layout)
+            lay = self.layout
+            outer = lay.outer if isinstance(lay, ComposedLayout) else lay
             off, kept = 0, []
-            for m, x in zip(modes, idx):
+            for m, x in zip(mode_layouts(outer), idx):
                 if x is None:
                     kept.append(m)
                 else:
                     off += int(m(int(x)))
+            if isinstance(lay, ComposedLayout):     # the fixed modes' offset goes under the swizzle, as in CuTe
+                return _Tensor(self.ptr, ComposedLayout(lay.inner, lay.offset + off, layout_of_modes(kept)))
             return _Tensor(self.ptr + off, layout_of_modes(kept))
         return self.ptr.dt(self.ptr.storage[self._at(idx)])
 

@@ -19,8 +19,9 @@ from ...layouts.hopper import wgmma_smem_layout
 from ..config import SMEM_CAPACITY
 from .context import Ctx
 from .padding import is_padded
+from .rules_mma import stmatrix_store
 from .symbolic import code, multiple
-from .values import Origin, RefVal, Staged, dsl_dtype, tv_values
+from .values import Origin, RefVal, Staged, dsl_dtype
 
 BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
 MAX_STAGES = 8
@@ -290,7 +291,7 @@ def store_block(ctx: Ctx, ref: RefVal, x: Any, store: Any) -> bool:
     w.prologue.append(f"{buf}_st, {buf}_g = {boxes}({atom}, {atom}_c, {buf})")
     flat = Layout._make(box, slay.stride[:2])
     w.comment(f"registers -> shared memory -> TMA store of the {box} block")
-    if not _stmatrix(ctx, x, buf, box, unit, ref.dtype):
+    if not stmatrix_store(ctx, x, buf, box, unit, ref.dtype):
         store(ctx, RefVal(f"{buf}.iterator", "0", flat, ref.dtype, "smem"), "0", flat, x, "stage out")
     w.emit('cute.arch.fence_proxy("async.shared", space="cta")   # generic-proxy stores seen by the TMA')
     w.emit("cute.arch.barrier()")
@@ -299,46 +300,6 @@ def store_block(ctx: Ctx, ref: RefVal, x: Any, store: Any) -> bool:
         w.emit(f"cute.copy({atom}, {buf}_st[(None, 0)], {buf}_g[(None, {', '.join(tiles)})])")
         w.emit("cute.arch.cp_async_bulk_commit_group()")
         w.emit("cute.arch.cp_async_bulk_wait_group(0, read=True)")
-    return True
-
-
-def _stmatrix(ctx: Ctx, x: Any, buf: str, box: tuple, unit: int, dtype: str) -> bool:
-    """A 16-bit block held as a wgmma accumulator goes to shared memory by ``stmatrix`` (transposed for an
-    M-contiguous block), tiled by CuTe in the accumulator's order as the GEMM template's epilogue does."""
-    from .rules_mma import accumulator_tv, tiled_mma
-
-    m, n = box
-    if dtype not in ("bf16", "f16") or m % 64 or n % 16 or n > 256 or x.tv != accumulator_tv(m, n):
-        return False
-    w = ctx.w
-    mma = tiled_mma(ctx, dtype, n, "k", "k")
-    dt = dsl_dtype(dtype, "stmatrix")
-    enum = "COL_MAJOR" if unit == 0 else "ROW_MAJOR"
-    code = (f"cute.make_tiled_copy_S(sm90_utils.get_smem_store_op(LayoutEnum.{enum}, {dt}, cutlass.Float32), "
-            f"cute.make_tiled_copy_C_atom(cute.make_copy_atom(warp.StMatrix8x8x16bOp({unit == 0}, 4), "
-            f"cutlass.Float16), {mma}))")
-    r2s = w.builder(("r2s", dtype, m, n, unit), "make_r2s", code,
-                    f"registers -> shared memory of a {m}x{n} {dtype} accumulator block: stmatrix, "
-                    f"{'M' if unit == 0 else 'N'} contiguous, tiled in the accumulator's order")
-    perm_code = (f"ident = cute.make_identity_tensor(({m}, {n}))\n"
-                 f"src = {r2s}.get_slice(0).partition_S(ident)\n"
-                 f"acc = {mma}.get_slice(0).partition_C(ident)\n"
-                 "where = {tuple(int(x) for x in acc[r]): r for r in range(cute.size(acc))}\n"
-                 "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]")
-    perm = w.builder(("r2s_perm", dtype, m, n, unit), "r2s_order", perm_code,
-                     "the accumulator register each value of the stmatrix source fragment takes (the same for every "
-                     "thread: read off thread 0's coordinates)")
-    w.checks.append((r2s[:-2], "r2s", (m, n, unit, perm[:-2])))
-    frag, sm = w.fresh("frag"), f"{buf}[(None, None, 0)]"
-    w.emit(f"{frag} = cute.make_rmem_tensor(({tv_values(x.tv)},), {dt})")
-    w.emit(f"{frag}.store({x.name})")
-    w.emit(f"{frag}_r2s = {r2s}")
-    w.emit(f"{frag}_thr = {frag}_r2s.get_slice(tidx)")
-    w.emit(f"{frag}_order = {perm}")
-    w.emit(f"{frag}_out = cute.make_rmem_tensor(cute.make_layout(cute.shape({frag}_thr.partition_S({sm}))), {dt})")
-    w.emit(f"for v in cutlass.range_constexpr({tv_values(x.tv)}):   # the accumulator's registers in stmatrix order")
-    w.emit(f"    {frag}_out[v] = {frag}[{frag}_order[v]]")
-    w.emit(f"cute.copy({frag}_r2s, {frag}_out, {frag}_thr.partition_D({sm}))")
     return True
 
 
