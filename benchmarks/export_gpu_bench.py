@@ -228,14 +228,15 @@ def export_bundle(out: Path, quick: bool = False, only: str = "", sweep: str = "
     entries, failed = [], []
     from patches.lower.kernel import template
 
+    estimate = template.ctas_per_sm
     cases = {"": lambda: bundle_cases(quick), "gemm": sweep_cases, "occupancy": occupancy_cases}[sweep]()
     for label, role, flop, prog, cfg, sizes, extra in cases:
         if only and label not in only.split(","):
             continue
         t0 = time.perf_counter()
         try:
-            if "ctas" in extra:        # a fixed CTAs-per-SM target instead of the register estimate's
-                template.ctas_per_sm = lambda *_a, n=extra["ctas"]: n
+            # a fixed CTAs-per-SM target instead of the register estimate's
+            template.ctas_per_sm = (lambda *_a, n=extra["ctas"]: n) if "ctas" in extra else estimate
             low = pt.lower(prog, config=cfg, **({"via": extra["via"]} if "via" in extra else {}))
             exe = low.compile()
             entry = {"label": label, "role": role, "flop": flop, "dir": label, **extra,
@@ -257,6 +258,7 @@ def export_bundle(out: Path, quick: bool = False, only: str = "", sweep: str = "
             continue
         entries.append(entry)
         print(f"{label:28s} {entry['kind']:8s} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    template.ctas_per_sm = estimate
     manifest = {"peak_tflops": PEAK_TFLOPS, "arch": "sm_90a", "cutlass_dsl": _version("nvidia-cutlass-dsl"),
                 "commit": _commit(), "kernels": entries, "failed": failed}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

@@ -85,6 +85,35 @@ def test_flash_attention_writes_p_by_stmatrix():
     assert exe.resources["spills"] == 0
 
 
+def _seed_kernel(twice: bool):
+    """c = x + a @ b (f32 x, bf16 a and b): one block, no loop; ``twice`` also stores the product alone."""
+    def body(a_ref, b_ref, x_ref, c_ref, *rest):
+        p = pt.matmul(a_ref[...], b_ref[...], preferred_element_type="f32")
+        c_ref[...] = x_ref[...] * 0.5 + p
+        if twice:
+            rest[0][...] = p
+    out = pt.tensor("f32", (64, 64))
+    k = pt.kernel(body, [out, out] if twice else out, grid=(1,))
+    return k, [pt.tensor("bf16", (64, 32)), pt.tensor("bf16", (32, 64)), pt.tensor("f32", (64, 64))]
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_an_added_product_accumulates_onto_its_addend(twice):
+    """x + a @ b lowers to wgmmas that start from x's registers (ACCUMULATE from the first k-block), the way an
+    online softmax's acc * alpha + P @ V needs no product block; a product used elsewhere too keeps its own."""
+    k, types = _seed_kernel(twice)
+    prog = pt.stage(k, *types)
+    src = pt.lower(prog).source
+    assert ("the product is added to this" in src) != twice
+    check_against_interpreter(prog, rtol=1e-6, atol=1e-6)
+
+
+def test_flash_attention_seeds_its_output_accumulator():
+    k, types = C.flash_attention(64, 64, 64, 32)
+    loop = pt.lower(pt.stage(k, *types)).source.split("the pipelined mainloop")[1]
+    assert loop.count("the product is added to this") == 1        # acc * alpha + P @ V
+
+
 def test_backward_kernels_of_the_bf16_matmul():
     k, types = C.tiled_matmul(64, 64, 128, 64, 64, 64, act=lambda x: x)
     prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types)

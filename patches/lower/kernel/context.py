@@ -25,6 +25,7 @@ RULES: dict[str, Callable[..., list]] = {}
 # Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
 TAKES_LAZY = {"matmul"}
 EXPANDED = ("argmax", "argmin", "call", "concatenate")    # rewritten into lowered primitives first (patches.lower.expand)
+PREPASSES: list[Callable] = []     # (ctx, eqns) -> {id(eqn): rule}: rules for equations taken together (rules_mma)
 MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
 
@@ -92,8 +93,11 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
         return env[id(a)]
 
     entry = sync.enter(ctx) if label != "body" else None
+    eqns = expand(prog.eqns, EXPANDED)      # argmax, argmin, jit calls: as the schedule does
+    joint = {k: f for p in PREPASSES for k, f in p(ctx, eqns, prog.outputs).items() if k not in ctx.special}
+    ctx.special.update(joint)
     try:
-        for k, e in enumerate(expand(prog.eqns, EXPANDED)):     # argmax, argmin, jit calls: as the schedule does
+        for k, e in enumerate(eqns):
             ctx.where.append(f"{label} equation {k} ({e.prim.name})")
             try:
                 fn = ctx.special.get(id(e)) or RULES.get(e.prim.name)
@@ -121,6 +125,9 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
         if entry is not None:
             ctx.w.bodies.pop()
         raise
+    finally:
+        for k in joint:
+            ctx.special.pop(k, None)
     if entry is not None:
         sync.leave(ctx, entry)
     return outs

@@ -15,8 +15,9 @@ from ...layouts import Layout
 from ...layouts.hopper import wgmma_smem_layout
 from ..errors import LoweringError
 from . import rules_math  # noqa: F401 (registers the SIMT matmul rule this one falls back to)
-from .context import MATERIALIZE, RULES, Ctx, rule
-from .values import WARPGROUP, Accumulated, Block, Staged, dsl_dtype, static_size, threads, tv_values
+from .context import MATERIALIZE, PREPASSES, RULES, Ctx, rule
+from .memory import as_block
+from .values import WARPGROUP, Accumulated, Block, Scalar, Staged, dsl_dtype, static_size, threads, tv_values
 
 MMA_DTYPES = ("bf16", "f16")
 MAX_WARPGROUPS = 2       # consumer warpgroups of a CTA (the GEMM template's two; more would shrink no mainloop)
@@ -76,6 +77,57 @@ def _matmul(ctx: Ctx, e: Any, ins: list) -> list:
     return wgmma(ctx, e, ins)
 
 
+def _seeded(ctx: Ctx, eqns: list, outputs: list) -> dict:
+    """Rules for ``add(x, matmul(a, b))`` whose product is used only there and lowers to wgmma: the matmul waits,
+    and the add issues its wgmmas onto registers that start as ``x`` (an online softmax's ``acc * alpha + P @ V``
+    needs no product block and no add)."""
+    made = {id(v): q for q in eqns for v in q.outputs if q.prim.name == "matmul"}
+    uses: dict[int, int] = {}
+    for a in [a for q in eqns for a in q.inputs] + list(outputs):
+        uses[id(a)] = uses.get(id(a), 0) + 1
+    hooks: dict = {}
+    for q in eqns:
+        if q.prim.name != "add" or len(q.inputs) != 2 or q.outputs[0].type.dtype != "f32":
+            continue
+        for side in (0, 1):
+            mm, x = made.get(id(q.inputs[side])), q.inputs[1 - side]
+            if mm is None or id(mm) in ctx.special or uses.get(id(q.inputs[side])) != 1 or not hasattr(x, "type"):
+                continue
+            tm = mm.outputs[0].type
+            if fits_wgmma(mm.inputs[0].type, mm.inputs[1].type, tm) or x.type.shape != tm.shape \
+                    or x.type.dtype != "f32":
+                continue
+            hooks[id(mm)], hooks[id(q)] = _deferred_pair(mm, side)
+            break
+    return hooks
+
+
+class _Deferred:
+    """The value of a matmul whose wgmmas its one consumer (an add) issues."""
+
+
+def _deferred_pair(mm: Any, side: int) -> tuple:
+    stash: dict = {}
+
+    def product(ctx: Ctx, e: Any, ins: list) -> list:
+        if not all(isinstance(x, (Block, Staged)) for x in ins):
+            return _matmul(ctx, e, ins)
+        stash["ins"] = ins
+        return [_Deferred()]
+
+    def add(ctx: Ctx, e: Any, ins: list) -> list:
+        x, p = ins[1 - side], ins[side]
+        if not isinstance(p, _Deferred):
+            return RULES["add"](ctx, e, ins)
+        if not isinstance(x, (Block, Scalar)):
+            raise ctx.fail("an accumulated product's addend is neither a block nor a scalar")
+        return wgmma(ctx, mm, stash.pop("ins"), init=x)
+    return product, add
+
+
+PREPASSES.append(_seeded)
+
+
 def tiled_mma(ctx: Ctx, dtype: str, n: int, a_major: str, b_major: str) -> str:
     """The call of the builder of the CTA's tiled wgmma (64 x n atoms, one per warpgroup stacked along M) with the
     operands' majorness."""
@@ -95,11 +147,13 @@ def acc_shape(m: int, n: int) -> tuple:
     return ((2, 2, n // 8), m // (64 * (threads() // WARPGROUP)), 1)
 
 
-def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True, accumulate: str = "True") -> list:
+def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True, accumulate: str = "True",
+          init: Block | None = None) -> list:
     """The wgmmas of a block matmul. Operands held in registers go to K-major swizzled buffers; a Staged operand
     is read where its TMA stage holds it. With ``acc`` (a register holder of the accumulator's fragment shape) the
     product is added to it (no add; ``accumulate`` False overwrites it, as a first iteration does for a zero carry)
-    and, unless ``wait``, left in flight: an Accumulated value."""
+    and, unless ``wait``, left in flight: an Accumulated value. With ``init`` (an f32 block of the product's
+    shape) the fresh accumulator starts as that block: the result is init + the product."""
     ta, tb, to = e.inputs[0].type, e.inputs[1].type, e.outputs[0].type
     w = ctx.w
     m, k = (static_size(s, "matmul") for s in ta.shape)
@@ -150,7 +204,11 @@ def wgmma(ctx: Ctx, e: Any, ins: list, acc: str | None = None, wait: bool = True
     c = acc or f"{mma}_c"
     if acc is None:
         w.emit(f"{c} = cute.make_rmem_tensor({acc_shape(m, n)!r}, cutlass.Float32)")
-    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, {accumulate if acc is not None else False})")
+    if init is not None:
+        seed = as_block(ctx, init, m * n, to.shape, acc_tv)
+        w.emit(f"{c}.store({seed.name}.reshape({acc_shape(m, n)!r}))   # the product is added to this")
+    first = accumulate if acc is not None else init is not None
+    w.emit(f"{mma}.set(warpgroup.Field.ACCUMULATE, {first})")
     w.emit("warpgroup.fence()")
     w.emit(f"for kb in cutlass.range_constexpr({k // 16}):   # wgmma k = 16")
     w.emit(f"    cute.gemm({mma}, {c}, {mma}_a[(None, None, kb, {ops[0][1]})], {mma}_b[(None, None, kb, {ops[1][1]})], "

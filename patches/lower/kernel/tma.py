@@ -52,12 +52,16 @@ def choose_stages(fixed: int, pipes: list, ctas: int = 1) -> list[int]:
 
 
 def ctas_per_sm(accumulator_shapes: Any, cta_threads: int) -> int:
-    """CTAs per SM worth sizing the pipelines for: as many (up to 4) as an estimate of the registers (two per f32
-    accumulator element a thread holds, plus 40) lets share the register file, so that one CTA's softmax or
-    epilogue runs while another's wgmmas do (a kernel's loop has no other overlap); one where the accumulators
-    fill the registers (then the deepest pipeline shared memory holds)."""
-    words = sum(m * n for m, n in accumulator_shapes) // cta_threads
-    return max(1, min(4, REGISTERS_PER_SM // (cta_threads * (2 * words + 40)))) if words else 1
+    """CTAs per SM worth sizing the pipelines for. A kernel of dependent matmuls (flash attention's S, then P V
+    after a softmax) leaves the tensor cores idle while one CTA's softmax runs, so as many CTAs (up to 4) as an
+    estimate of the registers lets share the register file (1.25 per f32 accumulator element a thread holds, plus
+    40: ptxas gave 0.94-1.0 per element plus 40 for flash attention and the tiled matmul); a single matmul's
+    mainloop keeps them busy from one CTA and takes the deepest pipeline shared memory holds."""
+    shapes = list(accumulator_shapes)
+    words = sum(m * n for m, n in shapes) // cta_threads
+    if len(shapes) < 2 or not words:
+        return 1
+    return max(1, min(4, REGISTERS_PER_SM // (cta_threads * (5 * words // 4 + 40))))
 
 
 def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tuple[Layout, list] | str:

@@ -18,7 +18,19 @@ __all__ = ["Check", "Report", "VerificationError", "verify", "verify_loaded"]
 
 
 def verify(module: Any) -> Report:
-    """Check every thread/value of the module's kernel (GEMM or SIMT); returns the Report."""
+    """Check every thread/value of the module's kernel (GEMM or SIMT); returns the Report. A schedule of several
+    kernels (``pt.lower`` of a program that needs more than one) gets one Report holding every kernel's checks,
+    each named after its kernel."""
+    kernels = getattr(module, "__dict__", {}).get("kernels")
+    if kernels is not None and len(kernels) != 1:
+        report = Report(", ".join(k.name for k in kernels))
+        for k in kernels:
+            r = verify(k.module)
+            for c in r.checks:
+                c.name = f"{k.name}: {c.name}"
+            report.checks += r.checks
+            report.seconds += r.seconds
+        return report
     return verify_loaded(module.load(), module.spec, module.kind)
 
 
