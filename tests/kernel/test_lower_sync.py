@@ -9,7 +9,7 @@ import patches as pt
 from patches.lower.kernel.simulate import simulate_module
 
 from . import lower_cases as C
-from .test_lower_simt import check_against_interpreter
+from .test_lower_interchange import closer_than_the_interpreter
 
 ORDER = "other threads' accesses to this buffer come first"
 AGAIN = "this body's accesses are done before it runs again"
@@ -75,4 +75,5 @@ def test_backward_kernels_keep_their_loops_free_of_added_barriers():
     prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types)
     for sub in C.kernel_programs(prog):
         assert AGAIN not in pt.lower(sub).source
-    check_against_interpreter(prog, atol=1e-2, rtol=2 ** -7)
+    # the lowered kernels sum over N in f32 (patches.lower.kernel.interchange): checked against float64
+    closer_than_the_interpreter(prog, 128, 128, 128)

@@ -17,6 +17,7 @@ from ..errors import LoweringError
 from ..names import comment_block, sanitize
 from . import fuse, mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
 from .context import Ctx, lower_program
+from .interchange import interchange
 from .memory import add_offsets, fill, load, store
 from .symbolic import active, arg_layout, code, host_lines, multiple, table
 from .tma import choose_stages, ctas_per_sm
@@ -97,6 +98,7 @@ def _full(layout: Any) -> tuple:
 def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
     """The CuTe DSL source of one ``kernel`` equation and its KernelSpec: lowered once with one stage per pipelined
     loop to measure the shared memory everything else takes, then with the stages that fit."""
+    e = interchange(e)          # a backward kernel's accumulating loop nest, made parallel where that is exact
     try:
         syms = table([v.type.layout for v in list(e.inputs) + list(e.outputs)])
     except LoweringError as err:
