@@ -95,7 +95,10 @@ def _match(body: Program, n_outs: int) -> tuple | None:
     out_ref = _outer_ref(au.inputs[0], body, lj, lk)
     if out_ref is None or not any(out_ref is r for r in body.params[len(body.params) - n_outs:]):
         return None
-    if _reads_ref(body, out_ref, lj) or _reads_ref(bj, _inner(lj, out_ref), lk) or \
+    at_j = _inner(lj, out_ref)
+    if sum(x is out_ref for x in lj.inputs) != 1 or sum(x is at_j for x in lk.inputs) != 1:
+        return None                                          # the Ref passed twice: another name could read it
+    if _reads_ref(body, out_ref, lj) or _reads_ref(bj, at_j, lk) or \
             sum(1 for q in bk.eqns if any(x is au.inputs[0] for x in q.inputs)) != 1:
         return None
     if au.inputs[1].type.dtype not in ("f32", "bf16", "f16") or not _from_k_only(bk, au.inputs[2:]):
