@@ -63,7 +63,7 @@ def test_f32_backward_kernels_are_rewritten_and_agree():
     check_against_interpreter(prog, atol=1e-5)
 
 
-def _overlapping(step, trips):
+def _overlapping(step, trips, lo=0):
     """o[:, ds(k * step, 32)] += x block, over k: the blocks tile o with step 32 (2 trips); with step 16 (3 trips)
     they overlap, and the sum must stay the program's."""
     def kern(x_ref, o_ref):
@@ -71,18 +71,18 @@ def _overlapping(step, trips):
             blk = x_ref[pt.ds(j * 16, 16), :]
 
             def inner(k, c2):
-                o_ref.accumulate((slice(None), pt.ds(k * step, 32)), blk[:, :32])
+                o_ref.accumulate((slice(None), pt.ds((k - lo) * step, 32)), blk[:, :32])
                 return c2
-            pt.fori_loop(0, trips, inner, ())
+            pt.fori_loop(lo, lo + trips, inner, ())
             return c
         pt.fori_loop(0, 2, outer, ())
     x = pt.tensor("f32", make_layout((32, 64), (64, 1)))
     return pt.kernel(kern, pt.tensor("f32", (16, 64)), grid=(1,)), x
 
 
-@pytest.mark.parametrize("step, trips, rewritten", [(32, 2, True), (16, 3, False)])
-def test_only_blocks_that_tile_the_output_are_rewritten(step, trips, rewritten):
-    k, x = _overlapping(step, trips)
+@pytest.mark.parametrize("step, trips, lo, rewritten", [(32, 2, 0, True), (32, 2, 3, True), (16, 3, 0, False)])
+def test_only_blocks_that_tile_the_output_are_rewritten(step, trips, lo, rewritten):
+    k, x = _overlapping(step, trips, lo)
     prog = pt.stage(k, x)
     (e,) = [q for q in prog.eqns if q.prim.name == "kernel"]
     assert (interchange(e) is not e) == rewritten

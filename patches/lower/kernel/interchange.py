@@ -24,14 +24,19 @@ from typing import Any
 
 import numpy as np
 
+from ...layouts import Layout
 from ...staging import Eqn, Literal, Program, Var
 from ...staging.core import abstract_eval
 from ...staging.kernel.control import fori_p, program_id_p
 from ...staging.kernel.refs import EFFECTS, Dyn, Idx, get_p, set_p
+from ...staging.kernel.tile import ref_tile_p
 from ...staging.primitives.elementwise import prims
+from ...staging.primitives.views import broadcast_p
 from ...staging.types import TensorType
 
 __all__ = ["interchange"]
+
+SCALAR = Layout._make((), ())
 
 
 def interchange(e: Any) -> Any:
@@ -238,8 +243,12 @@ def _copy_eqns(eqns: list, env: dict) -> list:
 def _rewrite(body: Program, lj: Any, lk: Any, au: Any, out_ref: Any, axis: int) -> Program:
     bj, bk = lj.params["body"], lk.params["body"]
     ncj = lj.params["n_consts"]
-    kk = Var(TensorType("i32", _scalar_layout()))
-    pid = Eqn(program_id_p, [], {"axis": axis}, [kk])
+    pid = Eqn(program_id_p, [], {"axis": axis}, [Var(TensorType("i32", SCALAR))])
+    kk = pid.outputs[0]                         # the inner loop's counter: the new grid index plus its lower bound
+    first = [pid]
+    if lk.params["lower"]:
+        first.append(_eq(prims["add"], [kk, Literal(np.int32(lk.params["lower"]), kk.type)], {}))
+        kk = first[-1].outputs[0]
     # the addend, summed over j in f32: the value before its cast to the Ref's dtype where there is one
     made = {id(v): q for q in bk.eqns for v in q.outputs}
     w = au.inputs[1]
@@ -272,7 +281,7 @@ def _rewrite(body: Program, lj: Any, lk: Any, au: Any, out_ref: Any, axis: int) 
     new_bj = Program([], [], [bj.params[0], *bj.params[1:1 + ncj], *[c for c, _ in carved], kk_in, acc_in], eqns,
                      [total], name=bj.name).dce()
     # before the loop: a zero accumulator; after it: the selection for kk and one store
-    zero = _eq(_broadcast_p(), [Literal(np.float32(0.0), TensorType("f32", _scalar_layout()))],
+    zero = _eq(broadcast_p, [Literal(np.float32(0.0), TensorType("f32", SCALAR))],
                {"shape": acc_t.shape, "dims": ()})
     init = _eq(prims["copy"], [zero.outputs[0]], {"layout": acc_t.layout})
     acc_out = Var(acc_t)
@@ -290,7 +299,7 @@ def _rewrite(body: Program, lj: Any, lk: Any, au: Any, out_ref: Any, axis: int) 
     before = body.eqns[:body.eqns.index(lj)]
     after = body.eqns[body.eqns.index(lj) + 1:]
     return Program(body.consts, body.const_values, body.params,
-                   [*before, pid, *pre, zero, init, loop, *index, store, *after], body.outputs, body.in_tree,
+                   [*before, *first, *pre, zero, init, loop, *index, store, *after], body.outputs, body.in_tree,
                    body.out_tree, body.name)
 
 
@@ -354,7 +363,7 @@ def _hoist_tiles(eqns: list, j: Any, outer: dict) -> tuple:
         parent = outer[id(t.inputs[0])]
         oc = [_emit_lin(c, pre, lambda v: outside(v, pre, env)) if isinstance(c, _Lin) else outside(c, pre, env)
               for c in coords]
-        carve = _eq(_ref_tile_p(), [parent, *oc], {"tiler": tiler, "squeezed": ()})
+        carve = _eq(ref_tile_p, [parent, *oc], {"tiler": tiler, "squeezed": ()})
         pre.append(carve)
         inner = Var(carve.outputs[0].type)
         consts.append((inner, carve.outputs[0]))
@@ -448,27 +457,9 @@ class _Lin:
         self.c, self.a, self.b = c, a, b
 
 
-def _scalar_layout() -> Any:
-    from ...layouts import Layout
-
-    return Layout._make((), ())
-
-
-def _ref_tile_p() -> Any:
-    from ...staging.kernel.tile import ref_tile_p
-
-    return ref_tile_p
-
-
-def _broadcast_p() -> Any:
-    from ...staging.primitives.views import broadcast_p
-
-    return broadcast_p
-
-
 def _extra_axis(m: Any) -> Any:
     """A BlockMapping whose index map takes one more grid index (the new axis), unused."""
     im = m.index_map
-    extra = Var(TensorType("i32", _scalar_layout()))
+    extra = Var(TensorType("i32", SCALAR))
     return m._replace(index_map=Program(im.consts, im.const_values, [*im.params, extra], im.eqns, im.outputs,
                                         name=im.name))
