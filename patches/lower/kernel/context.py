@@ -25,7 +25,7 @@ RULES: dict[str, Callable[..., list]] = {}
 # Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
 TAKES_LAZY = {"matmul"}
 EXPANDED = ("argmax", "argmin", "call", "concatenate")    # rewritten into lowered primitives first (patches.lower.expand)
-PREPASSES: list[Callable] = []     # (ctx, eqns) -> {id(eqn): rule}: rules for equations taken together (rules_mma)
+PREPASSES: list[Callable] = []     # (ctx, eqns, outputs) -> {id(eqn): rule}: rules for equations taken together (rules_mma)
 MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
 

@@ -367,15 +367,15 @@ def _hoist_tiles(eqns: list, j: Any, outer: dict) -> tuple:
         pre.append(carve)
         inner = Var(carve.outputs[0].type)
         consts.append((inner, carve.outputs[0]))
-        start = v_start(body)
+        start = _emit_lin(v_start, body, lambda v: v)
         index = tuple(Idx("ds", Dyn(0), v_size) if m == v_mode else Idx("all") for m in range(len(tiler)))
         body.append(Eqn(get_p, [inner, start], dict(q.params, index=index), q.outputs))
     return body, pre, consts
 
 
 def _split(q: Any, t: Any, made: dict, moving: Any) -> tuple | None:
-    """For ``get q`` of ``ref_tile t``: (tiler, tile coordinates, the moving mode, a function emitting its start
-    into a body, its size), or None where the block is not so split."""
+    """For ``get q`` of ``ref_tile t``: (tiler, tile coordinates, the moving mode, its start as a ``_Lin``,
+    its size), or None where the block is not so split."""
     if t.params.get("squeezed") or any(type(n) is not int for n in t.params["tiler"]) or \
             len(t.params["tiler"]) != len(q.params["index"]):
         return None
@@ -414,39 +414,27 @@ def _split(q: Any, t: Any, made: dict, moving: Any) -> tuple | None:
     if v is None:
         return None
     m, c, n, d, size = v
-
-    def start(body: list) -> Any:
-        s = c
-        if not (isinstance(c, Literal) and int(np.asarray(c.value)) == 0):
-            body.append(_eq(prims["mul"], [c, Literal(np.int32(n), c.type)], {}))
-            s = body[-1].outputs[0]
-        else:
-            s = None
-        if s is None:
-            return d if isinstance(d, Var) else Literal(np.int32(d), c.type)
-        if isinstance(d, Var) or d:
-            body.append(_eq(prims["add"], [s, d if isinstance(d, Var) else Literal(np.int32(d), c.type)], {}))
-            s = body[-1].outputs[0]
-        return s
+    start = _Lin(c, n, d if isinstance(d, Var) else Literal(np.int32(d), c.type))
     return tuple(tiler), coords, m, start, size
 
 
-def _emit_lin(lin: Any, pre: list, outside: Any) -> Any:
-    """``lin.c * lin.a + lin.b`` as a value before the loop (literal terms folded)."""
+def _emit_lin(lin: Any, eqns: list, outside: Any) -> Any:
+    """``lin.c * lin.a + lin.b`` as a value, its equations appended to ``eqns`` (literal terms folded); ``outside``
+    maps each term to the value it is there (before the loop, or the identity inside it)."""
     c, b = outside(lin.c), outside(lin.b)
     if isinstance(c, Literal) and isinstance(b, Literal):
         return Literal(np.int32(int(np.asarray(c.value)) * lin.a + int(np.asarray(b.value))), c.type)
     terms = []
     if not (isinstance(c, Literal) and int(np.asarray(c.value)) == 0):
         if lin.a != 1:
-            pre.append(_eq(prims["mul"], [c, Literal(np.int32(lin.a), c.type)], {}))
-            c = pre[-1].outputs[0]
+            eqns.append(_eq(prims["mul"], [c, Literal(np.int32(lin.a), c.type)], {}))
+            c = eqns[-1].outputs[0]
         terms.append(c)
     if not (isinstance(b, Literal) and int(np.asarray(b.value)) == 0):
         terms.append(b)
     if len(terms) == 2:
-        pre.append(_eq(prims["add"], terms, {}))
-        return pre[-1].outputs[0]
+        eqns.append(_eq(prims["add"], terms, {}))
+        return eqns[-1].outputs[0]
     return terms[0] if terms else b
 
 

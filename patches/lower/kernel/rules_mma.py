@@ -119,8 +119,10 @@ def _deferred_pair(mm: Any, side: int) -> tuple:
         x, p = ins[1 - side], ins[side]
         if not isinstance(p, _Deferred):
             return RULES["add"](ctx, e, ins)
-        if not isinstance(x, (Block, Scalar)):
-            raise ctx.fail("an accumulated product's addend is neither a block nor a scalar")
+        if not isinstance(x, (Block, Scalar)):     # an addend held elsewhere: the product, then the add
+            ins = list(ins)
+            ins[side] = wgmma(ctx, mm, stash.pop("ins"))[0]
+            return RULES["add"](ctx, e, ins)
         return wgmma(ctx, mm, stash.pop("ins"), init=x)
     return product, add
 
