@@ -42,3 +42,33 @@ def test_wgmma_matmul_verifies_and_a_wrong_accumulator_layout_is_caught():
 def test_flash_attention_verifies():
     k, types = C.flash_attention(64, 64, 64, 32)
     assert pt.lower(pt.stage(k, *types)).verify().ok
+
+
+def test_flash_attention_p_by_stmatrix_verifies_and_a_wrong_register_order_is_caught():
+    """P (held as S's accumulator) and the output block go to shared memory by stmatrix: CuTe's tiled copy, walked
+    for every thread, must put each register at its element; the order builder reversed is caught in both."""
+    k, types = C.flash_attention(64, 16, 64, 16)
+    mod = pt.lower(pt.stage(k, *types))
+    report = mod.verify()
+    r2s = [c for c in report.checks if "stmatrix stores" in c.name]
+    assert report.ok and len(r2s) == 2 and all(c.elements > 0 for c in r2s)
+    body = "return [where[tuple(int(x) for x in src[p])] for p in range(cute.size(src))]"
+    assert mod.source.count(body) == 2
+    bad = KernelModule(mod.spec, mod.source.replace(body, body.replace("range(cute.size(src))]",
+                                                                       "range(cute.size(src))][::-1]")),
+                       0.0, kind="kernel")
+    report = verify_kernel(bad, kinds=("r2s",))
+    assert sum(not c.ok for c in report.checks if "stmatrix stores" in c.name) == 2
+
+
+def test_the_interchanged_backward_kernels_verify():
+    """dA and dB as patches.lower.kernel.interchange writes them (a 2-D grid, a TMA mainloop over the other block
+    mode, one store): every builder checked over every thread."""
+    k, types = C.tiled_matmul(128, 128, 128, 64, 64, 64, act=lambda x: x)
+    prog = pt.stage(pt.grad(lambda a, b, c: pt.reduce_sum(k(a, b, c).astype("f32")), (0, 1)), *types)
+    for sub in C.kernel_programs(prog):
+        mod = pt.lower(sub)
+        assert "Grid (2, 2)" in mod.source
+        report = mod.verify()
+        assert report.ok and report.elements > 0, str(report)
+        assert any("TMA" in c.name or "box" in c.name for c in report.checks), [c.name for c in report.checks]
