@@ -6,11 +6,12 @@ from __future__ import annotations
 import itertools
 import time
 
-from ..staging import Program, Var
+from ..staging import Program
 from .config import TileConfig
 from .emit_simt import emit_simt
 from .errors import LoweringError
 from .kernel import lower_kernel
+from .kernel.api import in_order
 from .module import Module
 from .names import kernel_name
 from .plan import Schedule
@@ -55,8 +56,7 @@ def _one_kernel_call(prog: Program) -> bool:
     live = prog.dce()
     if len(live.eqns) != 1 or live.eqns[0].prim.name != "kernel":
         return False
-    e, params = live.eqns[0], {id(v) for v in live.params}
-    return all(isinstance(a, Var) and id(a) in params for a in e.inputs)
+    return in_order(live, live.eqns[0])
 
 
 def split_matmuls(prog: Program) -> list[Program]:

@@ -26,7 +26,7 @@ from .config import TileConfig
 from .emit_gemm import emit_gemm
 from .emit_simt import emit_simt
 from .errors import LoweringError
-from .kernel import lower_kernel
+from .kernel.api import kernel_call, lower_kernel_call
 from .module import Module
 from .names import sanitize
 from .routing import check_via, route
@@ -50,7 +50,7 @@ class Kernel:
         if self._module is None:
             t0 = time.perf_counter()
             if self.kind == "kernel":
-                self._module = lower_kernel(self.program)
+                self._module = lower_kernel_call(kernel_call(self.program))
                 return self._module
             if self.kind == "gemm":
                 spec = analyze(self.program, self.config, self.name)

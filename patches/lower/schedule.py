@@ -27,7 +27,7 @@ from .config import TileConfig
 from .errors import LoweringError
 from .expand import expand
 from .fusion import EPILOGUE_OPS, GENERATORS, VIEWS, Graph, Group, literal_only, order, partition, rematerialize
-from .kernel import lower_kernel
+from .kernel.api import kernel_call, lower_kernel_call
 from .simt_spec import analyze_simt
 from .simt_views import ACCESS_VIEWS
 
@@ -183,7 +183,7 @@ def _analyze(kind: str, prog: Program, config: TileConfig | None, name: str) -> 
     if kind == "gemm":
         return analyze(prog, config, name)
     if kind == "kernel":
-        return lower_kernel(prog)
+        return lower_kernel_call(kernel_call(prog))
     return analyze_simt(prog, name)
 
 
@@ -201,7 +201,7 @@ class Builder:
         """``lower_kernel`` of a kernel call's program, once per call (the scheduler cuts groups several times)."""
         if id(e) not in self.modules:
             try:
-                self.modules[id(e)] = lower_kernel(sub)
+                self.modules[id(e)] = lower_kernel_call(kernel_call(sub))
             except LoweringError as err:
                 self.modules[id(e)] = err
         got = self.modules[id(e)]

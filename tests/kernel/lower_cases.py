@@ -115,6 +115,21 @@ def flash_attention(S=512, D=64, BQ=64, BKV=64, heads=None):
     """One Q block per program, a loop over K/V blocks, online softmax with running max and sum (f32 registers);
     ``heads`` runs that many heads, stacked along the rows of row-major (heads * S, D) operands, on a grid
     (S // BQ, heads)."""
+    flash_kernel = _flash_body(S, D, BQ, BKV)
+    if heads is None:
+        q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
+        whole = pt.BlockSpec((S, D), lambda i: (0, 0))
+        t, grid = pt.tensor("bf16", (S, D)), (S // BQ,)
+    else:       # the heads stacked along the rows of one row-major (heads * S, D) operand
+        q = pt.BlockSpec((BQ, D), lambda i, h: (h * (S // BQ) + i, 0))
+        whole = pt.BlockSpec((S, D), lambda i, h: (h, 0))
+        t, grid = pt.tensor("bf16", make_layout((heads * S, D), (D, 1))), (S // BQ, heads)
+    k = pt.kernel(flash_kernel, t, grid=grid, in_specs=[q, whole, whole], out_specs=q)
+    return k, [t] * 3
+
+
+def _flash_body(S, D, BQ, BKV):
+    """The flash-attention kernel body over (S, D) blocks of Q (BQ rows), K and V."""
     scale = 1.0 / D ** 0.5
 
     def flash_kernel(q_ref, k_ref, v_ref, o_ref):
@@ -134,13 +149,19 @@ def flash_attention(S=512, D=64, BQ=64, BKV=64, heads=None):
         init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
         m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
         o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
-    if heads is None:
-        q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
-        whole = pt.BlockSpec((S, D), lambda i: (0, 0))
-        t, grid = pt.tensor("bf16", (S, D)), (S // BQ,)
-    else:       # the heads stacked along the rows of one row-major (heads * S, D) operand
-        q = pt.BlockSpec((BQ, D), lambda i, h: (h * (S // BQ) + i, 0))
-        whole = pt.BlockSpec((S, D), lambda i, h: (h, 0))
-        t, grid = pt.tensor("bf16", make_layout((heads * S, D), (D, 1))), (S // BQ, heads)
-    k = pt.kernel(flash_kernel, t, grid=grid, in_specs=[q, whole, whole], out_specs=q)
-    return k, [t] * 3
+    return flash_kernel
+
+
+def flash_attention_4d(B=2, H=2, S=128, D=64, BQ=64, BKV=64, order="bhsd"):
+    """Flash attention as Pallas users write it over (batch, heads, seq, dim) operands: a grid (B, H, S // BQ), the
+    batch and head modes squeezed from every BlockSpec (``None``); ``order="bshd"`` stores (B, S, H, D) row-major."""
+    flash_kernel = _flash_body(S, D, BQ, BKV)
+    if order == "bshd":
+        q = pt.BlockSpec((None, BQ, None, D), lambda b, h, i: (b, i, h, 0))
+        kv = pt.BlockSpec((None, S, None, D), lambda b, h, i: (b, 0, h, 0))
+        t = pt.tensor("bf16", make_layout((B, S, H, D), (S * H * D, H * D, D, 1)))
+    else:
+        q = pt.BlockSpec((None, None, BQ, D), lambda b, h, i: (b, h, i, 0))
+        kv = pt.BlockSpec((None, None, S, D), lambda b, h, i: (b, h, 0, 0))
+        t = pt.tensor("bf16", make_layout((B, H, S, D), (H * S * D, S * D, D, 1)))
+    return pt.kernel(flash_kernel, t, grid=(B, H, S // BQ), in_specs=[q, kv, kv], out_specs=q), [t] * 3

@@ -11,7 +11,9 @@ import patches as pt
 from patches.layouts import Layout
 from patches.lower.kernel import RULES
 from patches.lower.kernel.context import EXPANDED
+from patches.lower.kernel.simulate import simulate_module
 from patches.lower.kernel.verify import verify_kernel
+from patches.lower.module import tool
 from patches.staging.core import impl_rules
 
 from .test_lower_simt import check_against_interpreter, needs_sass
@@ -254,3 +256,87 @@ def test_bf16_scalars_stored_and_filled_compile():
     np.testing.assert_array_equal(np.asarray(simulate_module(mod, xb)[0], np.float32),
                                   np.asarray(prog(xb), np.float32))
     assert mod.compile().resources["spills"] == 0
+
+
+def test_float_to_integer_casts_saturate_as_the_interpreter_does():
+    """NaN, infinities and values past the range: i32 as PTX's cvt.rzi (toward zero, saturating, NaN to 0), and
+    8- and 16-bit integers through i32 clamped (a direct conversion would wrap 300 to 44); scalars and blocks."""
+    vals = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 300.0, -300.0, 200.5, 2.5, -2.5, 0.0, 70000.0] + [1.0] * 20,
+                    np.float32)
+    spec = pt.BlockSpec((32,), lambda i: (i,))
+    for dt in ("i32", "i8", "u8", "i16"):
+        def k(x_ref, o_ref, s_ref, dt=dt):
+            o_ref[...] = x_ref[...].astype(dt).astype("i32")
+            s_ref[...] = pt.broadcast_to(x_ref[5].astype(dt).astype("i32"), (32,))
+        prog = pt.stage(pt.kernel(k, (pt.tensor("i32", 32),) * 2, grid=(1,), in_specs=[spec], out_specs=[spec, spec]),
+                        pt.tensor("f32", 32))
+        want = prog(vals)
+        assert int(np.asarray(want[0])[5]) == {"i32": 300, "i8": 127, "u8": 255, "i16": 300}[dt]
+        for g, w in zip(simulate_module(pt.lower(prog), vals), want):
+            np.testing.assert_array_equal(g, np.asarray(w))
+
+
+def test_a_loop_counter_converted_to_float():
+    """``fori_loop`` counters and an arbitrary axis's program_id are run-time Int32 values in the emitted code."""
+    spec = pt.BlockSpec((32,), lambda i: (i,))
+
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.fori_loop(0, 4, lambda j, a: a + j.astype("f32") + x_ref[...], pt.zeros((32,), "f32"))
+    check_against_interpreter(pt.stage(pt.kernel(k, pt.tensor("f32", 64), grid=(2,), in_specs=[spec], out_specs=spec),
+                                       pt.tensor("f32", 64)))
+
+    def k2(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + pt.program_id(1).astype("f32")
+    s2 = pt.BlockSpec((32,), lambda i, j: (i,))
+    check_against_interpreter(pt.stage(pt.kernel(k2, pt.tensor("f32", 64), grid=(2, 3), in_specs=[s2], out_specs=s2,
+                                                 dimension_semantics=("parallel", "arbitrary")), pt.tensor("f32", 64)))
+
+
+def test_scalar_predicates_combine_and_select():
+    """Pallas's ``@when((program_id(0) == 0) & (program_id(1) == 0))`` (``&``, ``|``, ``~`` of scalar bools stage as
+    ``where``) and a scalar ``where`` of floats and ints lower to selects; both kernels compile."""
+    def k(x_ref, o_ref):
+        @pt.when((pt.program_id(0) == 0) & (pt.program_id(1) == 0))
+        def _():
+            o_ref[...] = pt.zeros((32,), "f32")
+        o_ref[...] += x_ref[...]
+    acc = pt.kernel(k, pt.tensor("f32", 32), grid=(2, 2), dimension_semantics=("arbitrary", "arbitrary"),
+                    in_specs=[pt.BlockSpec((None, 32), lambda i, j: (i * 2 + j, 0))],
+                    out_specs=pt.BlockSpec((32,), lambda i, j: (0,)))
+
+    def k2(x_ref, o_ref):
+        i = pt.program_id(0)
+        c = pt.logical_or(i > 1, ~(i == 0)) | (i == 2)
+        o_ref[...] = x_ref[...] * pt.where(c, 3.0, 4.0) + pt.where(i <= 0, i, i * 2).astype("f32")
+    spec = pt.BlockSpec((32,), lambda i: (i,))
+    sel = pt.kernel(k2, pt.tensor("f32", 96), grid=(3,), in_specs=[spec], out_specs=spec)
+    progs = [pt.stage(acc, pt.tensor("f32", (4, 32))), pt.stage(sel, pt.tensor("f32", 96))]
+    for prog in progs:
+        assert "cutlass.select_(" in pt.lower(prog).source
+        check_against_interpreter(prog, atol=1e-5)
+    if tool("cuobjdump") is not None:
+        for prog in progs:
+            assert pt.lower(prog).compile().resources["spills"] == 0
+
+
+def test_grids_past_cudas_y_and_z_limits_fold_into_x(monkeypatch):
+    """y and z hold at most 65535 CTAs: a (2, 70000) grid, or axes past the second whose product passes it, launch
+    as one x axis; the program ids are recovered from it (checked on a small grid with the limit lowered)."""
+    import re
+
+    from patches.lower.kernel import template
+
+    def one(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0 + pt.program_id(0).astype("f32") + 10.0 * pt.program_id(1).astype("f32")
+
+    def prog(grid):
+        spec = pt.BlockSpec((None,) * (len(grid) - 1) + (4,), lambda *g: (*g[:-1], g[-1]))
+        shape = (*grid[:-1], 4 * grid[-1])
+        return pt.stage(pt.kernel(one, pt.tensor("f32", shape), grid=grid, in_specs=[spec], out_specs=spec),
+                        pt.tensor("f32", shape))
+    for grid, launch in [((2, 70000), "140000, 1, 1"), ((2, 2, 300, 300), "360000, 1, 1"), ((2, 300, 300), "2, 300, 300")]:
+        assert re.findall(r"launch\(grid=\(([^)]*)\)", pt.lower(prog(grid)).source) == [launch]
+    monkeypatch.setattr(template, "MAX_YZ", 2)
+    p = prog((2, 3, 2))
+    assert "launch(grid=(12, 1, 1)" in pt.lower(p).source
+    check_against_interpreter(p)

@@ -144,3 +144,46 @@ def test_every_kernel_of_a_padded_gradient_schedule_compiles_without_spills(tmp_
     calls = [k for k in plan["kernels"] if k["kind"] == "kernel"]
     assert len(calls) == 2 and all(a["flat"] > 0 for k in calls for a in k["args"])
     assert all((tmp_path / k["name"]).is_dir() for k in plan["kernels"])
+
+
+def test_a_kernel_call_on_reordered_or_repeated_parameters_is_scheduled_by_the_program_order():
+    """``k(b, a)``, ``k(x, x)``, outputs returned swapped, a parameter returned beside the call: the program's
+    parameters and outputs are not the kernel's operands and outputs in order, so ``pt.lower`` gives a schedule that
+    passes each operand its buffer (a bare KernelModule would take the kernel's order and compute b - a), while
+    ``lower_kernel`` of such a program keeps its documented convention: the kernel's operands then its outputs."""
+    from patches.lower.kernel import lower_kernel
+    from patches.lower.kernel.simulate import simulate_module
+
+    spec = pt.BlockSpec((32,), lambda i: (i,))
+
+    def sub_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] - y_ref[...]
+
+    def two(x_ref, o_ref, p_ref):
+        o_ref[...] = x_ref[...] + 1.0
+        p_ref[...] = x_ref[...] * 10.0
+    k = pt.kernel(sub_kernel, pt.tensor("f32", 64), grid=(2,), in_specs=[spec, spec], out_specs=spec)
+    k2 = pt.kernel(two, (pt.tensor("f32", 64), pt.tensor("f32", 64)), grid=(2,), in_specs=[spec],
+                   out_specs=[spec, spec])
+    t = pt.tensor("f32", 64)
+    a, b = np.arange(64, dtype=np.float32), np.full(64, 3.0, np.float32)
+    for f, n in [(lambda a, b: k(b, a), 2), (lambda x: k(x, x), 1), (lambda x: k2(x)[::-1], 1),
+                 (lambda x: (k(x, x), x), 1)]:
+        prog = pt.stage(f, *[t] * n)
+        s = pt.lower(prog)
+        assert isinstance(s, Schedule)
+        want, got = prog(*(a, b)[:n]), s.simulate_kernels(*(a, b)[:n])
+        want, got = (list(x) if isinstance(x, (tuple, list)) else [x] for x in (want, got))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        e = prog.dce().eqns[0]
+        pos = {id(p): i for i, p in enumerate(prog.params)}
+        ops = [(a, b)[pos[id(x)]] for x in e.inputs]
+        direct = simulate_module(lower_kernel(prog), *ops)
+        alone = (k if len(e.outputs) == 1 else k2)(*ops)
+        alone = list(alone) if isinstance(alone, (tuple, list)) else [alone]
+        assert len(direct) == len(alone) == len(e.outputs)
+        for g, w in zip(direct, alone):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert isinstance(pt.lower(pt.stage(k, t, t)), KernelModule)

@@ -85,6 +85,40 @@ def test_flash_attention_pipelines_k_and_v():
     assert "PipelineTmaAsync" in src and src.count("CopyBulkTensorTileG2SOp") == 2
 
 
+@pytest.mark.parametrize("order", ["bhsd", "bshd"])
+def test_squeezed_batch_and_head_modes_fold_into_a_two_mode_tma_view(order):
+    """(B, H, S, D) operands under ``(None, None, BQ, D)`` (and (B, S, H, D) under ``(None, BQ, None, D)``): the
+    squeezed modes continue a block mode in memory, so each operand is one 2-mode TMA view, K and V pipeline and O
+    goes out by a TMA store at box coordinates that hold b and h; the model computes what the interpreter does."""
+    k, types = C.flash_attention_4d(B=2, H=2, S=128, D=64, BQ=64, BKV=64, order=order)
+    prog = pt.stage(k, *types)
+    mod = pt.lower(prog)
+    src = mod.source
+    assert "PipelineTmaAsync" in src and src.count("CopyBulkTensorTileG2SOp") == 2
+    assert src.count("CopyBulkTensorTileS2GOp") == 1
+    view = "(512,64):(64,1)" if order == "bhsd" else "(256,128):(128,1)"
+    assert view in src.replace(" ", "")
+    verify_kernel(mod).raise_if_failed()
+    check_against_interpreter(prog, rtol=2e-2, atol=2e-2)
+
+
+def test_a_squeezed_mode_folds_only_where_it_continues_a_block_mode():
+    """A (2, S, 64) output under ``(None, BS, 64)``: row-major, its blocks go out by TMA stores through the (2*S, 64)
+    view; with the batch mode fastest in memory (no 2-mode view holds a block), or a BS that does not divide S (a
+    box would straddle two batches), they are stored from registers. The model computes what the interpreter does."""
+    def kern(x_ref, y_ref, o_ref):
+        o_ref[...] = pt.matmul(x_ref[...], y_ref[...], preferred_element_type="f32")
+    cases = [((2, 128, 64), None, 64, True), ((2, 64, 64), (1, 128, 2), 64, False), ((2, 80, 64), None, 32, False)]
+    for shape, stride, bs, tma in cases:
+        lay = make_layout(shape, stride) if stride else make_layout(shape, (shape[1] * 64, 64, 1))
+        spec = pt.BlockSpec((None, bs, 64), lambda b, i: (b, i, 0))
+        kk = pt.kernel(kern, pt.tensor("f32", lay), grid=(2, -(-shape[1] // bs)),
+                       in_specs=[spec, pt.BlockSpec((64, 64), lambda b, i: (0, 0))], out_specs=spec)
+        prog = pt.stage(kk, pt.tensor("bf16", lay), pt.tensor("bf16", (64, 64)))
+        assert ("CopyBulkTensorTileS2GOp" in pt.lower(prog).source) == tma, (shape, stride, bs)
+        check_against_interpreter(prog, rtol=2e-2, atol=2e-2)
+
+
 def _acc_kernel(M=64, N=64, K=128, BK=32, matmul=True):
     """``o[...] += a[:, ds] @ b[ds, :]`` (or ``+= x[ds, :]``) in a fori_loop, as ``addupdate``: the target block
     is fixed."""
@@ -257,3 +291,38 @@ def test_a_ref_the_loop_also_writes_is_not_read_ahead():
     loop = next(e for e in sub.eqns[0].params["body"].eqns if e.prim.name == "fori_loop")
     reads = plan_loop(loop).reads
     assert [r.eqn.params["index"][0].kind for r in reads] == ["ds"]   # only b's read is pipelined, not a's
+
+
+@pytest.mark.parametrize("space", ["rmem", "smem", "out"])
+def test_an_update_read_through_a_view_made_before_the_loop_is_not_held_in_registers(space):
+    """``s.accumulate(...)`` in a loop that also reads ``s`` through ``v = s.at[...]`` made before it: the update
+    must reach memory each iteration (held in registers and written once after the loop, ``v`` read zeros)."""
+    def kern(a_ref, b_ref, o_ref, *scratch):
+        s = scratch[0] if scratch else o_ref
+        s[...] = pt.zeros((64, 64), "f32")
+        v = s.at[0:32, :]
+
+        def step(k, c):
+            s.accumulate(..., pt.matmul(a_ref[:, pt.ds(k * 16, 16)], b_ref[pt.ds(k * 16, 16), :],
+                                        preferred_element_type="f32"))
+            return c + pt.reduce_sum(v[...], 0)
+        r = pt.fori_loop(0, 4, step, pt.zeros((64,), "f32"))
+        if scratch:
+            o_ref[...] = s[...] + r[None, :]
+        else:
+            o_ref[0:1, :] = r[None, :]
+    extra = {} if space == "out" else {"scratch": [pt.Scratch((64, 64), "f32", pt.RMEM if space == "rmem" else pt.SMEM)]}
+    k = pt.kernel(kern, pt.tensor("f32", (64, 64)), grid=(1,),
+                  in_specs=[pt.BlockSpec((64, 64), lambda i: (0, 0))] * 2,
+                  out_specs=pt.BlockSpec((64, 64), lambda i: (0, 0)), **extra)
+    check_against_interpreter(pt.stage(k, pt.tensor("bf16", (64, 64)), pt.tensor("bf16", (64, 64))),
+                              rtol=1e-3, atol=1e-3)
+
+
+@needs_sass
+def test_four_mode_flash_attention_sass_has_tma_loads_and_stores():
+    k, types = C.flash_attention_4d(B=2, H=2, S=128, D=64)
+    exe = pt.lower(pt.stage(k, *types)).compile()
+    assert exe.resources["spills"] == 0
+    assert exe.counts("UTMALDG")["UTMALDG"] >= 2 and exe.counts("UTMASTG")["UTMASTG"] >= 1 and \
+        exe.counts("HGMMA")["HGMMA"] >= 2

@@ -179,3 +179,13 @@ def test_float_to_int_conversion_saturates_as_the_gpu_does():
             prog = pt.stage(lambda v: pt.astype(v * 1.0, dtype), pt.tensor("f64", 9))  # noqa: B023
             assert np.asarray(pt.evaluate(prog, x)).tolist() == w, dtype
     assert np.asarray(pt.astype(np.float32([2**31, 1e9]), "i32")).tolist() == [2**31 - 1, 10**9]
+
+
+def test_zeros_and_ones_of_bool_are_false_and_true():
+    """``jnp.zeros(shape, bool)``: False everywhere (the Python 0 does not combine with a bool tensor)."""
+    import numpy as np
+
+    import patches as pt
+    assert not np.asarray(pt.zeros((4,), "bool")).any() and np.asarray(pt.ones((2, 3), "bool")).all()
+    prog = pt.stage(lambda x: pt.where(pt.zeros((4,), "bool") | (x > 1.0), x, -x), pt.tensor("f32", 4))
+    np.testing.assert_array_equal(np.asarray(prog(np.arange(4, dtype=np.float32))), [0.0, -1.0, 2.0, 3.0])

@@ -49,7 +49,9 @@ class KernelModule(Module):
 
 
 def lower_kernel(prog: Program) -> KernelModule:
-    """Lower a program whose single equation is a ``kernel`` call, reading the program's parameters."""
+    """Lower a program whose single equation is a ``kernel`` call on the program's parameters. The module's arguments
+    are the kernel's operands then its outputs, in the kernel's order (``pt.lower`` schedules a program that passes
+    its parameters in another order, twice, or returns anything but the kernel's outputs in order)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower_kernel expects a staged Program, got {type(prog).__name__}")
     prog = prog.dce()
@@ -58,9 +60,26 @@ def lower_kernel(prog: Program) -> KernelModule:
         names = ", ".join(e.prim.name for e in prog.eqns)
         raise LoweringError(f"the program has equations {names}; a kernel module lowers one kernel call "
                             "(pt.lower(prog) schedules a program with several kernel calls and glue)")
-    e = kernels[0]
-    params = {id(v) for v in prog.params}
-    if any(not isinstance(a, Var) or id(a) not in params for a in e.inputs):
+    return lower_kernel_call(kernels[0])
+
+
+def in_order(prog: Program, e: Any) -> bool:
+    """Whether kernel call ``e`` takes the program's parameters in their order and gives its outputs in theirs (what
+    a KernelModule, whose arguments are the kernel's operands then outputs, computes)."""
+    same = lambda xs, ys: len(xs) == len(ys) and all(x is y for x, y in zip(xs, ys))  # noqa: E731
+    return same(list(e.inputs), list(prog.params)) and same(list(e.outputs), list(prog.outputs))
+
+
+def kernel_call(prog: Program) -> Any:
+    """The one ``kernel`` equation of a schedule's kernel program."""
+    (e,) = [q for q in prog.eqns if q.prim.name == "kernel"]
+    return e
+
+
+def lower_kernel_call(e: Any) -> KernelModule:
+    """Lower one ``kernel`` equation whose operands are parameters of its program; the module's arguments are the
+    kernel's operands then its outputs (a schedule passes each the buffer it names)."""
+    if any(not isinstance(a, Var) for a in e.inputs):
         raise LoweringError("the kernel's operands must be the program's parameters (no literals or computed values)")
     t0 = time.perf_counter()
     name = kernel_name(next(_ids), "kernel")

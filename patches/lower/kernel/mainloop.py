@@ -44,6 +44,20 @@ def _staged_operands(body: Any, mm: Any, staged: dict) -> bool:
     return True
 
 
+def _aliased(body: Any, consts: list, j: int, writes_only: bool = False) -> bool:
+    """Whether another Ref the loop receives views the buffer of loop constant ``j`` (a view made before the loop):
+    the plan proved its Ref alone is not used elsewhere, not its buffer. With ``writes_only``, only a view the loop
+    writes counts (a read ahead would miss its writes); otherwise any use does (an update held in registers would
+    not be seen)."""
+    ptr = consts[j - 1].ptr
+    for i, c in enumerate(consts, 1):
+        if i == j or not isinstance(c, RefVal) or c.ptr != ptr:
+            continue
+        if not writes_only or any(q.prim.name != "get" for q in body.eqns if any(x is body.params[i] for x in q.inputs)):
+            return True
+    return False
+
+
 @rule("fori_loop")
 def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
@@ -51,7 +65,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     if plan is None or not (plan.reads or plan.updates or plan.fused):
         return plain_loop(ctx, e, ins)
     w, consts = ctx.w, ins[:nc]
-    reads = [r for r in plan.reads if isinstance(consts[r.ref - 1], RefVal)]
+    reads = [r for r in plan.reads if isinstance(consts[r.ref - 1], RefVal) and not _aliased(body, consts, r.ref, True)]
     site = open_pipeline(ctx, reads, [consts[r.ref - 1] for r in reads], lo, hi, 0) if reads else None
     staged = dict(site.staged) if site else {}
     hoisted = _invariant_operands(body, nc, staged)
@@ -73,7 +87,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
     if site and fused and all(_staged_operands(body, q, staged) for q in body.eqns if id(q) in fused):
         site.lag = 1
     types = [v.type for v in e.outputs]
-    updates = [u for u in plan.updates if isinstance(consts[u.ref - 1], RefVal)]
+    updates = [u for u in plan.updates if isinstance(consts[u.ref - 1], RefVal) and not _aliased(body, consts, u.ref)]
     sels = []
     for u in updates:           # the selection is loop-invariant: computed once, before the loop
         ref = consts[u.ref - 1]

@@ -56,9 +56,8 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     cd = compute_dtype(in_dtype)
     tensor = bool(blocks)
     if op == "where":
-        if not blocks:
-            raise ctx.fail("where on scalars is not lowered (use cond)")
-        args = [_pred(ctx, ins[0], blocks[0].n, blocks[0].shape), *(_operand(ctx, x, cd) for x in ins[1:])]
+        pred = _pred(ctx, ins[0], blocks[0].n, blocks[0].shape) if blocks else ins[0].expr
+        args = [pred, *(_operand(ctx, x, cd) for x in ins[1:])]
     else:
         args = [_operand(ctx, x, cd) for x in ins]
     if op in R.UNARY and op != "neg" and not cd.startswith("f"):
@@ -185,15 +184,33 @@ def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
     return [_held(ctx, e.prim.name, ins, out) if isinstance(out, Block) else out]
 
 
+FLOATS = ("f32", "bf16", "f16", "f64")
+NARROW_INTS = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767)}
+
+
+def _narrowing(v: str, dt: str, tensor: bool) -> str:
+    """A float to an 8- or 16-bit integer as the interpreter converts it (toward zero, saturating, NaN to 0): through
+    i32 (whose conversion saturates and takes NaN to 0), clamped to the range; a direct conversion wraps."""
+    lo, hi = NARROW_INTS[dt]
+    i = R.convert(v, "i32")
+    if tensor:
+        clamped = (f"cute.where({i} > {hi}, cute.full_like({i}, {hi}), "
+                   f"cute.where({i} < {lo}, cute.full_like({i}, {lo}), {i}))")
+    else:
+        clamped = f"cute.math.min(cute.math.max({i}, cutlass.Int32({lo})), cutlass.Int32({hi}))"
+    return R.convert(clamped, dt)
+
+
 @rule("astype")
 def _astype(ctx: Ctx, e: Any, ins: list) -> list:
     x, dt = ins[0], e.params["dtype"]
     name = ctx.w.fresh()
     dsl_dtype(dt, "astype")        # a dtype with no DSL type: a LoweringError naming the astype
+    conv = (lambda v, t: _narrowing(v, dt, t)) if x.dtype in FLOATS and dt in NARROW_INTS else (lambda v, t: R.convert(v, dt))
     if isinstance(x, Block) and x.lazy is None:
-        fuse.step(ctx.w, name, dt, x.per_thread, R.convert(x.name, dt), R.convert(fuse.element(ctx.w, x), dt))
+        fuse.step(ctx.w, name, dt, x.per_thread, conv(x.name, True), conv(fuse.element(ctx.w, x), False))
         return [Block(name, dt, x.shape, x.n, x.tv, source=x.source)]
-    ctx.w.emit(f"{name} = {R.convert(x.name if isinstance(x, Block) else x.expr, dt)}")
+    ctx.w.emit(f"{name} = {conv(x.name if isinstance(x, Block) else x.expr, isinstance(x, Block))}")
     return [Block(name, dt, x.shape, x.n, x.tv) if isinstance(x, Block) else Scalar(name, dt)]
 
 

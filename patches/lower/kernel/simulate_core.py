@@ -42,6 +42,10 @@ class _DType:
 
     def __call__(self, x: Any) -> SSA:
         a = np.asarray(x)
+        if self.name in ("i32", "i64") and a.dtype.kind == "f":       # cvt.rzi: toward zero, saturating, NaN to 0
+            info = np.iinfo(self.np)
+            with np.errstate(invalid="ignore"):
+                a = np.where(np.isnan(a), 0, np.clip(np.trunc(a.astype(np.float64)), info.min, info.max))
         out = dtypes.cast(a, self.name) if self.name in dtypes.EMULATED else a.astype(self.np)
         return np.asarray(out).view(SSA)
 
@@ -51,7 +55,7 @@ cutlass = SimpleNamespace(
     Float32=_DTYPES["f32"], Float64=_DTYPES["f64"], BFloat16=_DTYPES["bf16"], Float16=_DTYPES["f16"],
     Int32=_DTYPES["i32"], Int64=_DTYPES["i64"], Int16=_DTYPES["i16"], Int8=_DTYPES["i8"], Uint8=_DTYPES["u8"],
     Uint32=_DTYPES["u32"], Boolean=_DTYPES["bool"],
-    range=lambda *a, unroll=None, unroll_full=None: range(*(int(x) for x in a)),
+    range=lambda *a, unroll=None, unroll_full=None: map(_DTYPES["i32"], range(*(int(x) for x in a))),
     range_constexpr=lambda *a: range(*(int(x) for x in a)),
     select_=lambda p, a, b: np.where(np.asarray(p, bool), a, b).view(SSA),
     memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()))

@@ -58,9 +58,28 @@ def _static_grid(grid: tuple) -> tuple:
     return tuple(grid)
 
 
+MAX_YZ, MAX_X = 65535, 2 ** 31 - 1     # CUDA's limits on the CTA grid
+
+
+def _linear(grid: tuple) -> bool:
+    """Whether the parallel axes ``grid`` all fold into x: y or z would pass 65535 (a symbolic extent is taken to
+    fit: the run-time grid of a symbolic kernel is its extents as they are)."""
+    z = 1
+    for g in grid[2:]:
+        z *= g
+    return any(type(g) is int and g > MAX_YZ for g in (grid[1:2] + ((z,) if len(grid) > 2 else ())))
+
+
 def _pid_lines(grid: tuple, par: list) -> list[str]:
-    """Program ids of the parallel axes from the CTA's block index (parallel axes past the third fold into z)."""
+    """Program ids of the parallel axes from the CTA's block index: axes 0 and 1 on x and y, those past them folded
+    into z; or, where y or z would pass CUDA's 65535, every axis folded into x (axis 0 fastest, the same order)."""
     out = ["bidx, bidy, bidz = cute.arch.block_idx()"]
+    if _linear(tuple(grid[a] for a in par)):
+        inner = 1
+        for a in par:
+            out.append(f"pid{a} = cutlass.Int32(bidx) // {code(inner)} % {code(grid[a])}   # the grid folded into x")
+            inner *= grid[a]
+        return out
     names = ["bidx", "bidy"]
     for k, a in enumerate(par[:2]):
         out.append(f"pid{a} = cutlass.Int32({names[k]})")
@@ -78,6 +97,14 @@ def _uses(prog: Any, axes: list) -> bool:
 
 
 def launch_grid(grid: tuple) -> tuple:
+    """The CTA grid (x, y, z) of the parallel axes ``grid`` (see ``_pid_lines``)."""
+    if _linear(grid):
+        x = 1
+        for g in grid:
+            x *= g
+        if type(x) is int and x > MAX_X:
+            raise LoweringError(f"the grid {grid} has {x} programs; CUDA launches at most {MAX_X} CTAs along x")
+        return (x, 1, 1)
     z = 1
     for g in grid[2:]:
         z *= g
@@ -232,28 +259,55 @@ def _bytes(layout: Any, dtype: str) -> int:
 
 
 def _origin(m: Any, t: Any, coords: list, k: int) -> Origin | None:
-    """Where the block of operand ``k`` starts in the argument, per mode (block coordinate times block extent),
-    when the carving is the plain ``zipped_divide`` of a rank-2 layout of flat modes (else None: no TMA)."""
+    """Where the block of operand ``k`` starts in the argument, per block mode (block coordinate times block extent),
+    when the carving is the plain ``zipped_divide`` of a layout of flat modes with two block modes (else None: no
+    TMA). A squeezed mode (a block extent of None) folds into the block mode it continues in memory: under
+    ``(None, None, BQ, D)`` a row-major (B, H, S, D) argument is the (B*H*S, D) view, the box row ``(b*H + h)*S/BQ + i``."""
     vl = t.layout
-    if m.squeezed or m.carved.rank != 2 or vl.rank != 2 or type(vl.shape) is not tuple or len(coords) != 2:
+    if m.carved.rank != 2 or type(vl.shape) is not tuple or len(coords) != vl.rank or \
+            any(type(x) is tuple for x in (*vl.shape, *vl.stride)) or not all(isinstance(c, Scalar) for c in coords):
         return None
-    tile, rest = mode_layouts(m.carved)
-    if tile.rank != 2 or rest.rank != 2:
+    tile, rest = (mode_layouts(x) for x in mode_layouts(m.carved))
+    kept = [d for d in range(vl.rank) if d not in m.squeezed]
+    if len(tile) != vl.rank or len(rest) != vl.rank or len(kept) != 2:
         return None
-    terms = []
-    for d in range(2):
-        b, s, ts = mode_layouts(tile)[d], vl.stride[d], mode_layouts(rest)[d]
-        c = coords[d]
+    terms = {}
+    for d in kept:
+        b, s, ts, c = tile[d], vl.stride[d], rest[d], coords[d]
         if type(b.shape) is tuple or not _same(b.stride, s) or type(ts.shape) is tuple or \
-                (not _same(ts.shape, 1) and not _same(ts.stride, b.shape * s)) or not isinstance(c, Scalar):
+                (not _same(ts.shape, 1) and not _same(ts.stride, b.shape * s)):
             return None
         if type(b.shape) is not int:        # a block spanning a symbolic extent: only its first one has an origin
             if c.static != 0:
                 return None
-            terms.append(((0, 1),))
-            continue
-        terms.append(((c.static if c.static is not None else c.expr, b.shape),))
-    return Origin(k, tuple(terms))
+            terms[d] = [(0, 1)]
+        else:
+            terms[d] = [(c.static if c.static is not None else c.expr, b.shape)]
+    if vl.rank == 2:
+        return Origin(k, (tuple(terms[kept[0]]), tuple(terms[kept[1]])))
+    extent = {d: vl.shape[d] for d in kept}
+    pending = [q for q in m.squeezed if not _same(vl.shape[q], 1)]
+    while pending:      # fold a squeezed mode whose stride continues a block mode's run (static extents only)
+        q = pending.pop()
+        d = next((d for d in kept if all(type(x) is int for x in (vl.stride[q], vl.stride[d], extent[d], tile[d].shape))
+                  and vl.stride[q] == vl.stride[d] * extent[d] and extent[d] % tile[d].shape == 0
+                  and vl.stride[q] % vl.stride[d] == 0), None)
+        if d is None or type(vl.shape[q]) is not int or type(rest[q].shape) is tuple:
+            if d is None and pending and any(_continues(vl, p, q) for p in pending):
+                pending.insert(0, q)        # another squeezed mode must fold first
+                continue
+            return None
+        c = coords[q]
+        terms[d].append((c.static if c.static is not None else c.expr, vl.stride[q] // vl.stride[d]))
+        extent[d] *= vl.shape[q]
+    view = Layout._make(tuple(extent[d] for d in kept), tuple(vl.stride[d] for d in kept))
+    return Origin(k, (tuple(terms[kept[0]]), tuple(terms[kept[1]])), view)
+
+
+def _continues(vl: Any, p: int, q: int) -> bool:
+    """Whether mode ``q`` of ``vl`` starts where mode ``p`` ends (static strides and extent)."""
+    return all(type(x) is int for x in (vl.stride[p], vl.shape[p], vl.stride[q])) and \
+        vl.stride[q] == vl.stride[p] * vl.shape[p]
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -71,7 +71,7 @@ def tma_view(ctx: Ctx, ref: RefVal, modes: tuple, box: tuple, dtype: str) -> tup
         return "not a block of a kernel argument with a known origin"
     if dtype not in BYTES:
         return f"dtype {dtype}"
-    vl = ctx.args[ref.origin.arg].value_layout
+    vl = ref.origin.view if ref.origin.view is not None else ctx.args[ref.origin.arg].value_layout
     shape, stride = vl.shape, vl.stride
     if type(shape) is not tuple or len(shape) != 2 or any(type(x) is tuple for x in (*shape, *stride)):
         return f"the argument's layout {vl} is not two flat modes"

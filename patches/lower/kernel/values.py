@@ -136,16 +136,18 @@ def owner_guard(tv: Layout) -> str | None:
 @dataclass(frozen=True)
 class Origin:
     """Where a GMEM Ref sits in its kernel argument, in the argument's own coordinates (what a TMA box needs):
-    argument ``arg`` (a rank-2 tensor of flat modes), and per mode the terms ``expr * factor`` of its first
-    coordinate (``expr`` an int or an i32 expression; ``factor`` a static int the coordinate is a multiple of)."""
+    argument ``arg`` seen as ``view`` (two flat modes: the argument's own layout, or for a block with squeezed modes
+    the argument with each squeezed mode folded into the block mode it continues), and per view mode the terms
+    ``expr * factor`` of its first coordinate (``expr`` an int or an i32 expression; ``factor`` a static int)."""
 
     arg: int
     terms: tuple          # per mode: tuple of (expr, factor)
+    view: Any = None      # a 2-mode Layout of the argument when it is not its own layout
 
     def shifted(self, mode: int, expr: Any, factor: int) -> Origin:
         terms = list(self.terms)
         terms[mode] = (*terms[mode], (expr, factor))
-        return Origin(self.arg, tuple(terms))
+        return Origin(self.arg, tuple(terms), self.view)
 
     def tile_index(self, mode: int, box: int) -> str | None:
         """The coordinate of mode ``mode`` in units of ``box`` as an expression, or None when it is not a multiple."""

@@ -394,11 +394,13 @@ def full(shape: Any, value: Any, dtype: Any = None) -> Any:
 
 
 def zeros(shape: Any, dtype: Any = "f32") -> Any:
-    return full(shape, 0, dtype)
+    """``full(shape, 0)``; of dtype bool, False (as ``jnp.zeros``)."""
+    return full(shape, False if dtypes.canonical(dtype, "zeros") == "bool" else 0, dtype)
 
 
 def ones(shape: Any, dtype: Any = "f32") -> Any:
-    return full(shape, 1, dtype)
+    """``full(shape, 1)``; of dtype bool, True."""
+    return full(shape, True if dtypes.canonical(dtype, "ones") == "bool" else 1, dtype)
 
 
 # -- embed ---------------------------------------------------------------------------------
