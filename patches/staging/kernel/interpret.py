@@ -100,6 +100,9 @@ def _check_written(o: Array, owner: np.ndarray, label: str) -> None:
                           f"({int(missing.sum())} of {missing.size} elements are never written)")
 
 
+PADDING = -2   # the owner of an output's padding slot: readable (as the pad value), never a race, never owned
+
+
 def _pad_value(dtype: str) -> Any:
     """What a read past the operand's edge gives: NaN for floats, the most negative integer, False."""
     if dtypes.is_float(dtype):
@@ -135,6 +138,9 @@ def _interpret(operands: tuple, grid: tuple, in_specs: tuple, out_specs: tuple, 
     operands = tuple(_with_spare_slot(a) if k in padded else a for k, a in enumerate(operands))
     outs = [_with_spare_slot(o) if n_in + k in padded else o for k, o in enumerate(outs)]
     owners = [np.full(o.storage.size, -1, dtype=np.int64) for o in outs]
+    for k, owner in enumerate(owners):
+        if n_in + k in padded:
+            owner[-1] = PADDING
     arrays = list(operands) + outs
     specs = list(in_specs) + list(out_specs)
     scratch = body.in_types[len(specs):]
@@ -186,7 +192,7 @@ def _run_point(point: tuple, grid: tuple, k: int, par: tuple, arrays: list, spec
             done = local.written[local.offsets]
             check_race(target, target.offsets[done])
             target.storage[target.offsets[done]] = local.storage[local.offsets[done]]
-        for j in padded:  # writes past the edge are dropped
+        for j in padded:  # writes past the edge are dropped: the padding reads as the pad value again
             arrays[j].storage[-1] = _pad_value(arrays[j].dtype)
             if j >= n_in:
-                owners[j - n_in][-1] = -1
+                owners[j - n_in][-1] = PADDING

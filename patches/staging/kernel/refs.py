@@ -357,7 +357,8 @@ class RefValue:
     """A concrete Ref: flat ``storage`` and the storage offset of every coordinate (``offsets``, one axis per mode).
 
     ``owner`` (outputs only) records, per storage element, the grid point that wrote it, to detect races
-    (-1: not written yet); ``written`` (scratch and staged blocks) marks the storage elements written so far,
+    (-1: not written yet; -2: the padding slot past the edge, readable and never owned); ``written`` (scratch and
+    staged blocks) marks the storage elements written so far,
     so that reading one before it is written is an error (None, with no owner: everything is readable);
     ``readonly`` refuses writes (an operand's window: writing it would change the caller's array).
     ``label`` names the buffer in error messages and ``origin`` maps storage offsets back to coordinates.
@@ -387,7 +388,7 @@ class RefValue:
         if self.written is not None:
             return ~self.written[offs]
         if self.owner is not None:
-            return self.owner[offs] < 0
+            return self.owner[offs] == -1
         return None
 
 
