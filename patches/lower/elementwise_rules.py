@@ -22,6 +22,8 @@ DSL_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutl
               "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32",
               "i64": "cutlass.Int64"}
 FLOATS = ("bf16", "f16", "f32", "f64")
+INT_RANGES = {"i8": (-2**7, 2**7 - 1), "u8": (0, 2**8 - 1), "i16": (-2**15, 2**15 - 1), "u16": (0, 2**16 - 1),
+              "i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1)}
 
 # Templates over operand code {0}, {1}; {one} is the literal 1 of the compute dtype.
 UNARY = {
@@ -230,10 +232,13 @@ def expr(op: str, args: list, dtype: str = "f32", tensor: bool = False, exponent
 
 
 def reduce_init(op: str, dtype: str = "f32") -> str:
-    """The identity of reduction ``op`` ("sum", "max", "min") as a literal of ``dtype``."""
+    """The identity of reduction ``op`` ("sum", "max", "min") as a literal of ``dtype``: for an integer max or min
+    the dtype's least or greatest value."""
     ident = REDUCTIONS[op][0]
     if not is_float(dtype) and math.isinf(ident):
-        raise LoweringError(f"a {op} reduction of {dtype} values has no identity literal")
+        if dtype not in INT_RANGES:
+            raise LoweringError(f"a {op} reduction of {dtype} values has no identity literal")
+        ident = INT_RANGES[dtype][ident > 0]
     return lit(ident, dtype)
 
 

@@ -340,3 +340,32 @@ def test_grids_past_cudas_y_and_z_limits_fold_into_x(monkeypatch):
     p = prog((2, 3, 2))
     assert "launch(grid=(12, 1, 1)" in pt.lower(p).source
     check_against_interpreter(p)
+
+
+def test_integer_abs_and_max_min_reductions():
+    """abs of i32 (a select; INT_MIN wraps as numpy's), reduce_max/reduce_min of i32 and i8 along either mode (warp
+    shuffles along the rows, the exchange buffer down the columns) from the dtype's least/greatest value: the model
+    equals the interpreter on the extremes, and the module compiles."""
+    rng = np.random.default_rng(4)
+    spec, col = pt.BlockSpec((8, C), lambda i: (i, 0)), pt.BlockSpec((8,), lambda i: (i,))
+
+    def k(x_ref, a_ref, mx_ref, mn_ref, cmx_ref):
+        x = x_ref[...]
+        a_ref[...] = pt.abs(x)
+        mx_ref[...] = pt.reduce_max(x, axes=1)
+        mn_ref[...] = pt.reduce_min(x, axes=1)
+        cmx_ref[...] = pt.reduce_max(x, axes=0)
+    for dt, info in (("i32", np.iinfo(np.int32)), ("i8", np.iinfo(np.int8))):
+        outs = (pt.tensor(dt, (R, C)), pt.tensor(dt, R), pt.tensor(dt, R), pt.tensor(dt, (R // 8, C)))
+        kern = pt.kernel(k, outs, grid=(R // 8,), in_specs=[spec],
+                         out_specs=[spec, col, col, pt.BlockSpec((None, C), lambda i: (i, 0))])
+        prog = pt.stage(kern, pt.tensor(dt, (R, C)))
+        x = rng.integers(info.min, info.max, (R, C), endpoint=True).astype(info.dtype)
+        x[0, 3], x[1, 5], x[2, :] = info.min, info.max, info.min      # a row of only the least value
+        x[3, :] = info.max
+        want = prog(x)
+        assert int(np.asarray(want[1])[3]) == info.max and int(np.asarray(want[2])[2]) == info.min
+        got = simulate_module(pt.lower(prog), x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert pt.lower(prog).compile().resources["spills"] == 0

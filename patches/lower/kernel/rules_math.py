@@ -60,7 +60,7 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         args = [pred, *(_operand(ctx, x, cd) for x in ins[1:])]
     else:
         args = [_operand(ctx, x, cd) for x in ins]
-    if op in R.UNARY and op != "neg" and not cd.startswith("f"):
+    if op in R.UNARY and op not in ("neg", "abs") and not cd.startswith("f"):
         raise ctx.fail(f"{op} of {in_dtype} values is not lowered")
     if op == "div" and not cd.startswith("f"):
         raise ctx.fail(f"integer division of {in_dtype} values is not lowered")
@@ -284,8 +284,6 @@ def _reduce(ctx: Ctx, e: Any, ins: list) -> list:
             raise ctx.fail(f"a {e.prim.name} of a splat of run-time size is not lowered")
         return [x]
     cd = exchange_dtype(x.dtype)
-    if cd == "i32" and e.prim.name != "reduce_sum":
-        raise ctx.fail(f"{e.prim.name} of integers is not lowered")
     op = e.prim.name[len("reduce_"):]
     shape = t_in.shape if type(t_in.shape) is tuple else (t_in.shape,)
     p = shuffle.plan(x, shape, tuple(axes)) if isinstance(x, Block) else None
