@@ -12,7 +12,7 @@ from typing import Any
 from ..staging.core import bind_multi, get_aval
 from ..staging.ir import Literal, Program, effectful
 from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
-from ..staging.kernel.control import I32, bind_loop, extent, stage_body
+from ..staging.kernel.control import I32, bind_loop, extent, loop_bounds, n_bounds, stage_body
 
 
 def read_env(env: dict, a: Any) -> Any:
@@ -35,7 +35,7 @@ def bind_fori(vals: list, point: list | None = None, grid: tuple | None = None, 
     types = body.in_types[1 + n_consts:]
     staged = stage_body(lambda i, *c: eval_body(body, [i, *consts, *c], point, grid), [I32, *types],
                         "fori_body", types)
-    return bind_loop(staged, carry, lower, upper)
+    return bind_loop(staged, carry, *loop_bounds({"lower": lower, "upper": upper}, consts))
 
 
 def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list:
@@ -180,9 +180,9 @@ def _drop_loop_consts(e: Any, body: Program) -> Any:
     """The loop ``e`` on the pruned ``body``, without the loop constants it no longer reads."""
     from ..staging.ir import Eqn
 
-    n = e.params["n_consts"]
+    n, nb = e.params["n_consts"], n_bounds(e.params)
     used = used_params(body)
-    keep = [k for k in range(n) if k + 1 in used]
+    keep = [k for k in range(n) if k < nb or k + 1 in used]       # run-time bounds stay, though the body ignores them
     params = [body.params[0]] + [body.params[k + 1] for k in keep] + body.params[1 + n:]
     body = Program(body.consts, body.const_values, params, body.eqns, body.outputs, None, None, body.name)
     inputs = [e.inputs[k] for k in keep] + e.inputs[n:]

@@ -17,7 +17,7 @@ from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import StagingError, fail
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
-from ..staging.kernel.control import I32, cond, conform_to, stage_body
+from ..staging.kernel.control import I32, bind_fori_loop, cond, conform_to, loop_bounds, stage_body
 from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
 from ..staging.kernel.refs import RMEM
 from ..staging.symbols import is_symbolic
@@ -114,6 +114,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     """A loop with tangents: every float carry gets one; split into primal + tangent loops when possible."""
     cp, ct = ps[:n_consts], ts[:n_consts]
     carry = ps[n_consts:]
+    lo, hi = loop_bounds({"lower": lower, "upper": upper}, cp)
     tin = [k for k, t in enumerate(ct) if t is not None]
     diff = [k for k, x in enumerate(carry) if is_differentiable(get_aval(x))]
     ctypes = [get_aval(x) for x in cp]  # the Refs may be other buffers than the body was staged for
@@ -141,8 +142,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     tangent_only = dce(closed, [False] * n_r + [True] * len(diff))
     carry_p = set(range(1 + n_k + n_c + n_t, 1 + n_k + n_c + n_t + n_r))
     if used_params(tangent_only) & carry_p:  # the tangent needs the primal carry: one joint loop
-        outs = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *carry, *init_t, lower=lower,
-                          upper=upper, body=closed, n_consts=n_k + n_c + n_t)
+        outs = bind_fori_loop(lo, hi, [*staged.const_values, *cp, *[ct[k] for k in tin]], [*carry, *init_t], closed)
         res = [(o, None) for o in outs[:n_r]]
         for k, t in zip(diff, outs[n_r:]):
             res[k] = (res[k][0], t)
@@ -150,8 +150,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     primal = bind_fori([*cp, *carry], lower=lower, upper=upper, body=body, n_consts=n_consts)
     keep = [v for k, v in enumerate(tangent_only.params) if k not in carry_p]
     t_prog = Program([], [], keep, tangent_only.eqns, tangent_only.outputs, None, None, TANGENT_LOOP)
-    touts = bind_multi(fori_p, *staged.const_values, *cp, *[ct[k] for k in tin], *init_t, lower=lower, upper=upper,
-                       body=t_prog, n_consts=n_k + n_c + n_t)
+    touts = bind_fori_loop(lo, hi, [*staged.const_values, *cp, *[ct[k] for k in tin]], init_t, t_prog)
     res = [(o, None) for o in primal]
     for k, t in zip(diff, touts):
         res[k] = (res[k][0], t)

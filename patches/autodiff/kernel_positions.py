@@ -24,6 +24,7 @@ from ..staging.errors import StagingError, fail
 from ..staging.ir import Literal
 from ..staging.kernel import cond_p, fori_p
 from ..staging.kernel.blockspec import BlockMapping, padding_extents
+from ..staging.kernel.control import n_bounds
 from ..staging.primitives import argmax_p, argmin_p, astype_p, matmul_p
 from ..staging.types import mode_layouts, mode_size, modes_of
 from .kernel_padding import padded_shape
@@ -297,7 +298,7 @@ class _Scan:
         if e.prim is cond_p:
             return self.cond(e)
         if e.prim is fori_p:
-            return self.loop(e)
+            return "a run-time loop bound" if any(hot[:n_bounds(e.params)]) else self.loop(e)
         if name in ("get", "set", "addupdate", "swap", "ref_slice"):
             first = 2 if name in _STORES else 1
             if any(hot[first:]):

@@ -23,7 +23,7 @@ from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond, cond_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
-from ..staging.kernel.control import I32, bind_loop, extent, stage_body
+from ..staging.kernel.control import I32, bind_loop, extent, is_static_bound, loop_bounds, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
@@ -148,8 +148,14 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
     init = [zeros_of(t) if c is None else c for c, t in zip(ct_carry, carry_types)]
     init += [zeros_of(t) for t in const_types]
 
+    lower, upper = loop_bounds(e.params, consts)
+    if is_static_bound(lower) and is_static_bound(upper):
+        last = extent(lower + upper - 1)
+    else:                                                         # a run-time bound: j = lower + upper - 1 - i
+        last = upper - 1 if type(lower) is int and lower == 0 else lower + upper - 1
+
     def step(i: Any, *c: Any) -> list:
-        j = extent(lower + upper - 1) - i
+        j = last - i
         res = transpose_body(body, [j, *consts, *[LIN] * len(carry_types)], list(c[:len(carry_types)]), point, grid)
         carry_ct = [r if r is not None else zeros_of(t) for r, t in zip(res[1 + n:], carry_types)]
         consts_ct = [old if res[1 + k] is None else P.add(old, res[1 + k]) for k, old in zip(lin_consts, c[len(carry_types):])]

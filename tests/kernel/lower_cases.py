@@ -152,6 +152,37 @@ def _flash_body(S, D, BQ, BKV):
     return flash_kernel
 
 
+def causal_flash_attention(S=256, D=64, BQ=64, BKV=64):
+    """Causal flash attention as Pallas's GPU example writes it: program i loops over the K/V blocks up to its
+    diagonal, ``fori_loop(0, (i + 1) * BQ // BKV)`` (a run-time trip count), masking the scores past it."""
+    scale = 1.0 / D ** 0.5
+
+    def causal_kernel(q_ref, k_ref, v_ref, o_ref):
+        i = pt.program_id(0)
+        q = q_ref[...]
+        rows = i * BQ + pt.iota("i32", (BQ, BKV), 0)
+
+        def body(j, carry):
+            m, denom, acc = carry
+            kb = k_ref[pt.ds(j * BKV, BKV), :]
+            vb = v_ref[pt.ds(j * BKV, BKV), :]
+            s = pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale
+            s = pt.where(j * BKV + pt.iota("i32", (BQ, BKV), 1) <= rows, s, -1e30)
+            m_new = pt.maximum(m, pt.reduce_max(s, 1))
+            p = pt.exp(s - m_new[:, None])
+            alpha = pt.exp(m - m_new)
+            l_new = denom * alpha + pt.reduce_sum(p, 1)
+            acc = acc * alpha[:, None] + pt.matmul(p.astype("bf16"), vb, preferred_element_type="f32")
+            return m_new, l_new, acc
+        init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
+        m, denom, acc = pt.fori_loop(0, (i + 1) * BQ // BKV, body, init)
+        o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
+    q = pt.BlockSpec((BQ, D), lambda i: (i, 0))
+    whole = pt.BlockSpec((S, D), lambda i: (0, 0))
+    t = pt.tensor("bf16", (S, D))
+    return pt.kernel(causal_kernel, t, grid=(S // BQ,), in_specs=[q, whole, whole], out_specs=q), [t] * 3
+
+
 def flash_attention_4d(B=2, H=2, S=128, D=64, BQ=64, BKV=64, order="bhsd"):
     """Flash attention as Pallas users write it over (batch, heads, seq, dim) operands: a grid (B, H, S // BQ), the
     batch and head modes squeezed from every BlockSpec (``None``); ``order="bshd"`` stores (B, S, H, D) row-major."""

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ...staging import Literal, Program
+from ...staging.kernel.control import loop_bounds
 from .context import Ctx, literal, lower_program, rule
 from .memory import as_block, compute_dtype, load, select, store
 from .plan import plan_loop
@@ -60,7 +61,8 @@ def _aliased(body: Any, consts: list, j: int, writes_only: bool = False) -> bool
 
 @rule("fori_loop")
 def _fori(ctx: Ctx, e: Any, ins: list) -> list:
-    lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
+    nc, body = e.params["n_consts"], e.params["body"]
+    lo, hi = (f"({b.expr})" if isinstance(b, Scalar) else b for b in loop_bounds(e.params, ins[:nc]))
     plan = plan_loop(e)
     if plan is None or not (plan.reads or plan.updates or plan.fused):
         return plain_loop(ctx, e, ins)
@@ -115,7 +117,7 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
 
     k = w.fresh("k")
     zero = {i for i, v in enumerate(ins[nc:]) if isinstance(v, Block) and v.splat is not None and
-            ZERO.match(v.splat) and ("carry", i) in fused.values()}
+            ZERO.match(v.splat) and ("carry", i) in fused.values() and not plan.runtime}
 
     def fused_mm(c: Ctx, q: Any, xs: list) -> list:
         kind, i = fused[id(q)]
@@ -188,7 +190,11 @@ def _fori(ctx: Ctx, e: Any, ins: list) -> list:
             _put(ctx, carry_names, types, outs, tvs, shapes)
             if site:
                 site.end(ctx, k)
-        if site:
+        if site and plan.runtime and site.lag:      # the last stage is released only if the loop ran
+            w.emit(f"if {code(hi)} > {code(lo)}:")
+            with w.indent():
+                site.after(ctx)
+        elif site:
             site.after(ctx)
         elif any(True for _ in fused) and not wait:
             w.emit("warpgroup.wait_group(0)")

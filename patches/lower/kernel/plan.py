@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...staging import Literal
+from ...staging.kernel.control import n_bounds
 from ...staging.kernel.refs import Dyn
 from .rules_mma import fits_wgmma
 from .symbolic import at_least, trips
@@ -54,6 +55,7 @@ class LoopPlan:
     updates: list = field(default_factory=list)     # AccUpdate
     fused: dict = field(default_factory=dict)       # id(matmul eqn) -> ("carry", i) or ("update", j)
     absorbed: set = field(default_factory=set)      # id(add eqn) whose sum the fused wgmma computes
+    runtime: bool = False                           # a run-time bound: the loop may run no iteration
 
 
 def _uses(body: Any) -> dict:
@@ -186,10 +188,11 @@ def _matmul_def(body: Any, x: Any) -> Any:
 
 
 def plan_loop(e: Any) -> LoopPlan:
-    """The plan of ``fori_loop`` equation ``e`` (static bounds)."""
+    """The plan of ``fori_loop`` equation ``e``: static, symbolic or run-time bounds (the counter's affine forms
+    need no bound)."""
     lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
-    plan = LoopPlan()
-    if not at_least(trips(lo, hi), 1):      # symbolic bounds: at least one iteration, proved from the facts
+    plan = LoopPlan(runtime=n_bounds(e.params) > 0)
+    if not plan.runtime and not at_least(trips(lo, hi), 1):   # symbolic bounds: at least one iteration, proved
         return plan
     uses = _uses(body)
     for q in body.eqns:

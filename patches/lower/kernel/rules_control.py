@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...staging.kernel.control import loop_bounds
 from .context import Ctx, lower_program, rule
 from .symbolic import code
 from .values import Accumulated, Block, Scalar, block_tv, dsl_dtype, static_size, tv_values
@@ -102,12 +103,13 @@ def _carry_tvs(ctx: Ctx, body: Any, consts: list, types: list, carry: list | Non
 def plain_loop(ctx: Ctx, e: Any, ins: list) -> list:
     """A ``cutlass.range`` loop, carries in registers (patches.lower.kernel.mainloop plans loops that read wgmma
     operands or accumulate, and falls back to this)."""
-    lo, hi, nc, body = e.params["lower"], e.params["upper"], e.params["n_consts"], e.params["body"]
+    nc, body = e.params["n_consts"], e.params["body"]
+    lo, hi = (b.expr if isinstance(b, Scalar) else code(b) for b in loop_bounds(e.params, ins[:nc]))
     types = [v.type for v in e.outputs]
     tvs = _carry_tvs(ctx, body, ins[:nc], types)
     names = _holders(ctx, types, ins[nc:], tvs)
     i = ctx.w.fresh("k")
-    ctx.w.emit(f"for {i} in cutlass.range({code(lo)}, {code(hi)}, unroll=1):")
+    ctx.w.emit(f"for {i} in cutlass.range({lo}, {hi}, unroll=1):")
     with ctx.w.indent():
         carry = _take(ctx, names, types, tvs)
         outs = lower_program(ctx, body, [Scalar(i, "i32"), *ins[:nc], *carry], "fori_body")

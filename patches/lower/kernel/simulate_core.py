@@ -182,8 +182,10 @@ def _make_layout(shape: Any, stride: Any = None) -> _Lay:
 
 
 def _rmem(shape: Any, dt: _DType) -> _Tensor:
+    """Registers: NaN-filled for floats (a GPU's fresh registers hold garbage), so a read before any write shows."""
     lay = shape if isinstance(shape, _Lay) else _make_layout(shape)
-    return _Tensor(_Ptr(np.zeros(int(cosize(lay.layout)), dt.np), 0, dt), lay)
+    fill = np.nan if np.issubdtype(dt.np, np.floating) else 0
+    return _Tensor(_Ptr(np.full(int(cosize(lay.layout)), fill, dt.np), 0, dt), lay)
 
 
 class _Allocator:

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules
-from ..errors import check_callable, fail
+from ..errors import StagingError, check_callable, fail
 from ..interpreter import active_symbols, run
-from ..ir import Program
+from ..ir import Program, Var
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, computed_layout
@@ -96,7 +97,40 @@ def extent(x: Any) -> Any:
 fori_p = Primitive("fori_loop", multiple_results=True)
 
 
+class RunTimeBound:
+    """The ``lower``/``upper`` param of a loop bound known only at run time (computed from ``program_id``, say): its
+    value is one of the loop's first constant operands (lower's first), which the body takes and ignores."""
+
+    def __repr__(self) -> str:
+        return "run-time"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, RunTimeBound)
+
+    def __hash__(self) -> int:
+        return hash(RunTimeBound)
+
+
+RUNTIME = RunTimeBound()
+
+
+def n_bounds(params: dict) -> int:
+    """How many of a loop's leading constant operands are its run-time bounds."""
+    return isinstance(params["lower"], RunTimeBound) + isinstance(params["upper"], RunTimeBound)
+
+
+def loop_bounds(params: dict, consts: list) -> tuple:
+    """(lower, upper) of a loop: its static params, or its leading constant operands where they are run-time."""
+    rest = iter(consts)
+    lo = next(rest) if isinstance(params["lower"], RunTimeBound) else params["lower"]
+    hi = next(rest) if isinstance(params["upper"], RunTimeBound) else params["upper"]
+    return lo, hi
+
+
 def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
+    nb = n_bounds({"lower": lower, "upper": upper})
+    if nb > n_consts or any(t.rank or not dtypes.is_int(t.dtype) for t in types[:nb]):
+        raise fail("fori_loop", "a run-time bound must be an integer scalar operand", *types[:nb])
     carry = list(types[n_consts:])
     want = body.in_types
     if len(want) != 1 + len(types) or want[0] != I32 or any(a != b for a, b in zip(want[1:], types)):
@@ -110,8 +144,10 @@ def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_
 def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     syms = active_symbols()
     consts, carry = list(args[:n_consts]), list(args[n_consts:])
-    spend(max(0, int(upper) - int(lower)), f"fori_loop({lower}, {upper})")
-    for i in range(int(lower), int(upper)):
+    lower, upper = (int(np.asarray(b.logical() if isinstance(b, Array) else b)) for b in loop_bounds(
+        {"lower": lower, "upper": upper}, consts))
+    spend(max(0, upper - lower), f"fori_loop({lower}, {upper})")
+    for i in range(lower, upper):
         carry = run(body, [to_array(np.int32(i)), *consts, *carry], syms)
     return carry
 
@@ -154,9 +190,7 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any 
     ``unroll`` (JAX's: None, a bool or a positive int) is accepted as a hint; it never changes the result."""
     if not (unroll is None or isinstance(unroll, (bool, np.bool_)) or isinstance(unroll, (int, np.integer)) and unroll >= 1):
         raise fail("fori_loop", f"unroll must be None, a bool or a positive int, got {unroll!r}")
-    for b in (lower, upper):
-        if not (isinstance(b, (int, np.integer)) and not isinstance(b, bool) or hasattr(b, "free_symbols")):
-            raise fail("fori_loop", f"loop bounds must be static (ints or Sym expressions), got {b!r}")
+    lower, upper = (_bound(b) for b in (lower, upper))
     check_callable("fori_loop", body, 2, "the body (called as body(i, carry))")
     leaves, tree = tree_flatten(init)
     types = [carry_type(x) for x in leaves]
@@ -170,15 +204,50 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any 
 
 def bind_loop(staged: Program, init: list, lower: Any, upper: Any) -> list:
     """Bind a loop whose body ``staged`` takes (i, *carry) and may hold constants (captured values and Refs)."""
-    consts = staged.const_values
     closed = Program([], [], [staged.params[0], *staged.consts, *staged.params[1:]], staged.eqns, staged.outputs,
                      None, None, staged.name)
-    return bind_multi(fori_p, *consts, *init, lower=_static(lower), upper=_static(upper), body=closed,
-                      n_consts=len(consts))
+    return bind_fori_loop(lower, upper, staged.const_values, init, closed)
+
+
+def bind_fori_loop(lower: Any, upper: Any, consts: list, carry: list, body: Program) -> list:
+    """Bind ``fori_p``: ``body`` takes (i, *consts, *carry). A bound that is a staged value leads the operands as
+    one more constant, which the body takes (a parameter of its own) and ignores."""
+    lo, hi = _static(lower), _static(upper)
+    dyn = [b for b in (lo, hi) if not is_static_bound(b)]
+    params = [body.params[0], *[Var(I32) for _ in dyn], *body.params[1:]]
+    closed = Program([], [], params, body.eqns, body.outputs, None, None, body.name)
+    return bind_multi(fori_p, *dyn, *consts, *carry, lower=lo if is_static_bound(lo) else RUNTIME,
+                      upper=hi if is_static_bound(hi) else RUNTIME, body=closed, n_consts=len(dyn) + len(consts))
+
+
+def is_static_bound(b: Any) -> bool:
+    """Whether a loop bound is known when staging (an int or a Sym expression), not a run-time value."""
+    return isinstance(b, (int, np.integer)) or hasattr(b, "free_symbols")
+
+
+def _bound(b: Any) -> Any:
+    """A loop bound as given: an int, a Sym expression, or a staged integer scalar (an i32 value)."""
+    if isinstance(b, (bool, np.bool_)):
+        raise fail("fori_loop", f"a loop bound must be an integer, got {b!r}")
+    if is_static_bound(b):
+        return b
+    if isinstance(b, (np.ndarray, Array)) and not get_aval(b).rank and dtypes.is_int(get_aval(b).dtype):
+        return int(np.asarray(b.logical() if isinstance(b, Array) else b))      # a concrete value: static
+    try:
+        t = get_aval(b)
+    except StagingError:
+        t = None
+    if not isinstance(t, TensorType) or t.rank or not dtypes.is_int(t.dtype):
+        raise fail("fori_loop", f"a loop bound must be an int, a Sym expression or an integer scalar value, got {b!r}")
+    from ..primitives import astype
+
+    return b if t.dtype == "i32" else astype(b, "i32")
 
 
 def _static(b: Any) -> Any:
-    return int(b) if isinstance(b, (int, np.integer)) else static_extent(b)
+    if isinstance(b, (int, np.integer)):
+        return int(b)
+    return static_extent(b) if hasattr(b, "free_symbols") else b
 
 
 def static_extent(x: Any) -> Any:

@@ -14,7 +14,7 @@ from ..core import bind_multi
 from ..ir import Literal, Program
 from ..pytree import tree_flatten
 from ..tracing import stage_flat
-from .control import I32, bind_loop, carry_type, cond, conform_to, stage_body
+from .control import I32, bind_loop, carry_type, cond, conform_to, loop_bounds, stage_body
 from .state import staging_grid
 
 Hook = Callable[[Any, list], "list | None"]   # (equation, operand values) -> its outputs, or None: bind it as is
@@ -48,7 +48,7 @@ def _default(e: Any, vals: list, hook: Hook) -> list:
         consts, carry = vals[:nc], vals[nc:]
         types = [carry_type(x) for x in carry]
         staged = stage_body(lambda i, *c: restage(body, [i, *consts, *c], hook), [I32, *types], "fori_body", types)
-        return bind_loop(staged, [conform_to(x, t) for x, t in zip(carry, types)], p["lower"], p["upper"])
+        return bind_loop(staged, [conform_to(x, t) for x, t in zip(carry, types)], *loop_bounds(p, consts))
     if name == "cond":
         n, t, f = e.params["n_true"], e.params["true"], e.params["false"]
         out = cond(vals[0], lambda: _one(restage(t, vals[1:1 + n], hook)), lambda: _one(restage(f, vals[1 + n:], hook)))
