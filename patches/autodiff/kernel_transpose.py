@@ -149,13 +149,12 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
     init += [zeros_of(t) for t in const_types]
 
     lower, upper = loop_bounds(e.params, consts)
-    if is_static_bound(lower) and is_static_bound(upper):
-        last = extent(lower + upper - 1)
-    else:                                                         # a run-time bound: j = lower + upper - 1 - i
+    static = is_static_bound(lower) and is_static_bound(upper)
+    if not static:                                                # a run-time bound: j = lower + upper - 1 - i
         last = upper - 1 if type(lower) is int and lower == 0 else lower + upper - 1
 
     def step(i: Any, *c: Any) -> list:
-        j = last - i
+        j = (extent(lower + upper - 1) if static else last) - i  # static: in the body, where j's form is seen
         res = transpose_body(body, [j, *consts, *[LIN] * len(carry_types)], list(c[:len(carry_types)]), point, grid)
         carry_ct = [r if r is not None else zeros_of(t) for r, t in zip(res[1 + n:], carry_types)]
         consts_ct = [old if res[1 + k] is None else P.add(old, res[1 + k]) for k, old in zip(lin_consts, c[len(carry_types):])]
