@@ -136,20 +136,26 @@ def _flash_body(S, D, BQ, BKV):
         q = q_ref[...]
 
         def body(j, carry):
-            m, denom, acc = carry
-            kb = k_ref[pt.ds(j * BKV, BKV), :]
-            vb = v_ref[pt.ds(j * BKV, BKV), :]
-            s = pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale
-            m_new = pt.maximum(m, pt.reduce_max(s, 1))
-            p = pt.exp(s - m_new[:, None])
-            alpha = pt.exp(m - m_new)
-            l_new = denom * alpha + pt.reduce_sum(p, 1)
-            acc = acc * alpha[:, None] + pt.matmul(p.astype("bf16"), vb, preferred_element_type="f32")
-            return m_new, l_new, acc
+            return _online_softmax_step(q, k_ref[pt.ds(j * BKV, BKV), :], v_ref[pt.ds(j * BKV, BKV), :], carry, scale)
         init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
         m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
         o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
     return flash_kernel
+
+
+def _online_softmax_step(q, kb, vb, carry, scale, mask=None):
+    """One K/V block of flash attention: scores S = Q Kᵀ (masked to -1e30 where ``mask`` is False), the running
+    max and sum rescaled, O += P V."""
+    m, denom, acc = carry
+    s = pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale
+    if mask is not None:
+        s = pt.where(mask, s, -1e30)
+    m_new = pt.maximum(m, pt.reduce_max(s, 1))
+    p = pt.exp(s - m_new[:, None])
+    alpha = pt.exp(m - m_new)
+    l_new = denom * alpha + pt.reduce_sum(p, 1)
+    acc = acc * alpha[:, None] + pt.matmul(p.astype("bf16"), vb, preferred_element_type="f32")
+    return m_new, l_new, acc
 
 
 def causal_flash_attention(S=256, D=64, BQ=64, BKV=64):
@@ -163,17 +169,8 @@ def causal_flash_attention(S=256, D=64, BQ=64, BKV=64):
         rows = i * BQ + pt.iota("i32", (BQ, BKV), 0)
 
         def body(j, carry):
-            m, denom, acc = carry
-            kb = k_ref[pt.ds(j * BKV, BKV), :]
-            vb = v_ref[pt.ds(j * BKV, BKV), :]
-            s = pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale
-            s = pt.where(j * BKV + pt.iota("i32", (BQ, BKV), 1) <= rows, s, -1e30)
-            m_new = pt.maximum(m, pt.reduce_max(s, 1))
-            p = pt.exp(s - m_new[:, None])
-            alpha = pt.exp(m - m_new)
-            l_new = denom * alpha + pt.reduce_sum(p, 1)
-            acc = acc * alpha[:, None] + pt.matmul(p.astype("bf16"), vb, preferred_element_type="f32")
-            return m_new, l_new, acc
+            return _online_softmax_step(q, k_ref[pt.ds(j * BKV, BKV), :], v_ref[pt.ds(j * BKV, BKV), :], carry, scale,
+                                        j * BKV + pt.iota("i32", (BQ, BKV), 1) <= rows)
         init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
         m, denom, acc = pt.fori_loop(0, (i + 1) * BQ // BKV, body, init)
         o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
