@@ -64,7 +64,8 @@ def test_grad_jvp_and_vmap_through_a_run_time_loop():
 
 def test_a_k_loop_of_run_time_length_that_may_run_no_iteration():
     """``fori_loop(i, 2)`` over K blocks with a zero accumulator: programs 2 and 3 run none and store zeros (the
-    pipelined mainloop may not let its first wgmma overwrite the accumulator, nor release a stage it never took)."""
+    pipelined mainloop may not let its first wgmma overwrite the accumulator (the model's registers start NaN), nor
+    release a stage it never waited for (the model's pipeline refuses that release))."""
     m, kk, n, bm, bk = 256, 128, 64, 64, 64
 
     def k(a_ref, b_ref, o_ref):

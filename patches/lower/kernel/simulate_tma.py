@@ -326,10 +326,23 @@ class PipelineTmaAsync:
     def producer_commit(self, st: PipelineState) -> None:
         return None                            # the TMA completes the transaction
 
+    def _held(self) -> set:
+        """The (stage, phase) pairs this thread waited for and has not released yet."""
+        held = getattr(_local, "held", None)
+        if held is None or held[0] is not self:
+            held = _local.held = (self, set())
+        return held[1]
+
     def consumer_wait(self, st: PipelineState) -> None:
         self.bars[0][st.index].wait(st.phase)
+        self._held().add((st.index, st.phase))
 
     def consumer_release(self, st: PipelineState) -> None:
+        held = self._held()
+        if (st.index, st.phase) not in held:    # an arrival the producer would take for a stage the consumer freed
+            raise LoweringError(f"simulate: thread {_local.tid} releases stage {st.index} (phase {st.phase}), which it "
+                                "never waited for")
+        held.discard((st.index, st.phase))
         _local.cta.warps[_local.tid // 32].wait()   # a warp-collective arrive: the whole warp is done with it
         if _local.tid % 32 == 0:               # one arrival per consumer warp
             self.bars[1][st.index].arrive()

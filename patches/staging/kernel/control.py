@@ -144,7 +144,7 @@ def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_
 def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     syms = active_symbols()
     consts, carry = list(args[:n_consts]), list(args[n_consts:])
-    lower, upper = (int(np.asarray(b.logical() if isinstance(b, Array) else b)) for b in loop_bounds(
+    lower, upper = (int(b.logical()) if isinstance(b, Array) else int(b) for b in loop_bounds(
         {"lower": lower, "upper": upper}, consts))
     spend(max(0, upper - lower), f"fori_loop({lower}, {upper})")
     for i in range(lower, upper):
