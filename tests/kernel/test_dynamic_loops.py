@@ -41,6 +41,7 @@ def test_a_run_time_bound_stages_interprets_and_lowers():
     mod = pt.lower(prog)
     assert "cutlass.range(0, " in mod.source
     np.testing.assert_array_equal(simulate_module(mod, x)[0], np.asarray(kern(x)))
+    assert verify_kernel(mod).ok and mod.compile().resources["spills"] == 0
 
 
 def test_grad_jvp_and_vmap_through_a_run_time_loop():

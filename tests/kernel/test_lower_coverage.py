@@ -365,7 +365,10 @@ def test_integer_abs_and_max_min_reductions():
         x[3, :] = info.max
         want = prog(x)
         assert int(np.asarray(want[1])[3]) == info.max and int(np.asarray(want[2])[2]) == info.min
-        got = simulate_module(pt.lower(prog), x)
+        mod = pt.lower(prog)
+        got = simulate_module(mod, x)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-    assert pt.lower(prog).compile().resources["spills"] == 0
+        rep = verify_kernel(mod)                # the reduction plans' data flow from the module's own code
+        assert rep.ok, str(rep)
+    assert mod.compile().resources["spills"] == 0
