@@ -4,6 +4,8 @@
   numpy) -- two reductions over the same mode, so one SIMT kernel;
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
 * ``call`` (a ``jit`` function): its body inlined;
+* in a kernel body (``BODY_RULES``), a batched block ``matmul`` (batch modes last): one rank-2 matmul per batch
+  entry of the operands' slices, placed into the result by ``embed`` (each a wgmma where the blocks fit one);
 * a reduction of a large tensor to a scalar: first over all modes but one (many CTAs, one per slice), then over
   the partials (one CTA over a few thousand), where one CTA would walk the whole tensor. Sums of 16-bit floats
   keep f32 partials, so the result is rounded once, as before.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..layouts import Layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Var, stage
@@ -25,12 +29,13 @@ from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, m
 from .errors import LoweringError
 
 
-def expand(eqns: list, only: tuple | None = None) -> list:
+def expand(eqns: list, only: tuple | None = None, rules: dict | None = None) -> list:
     """The equations with every rewritable primitive (of the names ``only``, default all) replaced by its
-    expansion."""
+    expansion (by ``rules``, default ``RULES``)."""
+    rules = RULES if rules is None else rules
     out: list = []
     for e in eqns:
-        rule = RULES.get(e.prim.name) if only is None or e.prim.name in only else None
+        rule = rules.get(e.prim.name) if only is None or e.prim.name in only else None
         out.extend(rule(e) if rule else [e])
     return out
 
@@ -124,6 +129,38 @@ def _concatenate(e: Eqn) -> list:
     return _splice(fn, e)
 
 
+BATCH_MAX = 16           # batch entries of a block matmul unrolled into rank-2 ones
+
+
+def _unbatch(e: Eqn) -> list:
+    """A block matmul with batch modes (a: (M,K,*L), b: (K,N,*L)): one rank-2 matmul per batch entry, each placed
+    at its entry of the compact result; a rank-2 matmul as is."""
+    out_t = e.outputs[0].type
+    if out_t.rank <= 2:
+        return [e]
+    ms = modes_of(out_t.shape)
+    batch = [mode_size(m) for m in ms[2:]]
+    if any(type(n) is not int for n in it.flatten(out_t.shape)):
+        raise LoweringError(f"equation matmul({', '.join(str(x.type) for x in e.inputs)}): a batched block matmul "
+                            "is lowered for static shapes only")
+    if it.product(tuple(batch)) > BATCH_MAX:
+        raise LoweringError(f"equation matmul({', '.join(str(x.type) for x in e.inputs)}): a block matmul of "
+                            f"{it.product(tuple(batch))} batch entries (at most {BATCH_MAX} are unrolled)")
+    modes = mode_layouts(compact(out_t.shape))
+    entry = layout_of_modes(modes[:2])
+    params = e.params
+
+    def fn(a: Any, b: Any) -> Any:
+        acc = None
+        for idx in np.ndindex(*batch):
+            at = (slice(None), slice(None), *(int(i) for i in idx))
+            c = P.matmul(P.getitem(a, at), P.getitem(b, at), params.get("preferred_element_type"))
+            y = P.embed(c, out_t.shape, entry, sum(int(i) * m.stride for i, m in zip(idx, modes[2:])))
+            acc = y if acc is None else acc + y
+        return acc
+    return _splice(fn, e)
+
+
 SPLIT_MIN = 1 << 16        # elements from which a reduction to a scalar is split in two
 
 
@@ -150,3 +187,4 @@ def _two_pass(e: Eqn) -> list:
 
 RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call,
          "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
+BODY_RULES = {**RULES, "matmul": _unbatch}

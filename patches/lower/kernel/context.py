@@ -14,7 +14,7 @@ from ...staging import Literal
 from ...staging.kernel.refs import REF_PRIMS, format_index
 from .. import elementwise_rules as R
 from ..errors import LoweringError
-from ..expand import expand
+from ..expand import BODY_RULES, expand
 from ..names import sanitize
 from . import sync, verify_reduce
 from .values import Accumulated, Block, RefVal, Scalar, Staged, dsl_dtype
@@ -24,7 +24,8 @@ from .writer import Writer
 RULES: dict[str, Callable[..., list]] = {}
 # Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
 TAKES_LAZY = {"matmul"}
-EXPANDED = ("argmax", "argmin", "call", "concatenate")    # rewritten into lowered primitives first (patches.lower.expand)
+EXPANDED = ("argmax", "argmin", "call", "concatenate", "matmul")   # rewritten first (patches.lower.expand: batched
+#                                                                       matmuls unrolled)
 PREPASSES: list[Callable] = []     # (ctx, eqns, outputs) -> {id(eqn): rule}: rules for equations taken together (rules_mma)
 MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
@@ -93,7 +94,7 @@ def lower_program(ctx: Ctx, prog: Any, ins: list, label: str = "body") -> list:
         return env[id(a)]
 
     entry = sync.enter(ctx) if label != "body" else None
-    eqns = expand(prog.eqns, EXPANDED)      # argmax, argmin, jit calls: as the schedule does
+    eqns = expand(prog.eqns, EXPANDED, BODY_RULES)      # argmax, argmin, jit calls: as the schedule does
     joint = {k: f for p in PREPASSES for k, f in p(ctx, eqns, prog.outputs).items() if k not in ctx.special}
     ctx.special.update(joint)
     try:
