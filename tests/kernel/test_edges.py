@@ -210,3 +210,14 @@ def test_transformations_nest_through_a_loop_that_writes_an_output_ref():
     np.testing.assert_allclose(pt.vmap(pt.vmap(k))(np.stack([xb, xb])), 2 * np.sin(np.stack([xb, xb])))
     hess_diag = pt.grad(lambda x: pt.reduce_sum(pt.grad(loss)(x)))(xb[0])
     np.testing.assert_allclose(hess_diag, 4 * np.cos(xb[0]) - 2 * np.sin(xb[0]) * xb[0])
+
+
+def test_a_grid_over_symbols_no_argument_binds_is_a_kernel_error():
+    from patches.layouts import Sym
+    n = Sym("N", divisible_by=32)
+
+    def ewi(o_ref):
+        o_ref[...] = pt.iota("i32", 32) + pt.program_id(0) * 32
+    k = pt.kernel(ewi, pt.tensor("i32", n), grid=(n // 32,), out_specs=pt.BlockSpec((32,), lambda i: (i,)))
+    with pytest.raises(state.KernelError, match="symbols N that no argument's shape binds"):
+        pt.stage(k)()

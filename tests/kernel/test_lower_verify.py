@@ -4,6 +4,7 @@ are what the lowering meant (every thread and value); a wrong builder is caught 
 import pytest
 
 import patches as pt
+from patches.layouts import make_layout
 from patches.lower.kernel import KernelModule
 from patches.lower.kernel.verify import verify_kernel
 from patches.lower.verify import VerificationError
@@ -72,3 +73,26 @@ def test_the_interchanged_backward_kernels_verify():
         report = mod.verify()
         assert report.ok and report.elements > 0, str(report)
         assert any("TMA" in c.name or "box" in c.name for c in report.checks), [c.name for c in report.checks]
+
+
+@pytest.mark.parametrize("shape, block, order", [((16, 32), (16, 8), "col"), ((32, 16), (8, 16), "row"),
+                                                 ((8, 32), (8, 32), "col")])
+def test_tma_boxes_spanning_the_contiguous_mode_verify_and_a_wrong_smem_layout_is_caught(shape, block, order):
+    """TMA merges the modes of a box that spans the whole contiguous mode into one dimension (its coordinate tensor
+    has strides 1@0, 16@0): the verifier reads the merged coordinate back per mode and walks every box."""
+    def kc(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+    t = pt.tensor("f32", shape if order == "col" else make_layout(shape, (shape[1], 1)))
+    grid = tuple(n // b for n, b in zip(shape, block))
+    s = pt.BlockSpec(block, lambda i, j: (i, j))
+    mod = pt.lower(pt.stage(pt.kernel(kc, t, grid=grid, in_specs=[s], out_specs=s), t))
+    report = mod.verify()
+    tma = [c for c in report.checks if "TMA boxes" in c.name]
+    assert report.ok and tma and tma[0].elements >= 2 * block[0] * block[1], report
+    call = next(ln for ln in mod.source.splitlines() if "make_tiled_tma_atom" in ln)
+    smem = call.split("cute.slice_(")[1].split(", (None")[0]
+    bad = mod.source.replace(f"cute.slice_({smem}, (None, None, 0))",
+                             f"cute.make_layout({block}, stride={(block[1], 1) if order == 'col' else (1, block[0])})")
+    assert bad != mod.source
+    with pytest.raises(VerificationError, match="TMA boxes"):
+        verify_kernel(KernelModule(mod.spec, bad, 0.0, kind="kernel"), kinds=("tma",)).raise_if_failed()

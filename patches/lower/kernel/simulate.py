@@ -196,7 +196,8 @@ def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
         arr = Array.from_logical(np.asarray(x), a.value_layout, a.dtype)
         bufs.append(_Tensor(_Ptr(np.array(arr.storage), 0, _DTYPES[a.dtype]), a.layout))
     for a in spec.args[len(ins):]:
-        store = np.full(int(cosize(a.layout)), np.nan if dtypes.is_float(a.dtype) else -1, dtype=_DTYPES[a.dtype].np)
+        poison = np.nan if dtypes.is_float(a.dtype) else np.array(-1).astype(_DTYPES[a.dtype].np)  # all ones
+        store = np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np)
         bufs.append(_Tensor(_Ptr(store, 0, _DTYPES[a.dtype]), a.layout))
         outs.append((a, store))
     env["host"](*bufs, None)

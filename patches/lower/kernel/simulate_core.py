@@ -42,10 +42,12 @@ class _DType:
 
     def __call__(self, x: Any) -> SSA:
         a = np.asarray(x)
-        if self.name in ("i32", "i64") and a.dtype.kind == "f":       # cvt.rzi: toward zero, saturating, NaN to 0
+        if self.name in ("i32", "i64", "u32") and a.dtype.kind == "f":     # cvt.rzi: toward zero, saturating, NaN to 0
             info = np.iinfo(self.np)
+            t = np.trunc(a.astype(np.float64))
             with np.errstate(invalid="ignore"):
-                a = np.where(np.isnan(a), 0, np.clip(np.trunc(a.astype(np.float64)), info.min, info.max))
+                hi, lo = t >= float(info.max + 1), t < float(info.min)     # bounds exact in f64 (2**63, not 2**63-1)
+                a = np.where(hi, info.max, np.where(lo, info.min, np.where(np.isnan(t) | hi | lo, 0, t).astype(self.np)))
         out = dtypes.cast(a, self.name) if self.name in dtypes.EMULATED else a.astype(self.np)
         return np.asarray(out).view(SSA)
 

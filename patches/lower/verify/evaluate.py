@@ -76,22 +76,38 @@ def values(t: Any) -> np.ndarray:
 
 def basis_modes(t: Any) -> list:
     """For a TMA coordinate tensor over (M|N, K|N, L): which coordinate of its basis each tensor mode is (the TMA's
-    own dimension order may differ from the tensor's), None for a stride-0 mode."""
-    out = []
-    for d in _flat(t.layout.stride):
+    own dimension order may differ from the tensor's), None for a stride-0 mode. Modes TMA merged into one dimension
+    (a block spanning the whole contiguous mode) share a basis coordinate at scales ``1, s0, s0*s1, ...``: each is
+    ``(basis, scale, extent, outermost)``, read back as ``coordinate // scale % extent``."""
+    shapes = [_static(n, "a tensor extent") for n in _flat(t.layout.shape)]
+    out: list = []
+    for d, n in zip(_flat(t.layout.stride), shapes):
         if isinstance(d, (int, np.integer)):
             out.append(None)
-        else:
-            m = _mode(d)
-            if len(m) != 1 or _static(d.value, "a basis scale") != 1:
-                raise VerificationError(f"coordinate tensor {t}: stride {d} is not a unit basis")
-            out.append(m[0])
-    return out
+            continue
+        m = _mode(d)
+        if len(m) != 1:
+            raise VerificationError(f"coordinate tensor {t}: stride {d} is not a basis of one coordinate")
+        out.append([m[0], _static(d.value, "a basis scale"), n, True])
+    for i, a in enumerate(out):
+        if a is None:
+            continue
+        shared = sorted((b[1], b[2], j) for j, b in enumerate(out) if b is not None and b[0] == a[0])
+        if shared[0][0] != 1 or any(s1 != s0 * n0 for (s0, n0, _), (s1, _, _) in zip(shared, shared[1:])):
+            raise VerificationError(f"coordinate tensor {t}: the modes on basis coordinate {a[0]} have scales "
+                                    f"{[s for s, _, _ in shared]}, not a compact merge")
+        a[3] = shared[-1][2] == i
+    return [None if a is None else tuple(a) for a in out]
 
 
 def in_modes(coords: np.ndarray, modes: list, fill: tuple) -> np.ndarray:
     """Coordinates in basis order -> in tensor mode order (``fill`` for modes without a basis)."""
     out = np.zeros((len(coords), len(modes)), np.int64)
     for i, m in enumerate(modes):
-        out[:, i] = fill[i] if m is None else coords[:, m]
+        if m is None:
+            out[:, i] = fill[i]
+            continue
+        basis, scale, extent, outermost = m
+        c = coords[:, basis] // scale
+        out[:, i] = c if outermost else c % extent
     return out

@@ -123,6 +123,10 @@ def interpret_kernel(*operands: Array, name: str, grid: tuple, in_specs: tuple, 
     With "arbitrary" axes, each parallel point runs its arbitrary points in order (last fastest) with one set of
     scratch buffers, and only grid points of different parallel points race."""
     syms = active_symbols()
+    free = sorted({str(x) for g in grid for x in getattr(g, "free_symbols", ())})
+    if free:
+        raise KernelError(f"kernel {name}: the grid {grid} has symbols {', '.join(free)} that no argument's shape "
+                          "binds (a kernel with no input holding them cannot be interpreted)")
     grid = tuple(int(g) for g in grid)
     with step_budget():
         spend(int(np.prod(grid, dtype=object)), f"the grid {grid} of {name}")
