@@ -81,6 +81,31 @@ unary(P.logistic_p, lambda x, y: P.mul(y, P.sub(like(1, y), y)))
 unary(P.abs_p, lambda x, y: P.where(P.ge(x, like(0, x)), like(1, x), like(-1, x)))
 unary(P.erf_p, lambda x, y: P.mul(like(2 / np.sqrt(np.pi), x), P.exp(P.neg(P.mul(x, x)))))
 unary(P.relu_p, lambda x, y: P.astype(P.gt(x, like(0, x)), get_aval(x).dtype))
+unary(P.prims["log1p"], lambda x, y: P.div(like(1, x), P.add(like(1, x), x)))
+unary(P.prims["expm1"], lambda x, y: P.add(y, like(1, y)))
+unary(P.prims["exp2"], lambda x, y: P.mul(y, like(np.log(2.0), y)))
+unary(P.prims["log2"], lambda x, y: P.div(like(1 / np.log(2.0), x), x))
+unary(P.prims["log10"], lambda x, y: P.div(like(1 / np.log(10.0), x), x))
+unary(P.prims["tan"], lambda x, y: P.add(like(1, y), P.mul(y, y)))
+unary(P.prims["arctan"], lambda x, y: P.div(like(1, x), P.add(like(1, x), P.mul(x, x))))
+unary(P.prims["sinh"], lambda x, y: P.cosh(x))
+unary(P.prims["cosh"], lambda x, y: P.sinh(x))
+unary(P.prims["arcsin"], lambda x, y: P.div(like(1, x), P.sqrt(P.sub(like(1, x), P.mul(x, x)))))
+unary(P.prims["arccos"], lambda x, y: P.div(like(-1, x), P.sqrt(P.sub(like(1, x), P.mul(x, x)))))
+unary(P.prims["arcsinh"], lambda x, y: P.div(like(1, x), P.sqrt(P.add(P.mul(x, x), like(1, x)))))
+unary(P.prims["arctanh"], lambda x, y: P.div(like(1, x), P.sub(like(1, x), P.mul(x, x))))
+
+
+def _piecewise_constant(prim: Any) -> None:
+    """floor, ceil, round, trunc, sign: constant between their jumps, so the tangent is zero (as JAX's)."""
+    def rule(primals: list, tangents: list, **params: Any) -> tuple:
+        out = bind(prim, *primals, **params)
+        return out, Zero(_out_type(out))
+    jvp_rules[prim] = rule
+
+
+for _name in P.elementwise.ZERO_DERIVATIVE:
+    _piecewise_constant(P.prims[_name])
 
 
 def _add(primals: list, tangents: list) -> tuple:

@@ -34,6 +34,7 @@ from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
+from .transpose_rules import NonlinearError
 
 
 class LinRef:
@@ -121,10 +122,15 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
             if rule is None or any(id(a) in lrefs for a in e.inputs):
                 raise _unsupported(f"the primitive {e.prim.name} on differentiated values")
             ops = [UndefinedPrimal(a.type) if is_lin(a) else read_env(env, a) for a in e.inputs]
-            if e.prim.multiple_results:
-                ct_in = rule([c if c is not None else Zero(v.type) for c, v in zip(outs, e.outputs)], *ops, **e.params)
-            else:
-                ct_in = rule(outs[0] if outs[0] is not None else Zero(e.outputs[0].type), *ops, **e.params)
+            try:
+                if e.prim.multiple_results:
+                    ct_in = rule([c if c is not None else Zero(v.type) for c, v in zip(outs, e.outputs)], *ops, **e.params)
+                else:
+                    ct_in = rule(outs[0] if outs[0] is not None else Zero(e.outputs[0].type), *ops, **e.params)
+            except NonlinearError:
+                raise _unsupported(f"{e.prim.name} of two differentiated values in the body of {prog.name} (a loop carry "
+                                   "that enters the derivative nonlinearly, as an online softmax's running max and sum: "
+                                   "reverse mode would need the primal carry of every iteration; jvp works)") from None
             for a, c in zip(e.inputs, ct_in):
                 if is_lin(a):
                     acc(a, c)

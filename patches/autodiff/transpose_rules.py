@@ -19,6 +19,10 @@ from .tangents import like
 from .transpose import is_linear, transpose_rules, type_of
 
 
+class NonlinearError(StagingError):
+    """A transpose rule met two operands that both depend on the differentiated value: the program is not linear."""
+
+
 def unbroadcast(ct: Any, t: TensorType) -> Any:
     """The cotangent of a rank-0 operand that was broadcast implicitly: the sum over all modes."""
     if t.rank == 0 and type_of(ct).rank != 0:
@@ -40,7 +44,7 @@ def _neg(ct: Any, x: Any) -> list:
 
 def _mul(ct: Any, x: Any, y: Any) -> list:
     if is_linear(x) and is_linear(y):
-        raise StagingError("mul: both operands depend on the differentiated value, so it is not linear", "mul")
+        raise NonlinearError("mul: both operands depend on the differentiated value, so it is not linear", "mul")
     if is_linear(x):
         return [unbroadcast(P.mul(ct, y), x.type), None]
     return [None, unbroadcast(P.mul(x, ct), y.type)]
@@ -48,7 +52,7 @@ def _mul(ct: Any, x: Any, y: Any) -> list:
 
 def _div(ct: Any, x: Any, y: Any) -> list:
     if is_linear(y):
-        raise StagingError("div: the divisor depends on the differentiated value, so it is not linear", "div")
+        raise NonlinearError("div: the divisor depends on the differentiated value, so it is not linear", "div")
     return [unbroadcast(P.div(ct, y), x.type), None]
 
 
@@ -121,7 +125,7 @@ def _matmul(ct: Any, a: Any, b: Any, preferred_element_type: Any = None) -> list
     cotangent is rounded to the operands' dtype, multiplied with f32 accumulation, and rounded to the operand's
     dtype: the mixed-precision backward a wgmma kernel computes."""
     if is_linear(a) and is_linear(b):
-        raise StagingError("matmul: both operands depend on the differentiated value, so it is not linear", "matmul")
+        raise NonlinearError("matmul: both operands depend on the differentiated value, so it is not linear", "matmul")
     r = type_of(a).rank
     swap = (1, 0) + tuple(range(2, r))
     dt = type_of(a).dtype

@@ -25,11 +25,12 @@ from ..layouts.product import tile_to_shape
 from ..staging import Literal, Program, Var
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
+from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .names import sanitize
 from .spec import EpiStep, ExtraOutput, GemmSpec, Operand, SideInput
 
-UNARY = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf"}
+UNARY = set(UNARY_OPS)
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
 SELECT = {"eq", "ne", "lt", "le", "gt", "ge", "where"}     # comparisons (0.0/1.0 in f32) and the select
 MMA_DTYPES = ("bf16", "f16", "f32")          # f32 operands run as tf32 wgmma (K-major only)

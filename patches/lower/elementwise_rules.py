@@ -37,6 +37,23 @@ UNARY = {
     "sqrt": "cute.math.sqrt({0})",
     "erf": "cute.math.erf({0})",
     "logistic": "{one} / ({one} + cute.math.exp(-{0}))",
+    "floor": "cute.math.floor({0})",
+    "ceil": "cute.math.ceil({0})",
+    "round": "cute.math.roundeven({0})",          # numpy's round: half to even
+    "trunc": "cute.math.trunc({0})",
+    "log1p": "cute.math.log1p({0})",
+    "expm1": "cute.math.expm1({0})",
+    "exp2": "cute.math.exp2({0})",
+    "log2": "cute.math.log2({0})",
+    "log10": "cute.math.log10({0})",
+    "tan": "cute.math.tan({0})",
+    "arctan": "cute.math.atan({0})",
+    "sinh": "cute.math.sinh({0})",
+    "cosh": "cute.math.cosh({0})",
+    "arcsin": "cute.math.asin({0})",
+    "arccos": "cute.math.acos({0})",
+    "arcsinh": "cute.math.asinh({0})",
+    "arctanh": "cute.math.atanh({0})",
 }
 BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
           "pow": "cute.math.pow({0}, {1})"}
@@ -47,7 +64,8 @@ EXTREMA = {"maximum": (">", "fmax", "max"), "minimum": ("<", "fmin", "min")}
 SMALL_POWERS = (2.0, 3.0)          # x ** 2 and x ** 3 as products: exact as numpy's, no pow call
 # The reductions: identity and the elementwise primitive that combines two partials.
 REDUCTIONS = {"sum": (0.0, "add"), "max": (-math.inf, "maximum"), "min": (math.inf, "minimum")}
-ELEMENTWISE = (*UNARY, *BINARY, *EXTREMA, "relu", "floordiv", "mod", *COMPARE, "where", "copy")
+UNARY_OPS = (*UNARY, "relu", "sign")          # every unary elementwise primitive with a rule here
+ELEMENTWISE = (*UNARY_OPS, *BINARY, *EXTREMA, "floordiv", "mod", *COMPARE, "where", "copy")
 
 _ATOM = re.compile(r"[A-Za-z_][\w.]*(\([^()]*\)|\[[^\[\]]*\])?")     # a name, called or indexed once
 
@@ -125,6 +143,13 @@ def absolute(x: str, dtype: str = "f32", tensor: bool = False) -> str:
     if is_float(dtype):
         return UNARY["abs"].format(x)
     return select(f"{x} < {lit(0, dtype)}", f"-{x}", x, dtype, tensor)
+
+
+def sign(x: str, dtype: str = "f32", tensor: bool = False) -> str:
+    """numpy's sign: 1 above zero, -1 below, else ``x - x`` (+0 for a zero of either sign, NaN for NaN)."""
+    one, minus = (f"cute.full_like({x}, {v})" for v in (1, -1)) if tensor else (lit(1, dtype), lit(-1, dtype))
+    inner = select(f"{x} < {lit(0, dtype)}", minus, f"({x}) - ({x})" if is_float(dtype) else x, dtype, tensor)
+    return select(f"{x} > {lit(0, dtype)}", one, inner, dtype, tensor)
 
 
 def floordiv(op: str, a: str, b: str, dtype: str = "f32", tensor: bool = False) -> str:
@@ -214,6 +239,8 @@ def expr(op: str, args: list, dtype: str = "f32", tensor: bool = False, exponent
         return relu(args[0], dtype, tensor)
     if op == "abs":
         return absolute(args[0], dtype, tensor)
+    if op == "sign":
+        return sign(args[0], dtype, tensor)
     if op in ("floordiv", "mod"):
         return floordiv(op, args[0], args[1], dtype, tensor)
     if op == "pow":

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..staging import Eqn, Literal, Program, Var
+from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
 OWN_KIND = {"matmul": "gemm", "kernel": "kernel"}    # equations that open a kernel of their kind
 GENERATORS = ("iota",)        # no operands: each kernel that reads one computes it (no kernel, no buffer)
-EPILOGUE_OPS = {"neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "logistic", "erf", "add", "sub", "mul",
-                "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy"}
+EPILOGUE_OPS = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                "where", "astype", "copy"}
 
 
 @dataclass

@@ -18,10 +18,11 @@ from ..layouts import arith
 from ..staging import Program, stage
 from ..staging.ir import Eqn
 from ..staging.types import modes_of
+from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .spec import GemmSpec
 
-_UNARY = ("neg", "abs", "relu", "exp", "log", "sin", "cos", "tanh", "sqrt", "erf", "logistic")
+_UNARY = UNARY_OPS
 _BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge")
 
 

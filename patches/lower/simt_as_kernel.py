@@ -27,13 +27,13 @@ from ..staging.core import Tracer, get_aval
 from ..staging.errors import StagingError
 from ..staging.kernel.refs import KernelError
 from .analyze import _divisor
+from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .simt_spec import COMPARE, INT_DTYPES, SimtSpec
 
 THREADS = 128               # the kernel lowering's threads per CTA (one warpgroup)
 TARGET = 4096               # elements per block value: 32 values per thread, so a body's live blocks stay in registers
-UNARY = {"neg": P.neg, "abs": P.abs, "relu": P.relu, "exp": P.exp, "log": P.log, "sin": P.sin, "cos": P.cos,
-         "tanh": P.tanh, "sqrt": P.sqrt, "logistic": P.logistic, "erf": P.erf, "copy": lambda x: x}
+UNARY = {**{n: getattr(P, n) for n in UNARY_OPS}, "copy": lambda x: x}
 BINARY = {"add": P.add, "sub": P.sub, "mul": P.mul, "div": P.div, "pow": P.pow, "maximum": P.maximum,
           "minimum": P.minimum, "floordiv": P.floordiv, "mod": P.mod,
           "eq": P.eq, "ne": P.ne, "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge}

@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from ..staging import primitives as P
 from .config import NUM_SMS, TileConfig
 from .emit_common import RASTER_GROUP
 from .spec import GemmSpec, regroup
 
 UNARY = {
+    **{name: fn for name, (fn, _) in P.UNARY.items()},       # numpy's, in f32 (the rest are the kernels' own forms)
     "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, np.float32(0)), "exp": np.exp, "log": np.log,
     "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),

@@ -389,3 +389,15 @@ def test_decisions_from_data_past_a_padded_edge_are_refused_not_differentiated()
                      out_shape=pt.tensor("f64", (7, 4)), grid=(4,), in_specs=[spec, spec], out_specs=spec)
     with pytest.raises(pt.StagingError, match="n_ref is a i64 operand with padded edge blocks"):
         pt.grad(lambda v: pt.reduce_sum(ints(np.ones((7, 4), np.int64), v)), 0 + 0)(rng.standard_normal((7, 4)))
+
+
+def test_reverse_mode_through_an_online_softmax_loop_is_refused_by_name_and_jvp_works():
+    from . import lower_cases as C
+    k, types = C.flash_attention(32, 16, 16, 16)
+
+    def f(q, kk, v):
+        return k(q, kk, v).astype("f32")
+    prog = pt.stage(lambda *a: pt.jvp(f, a[:3], a[3:]), *types, *types)
+    assert [e.prim.name for e in prog.eqns].count("kernel") == 2          # the kernel and its jvp kernel
+    with pytest.raises(pt.StagingError, match="online softmax's running max and sum"):
+        pt.stage(pt.grad(lambda q, kk, v: pt.sum(f(q, kk, v))), *types)

@@ -355,7 +355,8 @@ def test_bad_arguments_name_the_function():
             fn = getattr(pt, name)
             if name in ("arange", "iota", "einsum", "concatenate"):
                 continue
-            two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor", "dot")
+            two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor", "dot", "power", "remainder",
+                   "floor_divide", "logaddexp")
             args = (bad, bad) if name in two else (bad, 3) if name == "reshape" else (bad,)
             with pytest.raises(pt.StagingError, match=f"^{name}: expects a tensor"):
                 fn(*args)

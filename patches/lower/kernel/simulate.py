@@ -39,7 +39,11 @@ def _erf(x: Any) -> np.ndarray:
 
 
 def _math(f: Any) -> Any:
-    return lambda *a: np.asarray(f(*a)).view(SSA)
+    """A ``cute.math`` function on the model's values: IEEE results (inf, NaN) without numpy's warnings."""
+    def call(*a: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return np.asarray(f(*a)).view(SSA)
+    return call
 
 
 def _extremum(keep_nan: Any, drop_nan: Any) -> Any:
@@ -116,7 +120,12 @@ cute = SimpleNamespace(
     math=SimpleNamespace(exp=_math(np.exp), log=_math(np.log), sin=_math(np.sin), cos=_math(np.cos),
                          tanh=_math(np.tanh), sqrt=_math(np.sqrt), abs=_math(np.abs),
                          max=_extremum(np.maximum, np.fmax), min=_extremum(np.minimum, np.fmin),
-                         pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf),
+                         pow=_math(np.power), floor=_math(np.floor), erf=_math(_erf), ceil=_math(np.ceil),
+                         roundeven=_math(np.rint), trunc=_math(np.trunc), log1p=_math(np.log1p),
+                         expm1=_math(np.expm1), exp2=_math(np.exp2), log2=_math(np.log2), log10=_math(np.log10),
+                         tan=_math(np.tan), atan=_math(np.arctan), sinh=_math(np.sinh), cosh=_math(np.cosh),
+                         asin=_math(np.arcsin), acos=_math(np.arccos), asinh=_math(np.arcsinh),
+                         atanh=_math(np.arctanh),
                          rem=_math(np.fmod), copysign=_math(np.copysign)),   # rem: C's fmod (arith.remf)
     arch=SimpleNamespace(thread_idx=lambda: (_local.tid, 0, 0), block_idx=lambda: _local.cta.bid,
                          barrier=lambda: _local.cta.barrier.wait(), fence_proxy=_noop,

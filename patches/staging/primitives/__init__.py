@@ -5,6 +5,7 @@ from typing import Any
 from .. import operators as _operators
 from ..errors import fail
 from ..types import mode_size, modes_of
+from . import numpy_math
 from .einsum import einsum
 from .elementwise import (
     BINARY,
@@ -12,18 +13,31 @@ from .elementwise import (
     UNARY,
     abs,
     add,
+    arccos,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
     astype,
     astype_p,
+    ceil,
     copy,
     copy_p,
     cos,
+    cosh,
     div,
     eq,
     exp,
+    exp2,
+    expm1,
+    floor,
     ge,
     gt,
     le,
     log,
+    log1p,
+    log2,
+    log10,
     logistic,
     lt,
     maximum,
@@ -34,16 +48,38 @@ from .elementwise import (
     pow,
     prims,
     relu,
+    round,
+    sign,
     sin,
+    sinh,
     sqrt,
     sub,
+    tan,
     tanh,
+    trunc,
     where,
     where_p,
 )
 from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
 from .logical import logical_and, logical_not, logical_or, logical_xor
 from .matmul import matmul, matmul_p
+from .numpy_math import (
+    all,
+    any,
+    floor_divide,
+    isfinite,
+    isinf,
+    isnan,
+    logaddexp,
+    negative,
+    power,
+    reciprocal,
+    remainder,
+    silu,
+    softplus,
+    square,
+    std,
+)
 from .numpy_ops import (
     argmax,
     argmin,
@@ -102,6 +138,8 @@ relu_p, logistic_p, maximum_p, minimum_p = prims["relu"], prims["logistic"], pri
 eq_p, ne_p, lt_p, le_p, gt_p, ge_p = prims["eq"], prims["ne"], prims["lt"], prims["le"], prims["gt"], prims["ge"]
 
 UNARY_NAMES = sorted(UNARY)
+MATH_UNARY = ["arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p",
+              "log2", "log10", "round", "sign", "sinh", "tan", "trunc"]
 BINARY_NAMES = sorted(BINARY)
 COMPARE_NAMES = sorted(COMPARE)
 
@@ -110,6 +148,7 @@ NUMPY_OPS = [
     "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
+    *MATH_UNARY, *numpy_math.__all__,
 ]
 # The ops users call (re-exported from patches).
 OPS = [
@@ -125,9 +164,13 @@ __all__ = [
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
     "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
-    "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var", "BINARY", "BINARY_NAMES",
+    "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
+    "arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p", "log2",
+    "log10", "round", "sign", "sinh", "tan", "trunc",
+    "all", "any", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
+    "remainder", "silu", "softplus", "square", "std", "BINARY", "BINARY_NAMES",
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
-    "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
+    "MATH_UNARY", "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
     "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
     "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
     "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",

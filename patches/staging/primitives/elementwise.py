@@ -20,7 +20,7 @@ from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
-from ..core import Tracer, bind, get_aval
+from ..core import Tracer, bind, get_aval, is_tensor_like
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce, weak_scalar  # noqa: F401 (re-exported)
 from ..types import (
@@ -98,7 +98,16 @@ UNARY = {  # name: (numpy function, operand kind)
     "neg": (np.negative, "numeric"), "abs": (np.abs, "numeric"), "relu": (lambda x: np.maximum(x, 0), "numeric"),
     "exp": (np.exp, "float"), "log": (np.log, "float"), "sin": (np.sin, "float"), "cos": (np.cos, "float"),
     "tanh": (np.tanh, "float"), "sqrt": (np.sqrt, "float"), "logistic": (_logistic, "float"),
+    # rounding (numpy's round is to nearest even) and sign: derivative zero
+    "floor": (np.floor, "float"), "ceil": (np.ceil, "float"), "round": (np.rint, "float"), "trunc": (np.trunc, "float"),
+    "sign": (np.sign, "numeric"),
+    # the rest of numpy's transcendental functions that CuTe DSL's cute.math computes
+    "log1p": (np.log1p, "float"), "expm1": (np.expm1, "float"), "exp2": (np.exp2, "float"), "log2": (np.log2, "float"),
+    "log10": (np.log10, "float"), "tan": (np.tan, "float"), "arctan": (np.arctan, "float"), "sinh": (np.sinh, "float"),
+    "cosh": (np.cosh, "float"), "arcsin": (np.arcsin, "float"), "arccos": (np.arccos, "float"),
+    "arcsinh": (np.arcsinh, "float"), "arctanh": (np.arctanh, "float"),
 }
+ZERO_DERIVATIVE = ("floor", "ceil", "round", "trunc", "sign")     # piecewise constant: their tangent is zero
 BINARY = {
     "add": (np.add, "numeric"), "sub": (np.subtract, "numeric"), "mul": (np.multiply, "numeric"),
     "div": (np.divide, "float"), "pow": (np.power, "float"), "maximum": (np.maximum, "numeric"),
@@ -247,6 +256,9 @@ def _unary_op(name: str) -> Any:
     def op(x: Any) -> Any:
         if _is_py_scalar(x):
             x = weak_scalar(name, x, None)
+        elif not is_tensor_like(x):
+            raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
+                             f"{type(x).__name__} {x!r:.80}")
         return bind(p, x)
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
@@ -266,8 +278,19 @@ def _binary_op(name: str) -> Any:
     return op
 
 
-neg, abs, relu, exp, log, sin, cos, tanh, sqrt, logistic = (_unary_op(n) for n in UNARY)  # noqa: A001
-add, sub, mul, div, pow, maximum, minimum = (_binary_op(n) for n in BINARY)  # noqa: A001
+(neg, abs, relu, exp, log, sin, cos, tanh, sqrt, logistic, floor, ceil, round, trunc, sign, log1p, expm1,  # noqa: A001
+ exp2, log2, log10, tan, arctan, sinh, cosh, arcsin, arccos, arcsinh, arctanh) = (_unary_op(n) for n in UNARY)
+add, sub, mul, _true_div, pow, maximum, minimum = (_binary_op(n) for n in BINARY)  # noqa: A001
+
+
+def div(x: Any, y: Any) -> Any:
+    """True division (numpy's ``/``): integer tensors are divided as floats (f32, f64 for 64-bit integers, as JAX
+    gives); Python scalars take the tensors' dtype; shapes broadcast."""
+    ints = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v) and dtypes.is_int(get_aval(v).dtype)]
+    if ints:
+        wide = "f64" if any(d in ("i64", "u64") for d in ints) else "f32"
+        x, y = ((astype(v, wide) if not _is_py_scalar(v) and dtypes.is_int(get_aval(v).dtype) else v) for v in (x, y))
+    return _true_div(x, y)
 eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
 
 

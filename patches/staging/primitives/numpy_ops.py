@@ -49,7 +49,9 @@ _tensor = tensor_arg
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
-    """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes)."""
+    """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes); booleans are counted (as i32)."""
+    if is_tensor_like(x) and get_aval(x).dtype == "bool":
+        x = astype(x, "i32")
     return reduce(reduce_sum_p, "sum", x, axis, keepdims)
 
 
