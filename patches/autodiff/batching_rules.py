@@ -66,7 +66,7 @@ for _name in list(P.UNARY) + list(P.BINARY) + list(P.COMPARE):
     elementwise(P.prims[_name])
 elementwise(P.where_p)
 elementwise(P.astype_p)
-for _p in (P.erf_p, P.floordiv_p, P.mod_p, P.stop_gradient_p):
+for _p in (P.erf_p, P.floordiv_p, P.mod_p, P.stop_gradient_p, *P.bitwise_prims.values()):
     elementwise(_p)
 
 

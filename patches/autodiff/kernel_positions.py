@@ -31,7 +31,7 @@ from .kernel_padding import padded_shape
 from .transpose import is_linear
 
 _COMPARE = frozenset(P.COMPARE)
-_ELEMENTWISE = frozenset({*P.UNARY, *P.BINARY, *P.COMPARE, "where", "astype", "copy", "stop_gradient", "erf",
+_ELEMENTWISE = frozenset({*P.UNARY, *P.BINARY, *P.COMPARE, *P.BITWISE, "where", "astype", "copy", "stop_gradient", "erf",
                           "floordiv", "mod"})
 _STORES = ("set", "addupdate", "swap")
 _COLD = object()        # an input not derived from a padded read

@@ -65,7 +65,12 @@ SMALL_POWERS = (2.0, 3.0)          # x ** 2 and x ** 3 as products: exact as num
 # The reductions: identity and the elementwise primitive that combines two partials.
 REDUCTIONS = {"sum": (0.0, "add"), "max": (-math.inf, "maximum"), "min": (math.inf, "minimum")}
 UNARY_OPS = (*UNARY, "relu", "sign")          # every unary elementwise primitive with a rule here
-ELEMENTWISE = (*UNARY_OPS, *BINARY, *EXTREMA, "floordiv", "mod", *COMPARE, "where", "copy")
+# Integer bitwise primitives (the kernel lowering's integer registers only); shifts by a count outside [0, bits)
+# select numpy's 0 (or -1 for a negative value shifted right) where the hardware's result is undefined.
+BITWISE = {"bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "bitwise_xor": "{0} ^ {1}",
+           "bitwise_not": "~{0}", "left_shift": "{0} << {1}", "right_shift": "{0} >> {1}"}
+SCALAR_ONLY = ("bitwise_not", "left_shift", "right_shift")    # no TensorSSA operator: written register by register
+ELEMENTWISE = (*UNARY_OPS, *BINARY, *EXTREMA, "floordiv", "mod", *COMPARE, "where", "copy", *BITWISE)
 
 _ATOM = re.compile(r"[A-Za-z_][\w.]*(\([^()]*\)|\[[^\[\]]*\])?")     # a name, called or indexed once
 
@@ -150,6 +155,27 @@ def sign(x: str, dtype: str = "f32", tensor: bool = False) -> str:
     one, minus = (f"cute.full_like({x}, {v})" for v in (1, -1)) if tensor else (lit(1, dtype), lit(-1, dtype))
     inner = select(f"{x} < {lit(0, dtype)}", minus, f"({x}) - ({x})" if is_float(dtype) else x, dtype, tensor)
     return select(f"{x} > {lit(0, dtype)}", one, inner, dtype, tensor)
+
+
+def bitwise(op: str, args: list, dtype: str, tensor: bool = False) -> str:
+    """An integer bitwise primitive; a shift guarded to numpy's value for counts outside [0, bits)."""
+    if is_float(dtype) or dtype == "bool":
+        raise LoweringError(f"elementwise {op} of {dtype} values is not lowered (integers only)")
+    if tensor and op in SCALAR_ONLY:
+        raise LoweringError(f"elementwise {op} has no register-tensor form (it is written element by element)")
+    code = BITWISE[op].format(*args)
+    if op not in ("left_shift", "right_shift"):
+        return code
+    a, s = args
+    bits = int(re.sub(r"\D", "", dtype))
+    ok = f"({s} >= {lit(0, dtype)}) & ({s} < {lit(bits, dtype)})"
+    zero = f"cute.full_like({a}, 0)" if tensor else lit(0, dtype)
+    past = zero
+    if op == "right_shift" and not dtype.startswith("u"):
+        past = select(f"{a} < {lit(0, dtype)}", f"cute.full_like({a}, -1)" if tensor else lit(-1, dtype), zero,
+                      dtype, tensor)
+    safe = select(ok, s, lit(0, dtype) if not tensor else f"cute.full_like({s}, 0)", dtype, tensor)
+    return select(ok, BITWISE[op].format(a, f"({safe})"), past, dtype, tensor)
 
 
 def floordiv(op: str, a: str, b: str, dtype: str = "f32", tensor: bool = False) -> str:
@@ -241,6 +267,8 @@ def expr(op: str, args: list, dtype: str = "f32", tensor: bool = False, exponent
         return absolute(args[0], dtype, tensor)
     if op == "sign":
         return sign(args[0], dtype, tensor)
+    if op in BITWISE:
+        return bitwise(op, args, dtype, tensor)
     if op in ("floordiv", "mod"):
         return floordiv(op, args[0], args[1], dtype, tensor)
     if op == "pow":

@@ -127,6 +127,18 @@ class Operators:
     def __invert__(self) -> Any:
         return _OPS.logical_not(self)
 
+    def __lshift__(self, other: Any) -> Any:
+        return _OPS.left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return _OPS.left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return _OPS.right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return _OPS.right_shift(other, self)
+
     def __floordiv__(self, other: Any) -> Any:
         return _OPS.floordiv(self, other)
 

@@ -150,3 +150,11 @@ def test_true_division_of_integers_and_sums_of_booleans_follow_jax():
     np.testing.assert_allclose(got[2], x / (x + 10), rtol=1e-6)
     n = pt.jit(lambda v: (pt.sum(v > 0), (v > 0).sum(0)))(x)
     assert int(n[0]) == 4 and int(n[1]) == 4 and np.asarray(n[0]).dtype == np.int32
+
+
+def test_round_with_decimals_as_numpy():
+    x = np.array([1.2345, -2.675, 0.125, 12345.6, 250.0, -350.0, np.nan], np.float32)
+    for d in (0, 1, 2, -1, -2):
+        np.testing.assert_array_equal(pt.jit(lambda v, d=d: pt.round(v, d))(x), np.round(x, d))
+    with pytest.raises(pt.StagingError, match="decimals must be an int"):
+        pt.round(x, 1.5)

@@ -19,7 +19,8 @@ MIN_STEPS = 3
 @dataclass(frozen=True)
 class Step:
     """One equation: its result ``name`` (a TensorSSA after the region), dtype, and its code on whole register
-    tensors (``tensor``) and on the element ``v`` (``scalar``)."""
+    tensors (``tensor``; None where the DSL has no tensor form, so the region is written as a loop) and on the
+    element ``v`` (``scalar``)."""
 
     name: str
     dtype: str
@@ -42,7 +43,7 @@ class Region:
         steps = [s for s in self.steps if isinstance(s, Step)]
         last = max(i for i, s in enumerate(self.steps) if isinstance(s, Step))
         body, after = self.steps[:last + 1], self.steps[last + 1:]     # comments on what follows go after
-        if len(steps) < MIN_STEPS:
+        if len(steps) < MIN_STEPS and all(s.tensor is not None for s in steps):
             for s in self.steps:
                 w.emit(f"{s.name} = {s.tensor}" if isinstance(s, Step) else f"# {s}")
             return

@@ -67,12 +67,12 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     exponent = _small_exponent(ins[1]) if op == "pow" else None
     if op not in ELEMENTWISE:
         raise ctx.fail(f"elementwise {op} has no kernel lowering")
-    code = R.expr(op, args, cd, tensor, exponent)
+    code = None if tensor and op in R.SCALAR_ONLY else R.expr(op, args, cd, tensor, exponent)
     name = w.fresh()
     rd = "bool" if op in R.COMPARE else cd
     if rd != out_dtype:
         dsl_dtype(out_dtype, op)       # a dtype with no DSL type: a LoweringError naming the equation
-        code = R.convert(code, out_dtype)
+        code = R.convert(code, out_dtype) if code is not None else None
     if blocks:                         # pending in the elementwise region: written register by register
         el = [_element(ctx, x, cd) for x in ins]
         scalar = R.expr(op, el, cd, False, exponent)

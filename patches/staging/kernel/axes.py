@@ -17,11 +17,11 @@ from typing import Any
 from ...layouts import ComposedLayout, Layout
 from ...layouts import inttuple as it
 from ..ir import Literal, Program
-from ..primitives import UNARY
+from ..primitives import BITWISE, UNARY
 from ..types import compact, mode_size, modes_of
 
 ELEMENTWISE = frozenset({
-    *UNARY, "erf", "add", "sub", "mul", "div",
+    *UNARY, *BITWISE, "erf", "add", "sub", "mul", "div",
     "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "astype", "copy", "stop_gradient",
     "floordiv", "mod"})
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})

@@ -6,6 +6,17 @@ from .. import operators as _operators
 from ..errors import fail
 from ..types import mode_size, modes_of
 from . import numpy_math
+from .bitwise import (
+    BITWISE,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_prims,
+    bitwise_xor,
+    invert,
+    left_shift,
+    right_shift,
+)
 from .einsum import einsum
 from .elementwise import (
     BINARY,
@@ -148,7 +159,8 @@ NUMPY_OPS = [
     "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
-    *MATH_UNARY, *numpy_math.__all__,
+    *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "invert",
+    "left_shift", "right_shift",
 ]
 # The ops users call (re-exported from patches).
 OPS = [
@@ -168,7 +180,8 @@ __all__ = [
     "arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p", "log2",
     "log10", "round", "sign", "sinh", "tan", "trunc",
     "all", "any", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
-    "remainder", "silu", "softplus", "square", "std", "BINARY", "BINARY_NAMES",
+    "remainder", "silu", "softplus", "square", "std", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "invert", "left_shift", "right_shift", "BITWISE", "bitwise_prims", "BINARY", "BINARY_NAMES",
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
     "MATH_UNARY", "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
     "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
@@ -192,5 +205,6 @@ def _length(x: Any) -> int:
 _operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
                    ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
-                   argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=logical_and,
-                   logical_or=logical_or, logical_xor=logical_xor, logical_not=logical_not)
+                   argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=bitwise_and,
+                   logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
+                   left_shift=left_shift, right_shift=right_shift)

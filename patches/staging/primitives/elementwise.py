@@ -278,8 +278,22 @@ def _binary_op(name: str) -> Any:
     return op
 
 
-(neg, abs, relu, exp, log, sin, cos, tanh, sqrt, logistic, floor, ceil, round, trunc, sign, log1p, expm1,  # noqa: A001
+(neg, abs, relu, exp, log, sin, cos, tanh, sqrt, logistic, floor, ceil, _round, trunc, sign, log1p, expm1,  # noqa: A001
  exp2, log2, log10, tan, arctan, sinh, cosh, arcsin, arccos, arcsinh, arctanh) = (_unary_op(n) for n in UNARY)
+
+
+def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 (numpy's name)
+    """numpy's ``round``: to the nearest integer, halves to even; with ``decimals``, as numpy, of ``x * 10**decimals``
+    divided back."""
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise fail("round", f"decimals must be an int, got {decimals!r}")
+    if decimals == 0:
+        return _round(x)
+    if decimals > 0:
+        scale = 10.0 ** int(decimals)
+        return _true_div(_round(mul(x, scale)), scale)
+    scale = 10.0 ** -int(decimals)                # as numpy: divided first, so the scale is an exact integer
+    return mul(_round(_true_div(x, scale)), scale)
 add, sub, mul, _true_div, pow, maximum, minimum = (_binary_op(n) for n in BINARY)  # noqa: A001
 
 

@@ -1,7 +1,7 @@
 """numpy's logical functions on bool tensors (``&``, ``|``, ``^``, ``~`` on masks), composed from ``where`` and
 ``ne``: a mask built from two conditions (``(rows < M) & (cols < N)``, as padded kernel bodies need) stages
-and lowers wherever ``where`` does, and needs no rules of its own. Integers are refused: bitwise arithmetic
-on integers is not part of the surface."""
+and lowers wherever ``where`` does, and needs no rules of its own. Integers are refused here; their ``& | ^ ~``
+are the bitwise primitives (``bitwise.py``)."""
 
 from __future__ import annotations
 
