@@ -17,7 +17,8 @@ from patches.staging.primitives import UNARY_NAMES
 from .helpers import KINDS, in_bounds, random_array
 
 SHAPES = [(3, 4), ((2, 3), 4), 5, (2, 3, 2)]
-FLOAT_UNARY_POSITIVE = {"log", "sqrt"}
+FLOAT_UNARY_POSITIVE = {"log", "sqrt", "log1p", "log2", "log10"}
+FLOAT_UNARY_UNIT = {"arcsin", "arccos", "arctanh"}        # defined on (-1, 1)
 
 
 def check(fn, arrays, expected, rtol=1e-12):
@@ -48,10 +49,10 @@ def test_unary(name, shape):
     rng = np.random.default_rng(zlib.crc32(f'{name}{shape}'.encode()))
     ref_fn = {"neg": np.negative, "abs": np.abs, "relu": lambda v: np.maximum(v, 0), "exp": np.exp, "log": np.log,
               "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt,
-              "logistic": lambda v: 1 / (1 + np.exp(-v))}[name]
+              "logistic": lambda v: 1 / (1 + np.exp(-v)), "round": np.rint}.get(name) or getattr(np, name)
     for kind in KINDS:
-        lo = 0.1 if name in FLOAT_UNARY_POSITIVE else -2.0
-        a, ref = random_array(rng, shape, kind, low=lo)
+        lo = 0.1 if name in FLOAT_UNARY_POSITIVE else -0.95 if name in FLOAT_UNARY_UNIT else -2.0
+        a, ref = random_array(rng, shape, kind, low=lo, high=0.95 if name in FLOAT_UNARY_UNIT else 2.0)
         prog = check(getattr(pt, name), [a], ref_fn(ref))
         # a computed value keeps a compact operand layout, and is compact column-major otherwise
         expect = a.layout if kind != "padded" else pt.staging.types.compact(a.layout.shape)
