@@ -356,7 +356,7 @@ def test_bad_arguments_name_the_function():
             if name in ("arange", "iota", "einsum", "concatenate"):
                 continue
             two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor", "dot", "power", "remainder",
-                   "floor_divide", "logaddexp")
+                   "floor_divide", "logaddexp", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
             args = (bad, bad) if name in two else (bad, 3) if name == "reshape" else (bad,)
             with pytest.raises(pt.StagingError, match=f"^{name}: expects a tensor"):
                 fn(*args)
@@ -427,7 +427,8 @@ def test_einsum_property(case):
 
 def test_logical_operators_on_masks():
     """``&``, ``|``, ``^``, ``~`` on bool tensors (a padded kernel's two-sided mask) stage, evaluate and lower to
-    ``where``/``ne``; on integers they are refused with the library's error, never Python's TypeError."""
+    ``where``/``ne``; on integers they are the bitwise primitives; on floats they are refused with the library's
+    error, never Python's TypeError."""
     rng = np.random.default_rng(4)
     a, b = rng.random((3, 4)) < 0.5, rng.random(4) < 0.5
     A = pt.Array.from_numpy(a)
@@ -438,7 +439,8 @@ def test_logical_operators_on_masks():
     assert set(prims_of(prog)) <= {"gt", "lt", "eq", "where", "broadcast"}, prog
     x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
     np.testing.assert_array_equal(pt.evaluate(prog, x, y), ~((x > 0) & (y < 1)) | (x == y))
-    for bad in (lambda: pt.Array.from_numpy(np.arange(3)) & 1, lambda: ~pt.Array.from_numpy(np.arange(3.0)),
-                lambda: pt.logical_or(A, "x")):
-        with pytest.raises(pt.StagingError, match="logical_(and|or|not): expects"):
+    np.testing.assert_array_equal(pt.Array.from_numpy(np.arange(3)) & 1, np.arange(3) & 1)   # integers: bitwise
+    for bad in (lambda: pt.Array.from_numpy(np.arange(3.0)) & 1, lambda: ~pt.Array.from_numpy(np.arange(3.0)),
+                lambda: pt.logical_or(A, "x"), lambda: pt.logical_and(np.arange(3), True)):
+        with pytest.raises(pt.StagingError, match="(logical_(and|or|not)|bitwise_(and|not)): expects"):
             bad()

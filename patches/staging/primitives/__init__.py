@@ -159,8 +159,8 @@ NUMPY_OPS = [
     "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
-    *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "invert",
-    "left_shift", "right_shift",
+    *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
+    "right_shift",
 ]
 # The ops users call (re-exported from patches).
 OPS = [
