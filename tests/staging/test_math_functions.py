@@ -148,6 +148,8 @@ def test_true_division_of_integers_and_sums_of_booleans_follow_jax():
     np.testing.assert_allclose(got[0], x / 2)
     np.testing.assert_allclose(got[1], 7 / (x + 10), rtol=1e-6)
     np.testing.assert_allclose(got[2], x / (x + 10), rtol=1e-6)
+    mixed = pt.jit(lambda v, w: v / w)(x, np.full(8, 4.0))                # an f64 tensor: the division is f64
+    assert np.asarray(mixed).dtype == np.float64 and np.array_equal(mixed, x / 4.0)
     n = pt.jit(lambda v: (pt.sum(v > 0), (v > 0).sum(0)))(x)
     assert int(n[0]) == 4 and int(n[1]) == 4 and np.asarray(n[0]).dtype == np.int32
 
