@@ -28,7 +28,9 @@ def test_float_to_integer_saturates_as_the_interpreter_does(src, dst):
     prog = pt.stage(kern, t)
     x = EDGES.astype(np.float64 if src == "f64" else np.float32)
     want = np.asarray(prog(x))
-    got = np.asarray(simulate_module(pt.lower(prog), x)[0])
+    mod = pt.lower(prog)
+    assert mod.verify().ok
+    got = np.asarray(simulate_module(mod, x)[0])
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     info = np.iinfo(want.dtype)

@@ -76,8 +76,10 @@ def _kernel(dt):
 @pytest.mark.parametrize("dt", ["i32", "u32", "i8"])
 def test_a_kernel_body_lowers_them(dt):
     prog = _kernel(dt)
+    mod = pt.lower(prog)
+    assert mod.verify().ok
     x, y = _data(dt, 128, 1)
-    for g, w in zip(simulate_module(pt.lower(prog), x, y), _numpy(x, y)):
+    for g, w in zip(simulate_module(mod, x, y), _numpy(x, y)):
         np.testing.assert_array_equal(g, w)
 
 

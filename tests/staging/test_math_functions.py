@@ -88,6 +88,7 @@ def test_a_kernel_body_lowers_every_one_of_them():
                      out_specs=tuple(s for _ in names))
     prog = pt.stage(kern, pt.tensor("f32", (16, 64)))
     mod = pt.lower(prog)
+    assert mod.verify().ok                       # its data movement, from the module's own builders
     x = np.random.default_rng(0).uniform(-0.99, 0.99, (16, 64)).astype(np.float32)
     x[0, :16] = EDGES
     for n, g, w in zip(names, simulate_module(mod, x), prog(x)):
@@ -121,6 +122,13 @@ def test_a_schedule_lowers_them_in_the_gemm_epilogue_and_simt_kernels():
     for got in (sched.simulate(*args), sched.simulate_kernels(*args)):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-3)
+    pytest.importorskip("cutlass")
+    for k in sched.kernels:              # each kernel's data movement from its own builders, then its SASS
+        k.module.verify()
+    from patches.lower.module import tool
+    if tool("cuobjdump") is not None:
+        for k in sched.kernels:
+            assert k.compile().resources["spills"] == 0, k
 
 
 def test_the_kernel_of_every_function_compiles_for_sm90a():

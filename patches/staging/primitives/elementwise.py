@@ -287,6 +287,9 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 (numpy's name)
     divided back."""
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise fail("round", f"decimals must be an int, got {decimals!r}")
+    if not _is_py_scalar(x) and not is_tensor_like(x):
+        raise fail("round", f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
+                            f"{type(x).__name__} {x!r:.80}")
     if decimals == 0:
         return _round(x)
     if decimals > 0:
@@ -300,12 +303,13 @@ add, sub, mul, _true_div, pow, maximum, minimum = (_binary_op(n) for n in BINARY
 def div(x: Any, y: Any) -> Any:
     """True division (numpy's ``/``): integer tensors are divided as floats (the other operand's float dtype, else
     f32, f64 for 64-bit integers, as JAX gives); Python scalars take the tensors' dtype; shapes broadcast."""
-    kinds = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v)]
+    kinds = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v) and is_tensor_like(v)]
     ints = [d for d in kinds if dtypes.is_int(d)]
     if ints:
         floats = [d for d in kinds if dtypes.is_float(d)]        # an integer meets a float tensor: its dtype
         wide = floats[0] if floats else "f64" if any(d in ("i64", "u64") for d in ints) else "f32"
-        x, y = ((astype(v, wide) if not _is_py_scalar(v) and dtypes.is_int(get_aval(v).dtype) else v) for v in (x, y))
+        x, y = ((astype(v, wide) if not _is_py_scalar(v) and is_tensor_like(v) and dtypes.is_int(get_aval(v).dtype)
+                 else v) for v in (x, y))
     return _true_div(x, y)
 eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
 
