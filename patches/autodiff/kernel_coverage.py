@@ -7,6 +7,10 @@ literals (``ds(k * BK, BK)`` in a K loop, or its reversed loop in a transposed b
 this count, so the work is bounded and a body past the bound counts as covering nothing (the caller then zeroes,
 which is always right).
 
+Also whether a body writes each element of an output Ref at most once and never reads it back
+(``writes_once``): then the cotangent of each write is the output cotangent itself; otherwise the transpose
+keeps the cotangent as state, in a buffer that reads and writes update.
+
 Also whether an index map visits every block of its operand exactly once (``visits_each_block_once``): when it
 does not (a diagonal map, a grid smaller than the blocks, two grid points on one block), a backward kernel
 cannot own one cotangent block per grid point, and runs over the operand's blocks instead.
@@ -20,7 +24,7 @@ import numpy as np
 
 from ..staging.interpreter import eval_program
 from ..staging.ir import Literal
-from ..staging.kernel import addupdate_p, fori_p, set_p
+from ..staging.kernel import addupdate_p, cond_p, fori_p, set_p
 from ..staging.kernel.blockspec import exact_index
 from ..staging.kernel.refs import Dyn
 from ..staging.types import mode_size, modes_of
@@ -53,6 +57,20 @@ def _ints(prog: Any, known: dict) -> dict:
     return vals
 
 
+def _selection(e: Any, vals: dict, shape: tuple) -> tuple | None:
+    """The elements a ``set``/``addupdate`` writes, as a numpy index; None where its index is not known."""
+    sel = []
+    for ix, n in zip(e.params["index"], shape):
+        if ix.kind == "all":
+            sel.append(slice(None))
+            continue
+        start = vals.get(id(e.inputs[2 + ix.start.k])) if isinstance(ix.start, Dyn) else ix.start
+        if type(start) is not int or start < 0 or start + (1 if ix.kind == "at" else ix.size) > n:
+            return None
+        sel.append(slice(start, start + (1 if ix.kind == "at" else ix.size)))
+    return tuple(sel)
+
+
 class _Count:
     def __init__(self, shape: tuple) -> None:
         self.mask = np.zeros(shape, dtype=bool)
@@ -62,16 +80,9 @@ class _Count:
         return bool(self.mask.all())
 
     def mark(self, e: Any, vals: dict) -> None:
-        sel = []
-        for ix, n in zip(e.params["index"], self.mask.shape):
-            if ix.kind == "all":
-                sel.append(slice(None))
-                continue
-            start = vals.get(id(e.inputs[2 + ix.start.k])) if isinstance(ix.start, Dyn) else ix.start
-            if type(start) is not int or start < 0 or start + (1 if ix.kind == "at" else ix.size) > n:
-                return
-            sel.append(slice(start, start + (1 if ix.kind == "at" else ix.size)))
-        self.mask[tuple(sel)] = True
+        sel = _selection(e, vals, self.mask.shape)
+        if sel is not None:
+            self.mask[sel] = True
 
     def walk(self, prog: Any, ref: Any, known: dict) -> None:
         vals = _ints(prog, known)
@@ -97,14 +108,74 @@ class _Count:
 
 def covers(prog: Any, ref: Any) -> bool:
     """Whether ``prog`` writes every element of ``ref`` on every path."""
-    t = ref.type
-    ms = modes_of(t.layout.shape) if t.rank else ()
-    shape = tuple(mode_size(m) for m in ms)
-    if not all(type(n) is int for n in shape) or int(np.prod(shape, dtype=object)) > _BUDGET * 64:
+    shape = _block_shape(ref)
+    if shape is None:
         return False
     count = _Count(shape)
     count.walk(prog, ref, {})
     return count.full()
+
+
+def _block_shape(ref: Any) -> tuple | None:
+    t = ref.type
+    shape = tuple(mode_size(m) for m in modes_of(t.layout.shape)) if t.rank else ()
+    if not all(type(n) is int for n in shape) or int(np.prod(shape, dtype=object)) > _BUDGET * 64:
+        return None
+    return shape
+
+
+class _Twice(Exception):
+    """Raised by the walk of ``writes_once`` as soon as an element may be written twice, or read."""
+
+
+def _walk_writes(prog: Any, refs: set, known: dict, count: np.ndarray, budget: list) -> None:
+    """Add to ``count`` the writes ``prog`` makes to the Refs ``refs`` (ids: the Ref and its names in nested
+    bodies); raise ``_Twice`` at a read, an alias, an unfollowed loop or a second write of an element."""
+    vals = _ints(prog, known)
+    for e in prog.eqns:
+        mine = [a for a in e.inputs if id(a) in refs]
+        if not mine:
+            continue
+        if e.prim in (set_p, addupdate_p) and e.inputs[0] is mine[0] and len(mine) == 1:
+            sel = _selection(e, vals, count.shape)
+            count[sel if sel is not None else ...] += 1
+            if count.max(initial=0) > 1:
+                raise _Twice
+        elif e.prim is fori_p:
+            lo, hi = e.params["lower"], e.params["upper"]
+            body, n = e.params["body"], e.params["n_consts"]
+            if type(lo) is not int or type(hi) is not int:
+                raise _Twice
+            inner = {id(p) for p, a in zip(body.params[1:1 + n], e.inputs[:n]) if id(a) in refs}
+            outer = {id(p): vals[id(a)] for p, a in zip(body.params[1:1 + n], e.inputs[:n]) if id(a) in vals}
+            for i in range(lo, hi):
+                budget[0] -= 1
+                if budget[0] <= 0:
+                    raise _Twice
+                _walk_writes(body, inner, {**outer, id(body.params[0]): i}, count, budget)
+        elif e.prim is cond_p:
+            n, t, f = e.params["n_true"], e.params["true"], e.params["false"]
+            counts = []
+            for prog_, ins in ((t, e.inputs[1:1 + n]), (f, e.inputs[1 + n:])):
+                c = count.copy()
+                _walk_writes(prog_, {id(p) for p, a in zip(prog_.params, ins) if id(a) in refs}, {}, c, budget)
+                counts.append(c)
+            count[...] = np.maximum(*counts)
+        else:   # a read (get), a view (ref_slice, ref_tile) or any other use
+            raise _Twice
+
+
+def writes_once(prog: Any, ref: Any) -> bool:
+    """Whether ``prog`` never reads ``ref`` (nor makes a view of it) and writes each of its elements at most
+    once on every path (counted as in ``covers``; what the count cannot follow answers False)."""
+    shape = _block_shape(ref)
+    if shape is None:
+        return False
+    try:
+        _walk_writes(prog, {id(ref)}, {}, np.zeros(shape, dtype=np.int64), [_BUDGET])
+    except _Twice:
+        return False
+    return True
 
 
 _POINTS = 1 << 16        # grid points whose blocks are enumerated to tell how an index map visits an operand

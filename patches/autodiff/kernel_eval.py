@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layouts import Layout
 from ..staging.core import bind_multi, get_aval
 from ..staging.ir import Literal, Program, effectful
 from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
 from ..staging.kernel.control import I32, bind_loop, extent, loop_bounds, n_bounds, stage_body
+from ..staging.kernel.kernel import Scratch
+from ..staging.kernel.refs import RMEM
+from ..staging.symbols import is_symbolic
+from ..staging.types import compact
+from .tangents import is_injective
 
 
 def read_env(env: dict, a: Any) -> Any:
@@ -72,6 +78,16 @@ def eval_body(prog: Program, args: list, point: list | None = None, grid: tuple 
     return [read_env(env, a) for a in prog.outputs]
 
 
+def block_buffer(ref_type: Any) -> Any:
+    """The type of a register buffer standing for a block of ``ref_type``: the block's own layout, unless that
+    is a window whose coordinates share offsets (a padded block larger than its operand), which a buffer
+    cannot be."""
+    layout = ref_type.layout
+    if isinstance(layout, Layout) and not is_symbolic(layout) and not is_injective(layout):
+        layout = compact(layout.shape)
+    return Scratch(layout, ref_type.dtype, RMEM).type
+
+
 def used_params(prog: Program) -> set:
     """Indices of the parameters ``prog``'s outputs and effects depend on (equations kept conservatively)."""
     ids = {id(v): k for k, v in enumerate(prog.params)}
@@ -113,8 +129,9 @@ def _is_ref_var(a: Any) -> bool:
     return type(a) is not Literal and is_ref(a.type)
 
 
-def _ref_roots(prog: Program, roots: dict, reads: set) -> None:
-    """Map every Ref variable to the kernel parameters (buffers) it may alias; collect the buffers read."""
+def _ref_roots(prog: Program, roots: dict, reads: set, writes: set | None = None) -> None:
+    """Map every Ref variable to the kernel parameters (buffers) it may alias; collect the buffers read (and,
+    given ``writes``, those written)."""
     from ..staging.kernel.refs import EFFECTS
     from ..staging.kernel.tile import ref_tile_p
 
@@ -128,13 +145,14 @@ def _ref_roots(prog: Program, roots: dict, reads: set) -> None:
         elif e.prim is get_p:
             reads.update(of(e.inputs[0]))
         elif e.prim in EFFECTS:
-            pass
+            if writes is not None:
+                writes.update(of(e.inputs[0]))
         elif nested is not None:
             for body, pairs in nested:
                 for p, a in pairs:
                     if _is_ref_var(a):
                         of(p).update(of(a))
-                _ref_roots(body, roots, reads)
+                _ref_roots(body, roots, reads, writes)
         else:  # any other use of a Ref (or a Ref inside another nested program): count it as a read
             for a in e.inputs:
                 if _is_ref_var(a):
@@ -144,6 +162,28 @@ def _ref_roots(prog: Program, roots: dict, reads: set) -> None:
                     for p in v.params:
                         if _is_ref_var(p):
                             reads.update(of(p))
+
+
+def ref_uses(prog: Program) -> tuple[dict, set, set]:
+    """Which parameters of ``prog`` each Ref variable may alias ({id(var): {id(param)}}), and the ids of the
+    parameters read and written (through any alias, in nested bodies too)."""
+    roots: dict[int, set] = {id(p): {id(p)} for p in prog.params}
+    reads: set = set()
+    writes: set = set()
+    _ref_roots(prog, roots, reads, writes)
+    return roots, reads, writes
+
+
+def without_effects_on(prog: Program, keep: list, params: set) -> Program:
+    """``prog`` (outputs flagged by ``keep``) without its writes to Refs aliasing only the parameters ``params``
+    (ids), and without what only those writes needed: a tangent region then leaves the primal buffers, which
+    the primal region already wrote, alone."""
+    roots, _, _ = ref_uses(prog)
+
+    def live_ref(a: Any) -> bool:
+        r = roots.get(id(a))
+        return r is None or not r <= params
+    return _prune(prog, keep, live_ref)
 
 
 def _prune(prog: Program, keep: list, live_ref: Any) -> Program:

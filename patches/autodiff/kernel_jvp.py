@@ -12,18 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layouts import Layout
 from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import StagingError, fail
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
-from ..staging.kernel.control import I32, bind_fori_loop, cond, conform_to, loop_bounds, stage_body
-from ..staging.kernel.kernel import Scratch, scratch_types, stage_kernel_body
-from ..staging.kernel.refs import RMEM
-from ..staging.symbols import is_symbolic
-from ..staging.types import compact
+from ..staging.kernel.control import I32, bind_cond, bind_fori_loop, conform_to, loop_bounds, stage_body, stage_branches
+from ..staging.kernel.kernel import scratch_types, stage_kernel_body
+from ..staging.kernel.refs import is_ref
 from .jvp import jvp_rules
-from .kernel_eval import bind_fori, dce, eval_eqn, lean_kernel, used_params
+from .kernel_eval import bind_fori, block_buffer, eval_eqn, lean_kernel, ref_uses, used_params, without_effects_on
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
@@ -85,22 +82,41 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
 def _jvp_cond(e: Any, ps: list, ts: list) -> list:
     """A branch with tangents: the primal ``cond`` as is, then a tangent ``cond`` on the same predicate whose
     branches are the branches' JVPs returning only the tangents (every float output gets one), so that the
-    tangent branch is linear in its tangent operands, as the transpose needs."""
+    tangent branch is linear in its tangent operands, as the transpose needs. The tangent branches leave the
+    primal Refs alone (the primal cond wrote them); when a tangent needs a primal Ref the branch writes (its
+    value within the branch), the two are one joint ``cond`` instead."""
     n = e.params["n_true"]
     t_prog, f_prog = e.params["true"], e.params["false"]
     if ts[0] is not None:
         raise fail("jvp", "a cond predicate cannot carry a tangent", get_aval(ps[0]))
-    primal = eval_eqn(e, ps, None, None)
     diff = [k for k, v in enumerate(e.outputs) if is_differentiable(v.type)]
 
-    def branch(prog: Program, args: list, tangs: list) -> Any:
+    def branch(prog: Program, args: list, tangs: list, joint: bool) -> Any:
         def fn() -> tuple:
             outs_p, outs_t = jvp_body(prog, args, tangs)
-            return tuple(outs_t[k] if outs_t[k] is not None else _zeros(outs_p[k]) for k in diff)
+            tangent = [outs_t[k] if outs_t[k] is not None else _zeros(outs_p[k]) for k in diff]
+            return (*outs_p, *tangent) if joint else tuple(tangent)
         return fn
-
-    tangent = cond(ps[0], branch(t_prog, ps[1:1 + n], ts[1:1 + n]), branch(f_prog, ps[1 + n:], ts[1 + n:]))
-    tangent = [] if tangent is None else list(tangent) if isinstance(tangent, tuple) else [tangent]
+    primal_refs = {id(x) for x in ps if is_ref(get_aval(x))}
+    written = set()
+    for prog, args in ((t_prog, ps[1:1 + n]), (f_prog, ps[1 + n:])):
+        _, _, w = ref_uses(prog)
+        written |= {id(x) for p, x in zip(prog.params, args) if id(p) in w}
+    tb, tv, fb, fv = stage_branches(branch(t_prog, ps[1:1 + n], ts[1:1 + n], False),
+                                    branch(f_prog, ps[1 + n:], ts[1 + n:], False))
+    split = []
+    for prog, vals in ((tb, tv), (fb, fv)):
+        ids = {id(p): id(v) for p, v in zip(prog.params, vals)}
+        lean = without_effects_on(prog, [True] * len(prog.outputs), {p for p, v in ids.items() if v in primal_refs})
+        _, reads, _ = ref_uses(lean)
+        split.append(None if any(ids.get(r) in written for r in reads) else lean)
+    if None in split:    # a tangent reads a primal Ref within the branch that writes it: one joint cond
+        outs = bind_cond(ps[0], *stage_branches(branch(t_prog, ps[1:1 + n], ts[1:1 + n], True),
+                                                 branch(f_prog, ps[1 + n:], ts[1 + n:], True)))
+        primal, tangent = outs[:len(e.outputs)], outs[len(e.outputs):]
+    else:
+        primal = eval_eqn(e, ps, None, None)
+        tangent = bind_cond(ps[0], split[0], tv, split[1], fv)
     res = [(o, None) for o in primal]
     for k, t in zip(diff, tangent):
         res[k] = (res[k][0], t)
@@ -139,9 +155,14 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     closed = Program([], [], [staged.params[0], *staged.consts, *staged.params[1:]], staged.eqns, staged.outputs,
                      None, None, staged.name)
     n_k = len(staged.consts)
-    tangent_only = dce(closed, [False] * n_r + [True] * len(diff))
+    primal_refs = {id(p) for p in closed.params[1 + n_k:1 + n_k + n_c] if is_ref(p.type)}
+    _, _, written = ref_uses(closed)
+    # the tangent loop leaves the primal Refs alone: the primal loop writes them
+    tangent_only = without_effects_on(closed, [False] * n_r + [True] * len(diff), primal_refs)
+    _, reads, _ = ref_uses(tangent_only)
     carry_p = set(range(1 + n_k + n_c + n_t, 1 + n_k + n_c + n_t + n_r))
-    if used_params(tangent_only) & carry_p:  # the tangent needs the primal carry: one joint loop
+    if used_params(tangent_only) & carry_p or reads & written & primal_refs:
+        # the tangent needs the primal carry, or a primal Ref as the loop rewrites it: one joint loop
         outs = bind_fori_loop(lo, hi, [*staged.const_values, *cp, *[ct[k] for k in tin]], [*carry, *init_t], closed)
         res = [(o, None) for o in outs[:n_r]]
         for k, t in zip(diff, outs[n_r:]):
@@ -169,14 +190,6 @@ def _conform(t: Any, like: Any) -> Any:
     return P.copy(t, want.layout)
 
 
-def _block_layout(layout: Any) -> Any:
-    """The layout of a scratch block standing for an output block: the block's own, unless that is a window
-    whose coordinates share offsets (a padded block larger than its operand), which a buffer cannot be."""
-    if isinstance(layout, Layout) and not is_symbolic(layout) and not is_injective(layout):
-        return compact(layout.shape)
-    return layout
-
-
 def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
                 body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
     if dimension_semantics:
@@ -193,7 +206,7 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
     t_ops = [_conform(tangents[k], primals[k]) for k in tin]
     in_maps = tuple(in_specs) + tuple(in_specs[k] for k in tin)
     out_maps = tuple(out_specs[k] for k in tout)
-    blocks = [Scratch(_block_layout(m.ref_type.layout), m.ref_type.dtype, RMEM).type for m in out_specs]
+    blocks = [block_buffer(m.ref_type) for m in out_specs]
     n, ni, no = len(in_specs), len(tin), len(tout)
 
     def tangent_body(*refs: Any) -> None:

@@ -25,11 +25,12 @@ from ..staging.kernel import addupdate_p, cond, cond_p, fori_loop, fori_p, get_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
 from ..staging.kernel.control import I32, bind_loop, extent, is_static_bound, loop_bounds, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
+from ..staging.kernel.refs import Ref
 from ..staging.kernel.tile import ref_tile
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
-from .kernel_coverage import covers, visits_each_block_once
-from .kernel_eval import eval_eqn, lean_kernel, read_env, used_params
+from .kernel_coverage import covers, visits_each_block_once, writes_once
+from .kernel_eval import block_buffer, eval_eqn, lean_kernel, read_env, used_params
 from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
 from .tangents import Zero, zeros_of
@@ -38,7 +39,10 @@ from .transpose_rules import NonlinearError
 
 
 class LinRef:
-    """A linear Ref of the body being transposed: its cotangent Ref (None: not differentiated) and its kind."""
+    """A linear Ref of the body being transposed: its cotangent Ref (None: not differentiated) and its kind:
+    "in" (an operand: reads add to its cotangent), "out" (an output written once per element and never read:
+    each write's cotangent is the output's) or "buf" (a cotangent held as state, for outputs read back or
+    written over, and scratch: reads add to it, a write's cotangent is read from it, a ``set`` then zeroes it)."""
 
     __slots__ = ("ct", "kind")
 
@@ -95,21 +99,24 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
     for a, ct in zip(prog.outputs, cts_out):
         acc(a, ct)
     for e in reversed(lin_eqns):
-        if e.prim is get_p:
+        if e.prim is get_p:       # a read of x: x's cotangent (or state) gains the value's
             ct = cts.pop(id(e.outputs[0]), None)
             r = lrefs[id(e.inputs[0])]
             if r.kind == "out":
-                raise _unsupported("reading back an output Ref")
+                raise _unsupported("reading back an output Ref")     # writes_once chose the buffer otherwise
             if ct is not None and r.ct is not None:
                 bind_multi(addupdate_p, r.ct, ct, *[read_env(env, a) for a in e.inputs[1:]], **e.params)
         elif e.prim in (set_p, addupdate_p):
             if id(e.inputs[0]) not in lrefs:
-                raise _unsupported("writing a differentiated value to a scratch or primal Ref")
+                raise _unsupported("writing a differentiated value to a primal Ref")
             r = lrefs[id(e.inputs[0])]
-            if r.kind != "out":
+            if r.kind == "in":
                 raise _unsupported("writing to an input Ref")
+            idx = [read_env(env, a) for a in e.inputs[2:]]
             if r.ct is not None and id(e.inputs[1]) in lin:
-                acc(e.inputs[1], bind(get_p, r.ct, *[read_env(env, a) for a in e.inputs[2:]], **e.params))
+                acc(e.inputs[1], bind(get_p, r.ct, *idx, **e.params))
+            if r.ct is not None and r.kind == "buf" and e.prim is set_p:   # what a set overwrites had no effect
+                bind_multi(set_p, r.ct, zeros_of(e.inputs[1].type), *idx, **e.params)
         elif e.prim is fori_p:
             _transpose_fori(e, env, lrefs, lin, cts, acc, point, grid)
         elif e.prim is cond_p:
@@ -256,6 +263,9 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
     xt = operands[k].type
     out_map = _identity_mapping(in_specs[k]) if by_block else _restricted(in_specs[k], axes, ngrid)
     scratch = body.in_types[len(in_specs) + len(out_specs):]
+    # outputs read back or written over keep their cotangent as state, in a buffer per grid point
+    stateful = [c is not None and not writes_once(body, body.params[len(in_specs) + q]) for q, c in enumerate(cts)]
+    buffers = [block_buffer(m.ref_type) for m, s in zip(out_specs, stateful) if s]
 
     def bwd(*refs: Any, zero_first: bool = False) -> None:
         vals = [r.value for r in refs]
@@ -266,11 +276,18 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
         def at(point: list) -> None:
             blocks = [v if c is None else ref_tile(v, eval_program(c.index_map, point), c.tiler, c.squeezed)
                       for v, c in zip(vals, carve)]
-            it = iter(blocks)
+            it, bufs = iter(blocks), iter(vals[len(vals) - len(buffers):])
             args = [LinRef(vals[len(ops)] if q == k else None, "in") if is_linear(x) else next(it)
                     for q, x in enumerate(operands)]
-            args += [LinRef(next(it) if c is not None else None, "out") for c in cts]
-            args += vals[len(ops) + 1:]
+            for c, state in zip(cts, stateful):
+                block = next(it) if c is not None else None
+                if state:
+                    buf = next(bufs)
+                    Ref(buf)[...] = Ref(block)[...]
+                    args.append(LinRef(buf, "buf"))
+                else:
+                    args.append(LinRef(block, "out"))
+            args += vals[len(ops) + 1:len(vals) - len(buffers)]
             transpose_body(body, args, [], point, grid)
 
         def visit(loop_ids: list) -> None:
@@ -299,7 +316,7 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
         nest(0, [])
 
     label = in_specs[k].label
-    ref_types = [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch)
+    ref_types = [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch) + buffers
     prog = stage_kernel_body(bwd, ref_types, sub, f"{name}_bwd_{label}")
     if not covers(prog, prog.params[len(ops)]):
         prog = stage_kernel_body(lambda *r: bwd(*r, zero_first=True), ref_types, sub, f"{name}_bwd_{label}")

@@ -301,13 +301,23 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
         pred = np.bool_(pred)
     check_callable("cond", true_fn, len(operands), "the true branch")
     check_callable("cond", false_fn, len(operands), "the false branch")
-    t_prog = stage_body(lambda: true_fn(*operands), [], "true")
-    outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
-    t_prog = stage_body(lambda: true_fn(*operands), [], "true", outs)
-    f_prog = stage_body(lambda: false_fn(*operands), [], "false", outs)
-    res = bind_multi(cond_p, pred, *t_prog.const_values, *f_prog.const_values, true=t_prog.closed_over(),
-                     false=f_prog.closed_over(), n_true=len(t_prog.consts))
+    res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands)))
     return res[0] if len(res) == 1 else tuple(res) if res else None
+
+
+def stage_branches(true_fn: Callable, false_fn: Callable) -> tuple:
+    """Both branches of a ``cond`` staged with the same output types: (true, its captured values, false, its
+    captured values), each program taking its captured values as leading parameters."""
+    t_prog = stage_body(true_fn, [], "true")
+    outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
+    t_prog = stage_body(true_fn, [], "true", outs)
+    f_prog = stage_body(false_fn, [], "false", outs)
+    return t_prog.closed_over(), list(t_prog.const_values), f_prog.closed_over(), list(f_prog.const_values)
+
+
+def bind_cond(pred: Any, true: Program, t_vals: list, false: Program, f_vals: list) -> list:
+    """Bind ``cond_p`` on branches from ``stage_branches``."""
+    return bind_multi(cond_p, pred, *t_vals, *f_vals, true=true, false=false, n_true=len(t_vals))
 
 
 def when(pred: Any) -> Callable:
