@@ -12,7 +12,7 @@ from typing import Any
 from ..layouts import Layout
 from ..staging.core import bind_multi, get_aval
 from ..staging.ir import Literal, Program, effectful
-from ..staging.kernel import cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p
+from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, num_programs_p, program_id_p, ref_slice_p, set_p
 from ..staging.kernel.control import I32, bind_loop, extent, loop_bounds, n_bounds, stage_body
 from ..staging.kernel.kernel import Scratch
 from ..staging.kernel.refs import RMEM
@@ -174,6 +174,53 @@ def ref_uses(prog: Program) -> tuple[dict, set, set]:
     return roots, reads, writes
 
 
+def eqn_ref_uses(e: Any, roots: dict) -> tuple[set, set]:
+    """The parameters (ids, by ``roots`` from ``ref_uses`` of the enclosing program) one equation reads and writes."""
+    reads: set = set()
+    writes: set = set()
+    _ref_roots(Program([], [], [], [e], [], None, None, "eqn"), dict(roots), reads, writes)
+    return reads, writes
+
+
+def linear_buffers(prog: Program, seeds: set) -> set:
+    """The ids of ``prog``'s Ref parameters that come to hold values depending on the parameters ``seeds`` (ids):
+    a read of such a Ref depends on them, and so does a write of a dependent value into a Ref (through any
+    alias, in nested bodies too; iterated until nothing changes). A transpose treats those buffers as linear."""
+    roots, _, _ = ref_uses(prog)
+    dep = set(seeds)        # ids of dependent values, and of the parameters (buffers) holding them
+
+    def on(a: Any) -> bool:
+        return type(a) is not Literal and (id(a) in dep or bool(roots.get(id(a), set()) & dep))
+
+    def walk(p: Program) -> bool:
+        changed = False
+        for e in p.eqns:
+            nested = _nested(e)
+            if e.prim in (set_p, addupdate_p):
+                new = roots.get(id(e.inputs[0]), set()) - dep if on(e.inputs[1]) else set()
+            elif nested is not None:
+                new = {id(q) for body, pairs in nested for q, a in pairs if on(a) and id(q) not in dep}
+                dep.update(new)
+                for body, _ in nested:
+                    changed |= walk(body)
+                outs = [b.outputs for b, _ in nested]
+                new |= {id(v) for k, v in enumerate(e.outputs)
+                        if id(v) not in dep and any(on(o[k]) for o in outs)}
+                if e.prim is fori_p:          # a dependent carry out is dependent in
+                    body = e.params["body"]
+                    n = e.params["n_consts"]
+                    new |= {id(q) for q, o in zip(body.params[1 + n:], body.outputs) if on(o) and id(q) not in dep}
+            else:
+                new = {id(v) for v in e.outputs if id(v) not in dep} if any(on(a) for a in e.inputs) else set()
+            if new:
+                dep.update(new)
+                changed = True
+        return changed
+    while walk(prog):
+        pass
+    return {id(p) for p in prog.params if id(p) in dep} - set(seeds)
+
+
 def without_effects_on(prog: Program, keep: list, params: set) -> Program:
     """``prog`` (outputs flagged by ``keep``) without its writes to Refs aliasing only the parameters ``params``
     (ids), and without what only those writes needed: a tangent region then leaves the primal buffers, which
@@ -233,16 +280,19 @@ def prune_kernel(body: Program, n_io: int) -> tuple[Program, list]:
     """A kernel body without dead code: pure equations nothing needs, writes to scratch buffers nothing reads,
     loops that end up doing neither; unused scratch parameters are dropped. Returns the body and the indices
     of the first ``n_io`` (operand and output) parameters it still uses."""
-    roots: dict[int, set] = {id(p): {id(p)} for p in body.params}
-    reads: set = set()
-    _ref_roots(body, roots, reads)
-    live_roots = {id(p) for p in body.params[:n_io]} | reads
+    roots, _, _ = ref_uses(body)
+    io = {id(p) for p in body.params[:n_io]}
+    live_roots = io
+    while True:   # a buffer is live when a kept equation reads it: grow from the outputs to a fixed point
 
-    def live_ref(a: Any) -> bool:
-        r = roots.get(id(a))
-        return r is None or bool(r & live_roots)
-
-    pruned = _prune(body, [], live_ref)
+        def live_ref(a: Any, live: set = live_roots) -> bool:
+            r = roots.get(id(a))
+            return r is None or bool(r & live)
+        pruned = _prune(body, [], live_ref)
+        grown = io | ref_uses(pruned)[1]
+        if grown <= live_roots:
+            break
+        live_roots = live_roots | grown
     used = used_params(pruned)
     params = body.params[:n_io] + [p for k, p in enumerate(body.params[n_io:], n_io) if k in used]
     pruned = Program(pruned.consts, pruned.const_values, params, pruned.eqns, pruned.outputs, None, None, body.name)

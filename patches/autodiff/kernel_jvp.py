@@ -13,14 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..staging.core import bind, bind_multi, get_aval
-from ..staging.errors import StagingError, fail
-from ..staging.ir import Program
+from ..staging.errors import fail
+from ..staging.ir import Literal, Program
 from ..staging.kernel import addupdate_p, cond_p, fori_p, get_p, kernel_p, ref_slice_p, set_p
 from ..staging.kernel.control import I32, bind_cond, bind_fori_loop, conform_to, loop_bounds, stage_body, stage_branches
 from ..staging.kernel.kernel import scratch_types, stage_kernel_body
 from ..staging.kernel.refs import is_ref
+from ..staging.kernel.tile import ref_tile_p
 from .jvp import jvp_rules
-from .kernel_eval import bind_fori, block_buffer, eval_eqn, lean_kernel, ref_uses, used_params, without_effects_on
+from .kernel_eval import bind_fori, block_buffer, eqn_ref_uses, eval_eqn, lean_kernel, ref_uses, used_params, without_effects_on
+from .kernel_sequential import is_sequential, sequential_form
 from .tangents import Zero, is_differentiable, is_injective, zeros_of
 
 
@@ -46,7 +48,7 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
         ps, ts = zip(*(read(a) for a in e.inputs)) if e.inputs else ((), ())
         ps, ts = list(ps), list(ts)
         prim = e.prim
-        if prim in (get_p, ref_slice_p):
+        if prim in (get_p, ref_slice_p, ref_tile_p):
             p = bind(prim, *ps, **e.params)
             outs = [(p, None if ts[0] is None else bind(prim, ts[0], *ps[1:], **e.params))]
         elif prim in (set_p, addupdate_p):
@@ -161,7 +163,7 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     tangent_only = without_effects_on(closed, [False] * n_r + [True] * len(diff), primal_refs)
     _, reads, _ = ref_uses(tangent_only)
     carry_p = set(range(1 + n_k + n_c + n_t, 1 + n_k + n_c + n_t + n_r))
-    if used_params(tangent_only) & carry_p or reads & written & primal_refs:
+    if used_params(tangent_only) & carry_p or not _after_the_loop(closed, tangent_only, reads & written & primal_refs, hi):
         # the tangent needs the primal carry, or a primal Ref as the loop rewrites it: one joint loop
         outs = bind_fori_loop(lo, hi, [*staged.const_values, *cp, *[ct[k] for k in tin]], [*carry, *init_t], closed)
         res = [(o, None) for o in outs[:n_r]]
@@ -178,6 +180,28 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
     return res
 
 
+def _after_the_loop(closed: Program, tangent: Program, state: set, hi: Any) -> bool:
+    """Whether the tangent loop may read the primal Refs ``state`` (ids) as the whole primal loop leaves them:
+    it reads them only in branches taken on the last iteration (``i == hi - 1``, Pallas's epilogue on the last
+    K step), after which the iteration writes them no more."""
+    if not state:
+        return True
+    if type(hi) is not int:
+        return False
+    i = closed.params[0]
+    last = {id(e.outputs[0]) for e in closed.eqns if e.prim.name == "eq" and len(e.inputs) == 2
+            and any(a is i for a in e.inputs) and any(type(a) is Literal and a.value == hi - 1 for a in e.inputs)}
+    roots, _, _ = ref_uses(closed)
+    for e in tangent.eqns:
+        if eqn_ref_uses(e, roots)[0] & state and not (e.prim is cond_p and id(e.inputs[0]) in last):
+            return False
+    for k, e in enumerate(closed.eqns):      # no write of the state after the last branch that tests i
+        if e.prim is cond_p and id(e.inputs[0]) in last:
+            start = k
+    later = closed.eqns[start + 1:] if last else []
+    return all(not eqn_ref_uses(e, roots)[1] & state for e in later)
+
+
 def _conform(t: Any, like: Any) -> Any:
     """A tangent in its primal's layout, so that the primal's BlockMapping carves it too."""
     have, want = get_aval(t), get_aval(like)
@@ -192,13 +216,13 @@ def _conform(t: Any, like: Any) -> Any:
 
 def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
                 body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> tuple:
-    if dimension_semantics:
-        raise StagingError(f"jvp: kernel {name} has arbitrary grid axes {dimension_semantics}; differentiating "
-                           "kernels with sequential axes is not supported yet", "kernel")
+    sem = {"dimension_semantics": dimension_semantics} if dimension_semantics else {}
     outs = bind_multi(kernel_p, *primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
-                      _out_types=_out_types)
-    if scratch_types(body, in_specs, out_specs):
-        raise fail("jvp", f"{name}: differentiating a kernel with scratch buffers is not supported yet")
+                      _out_types=_out_types, **sem)
+    if is_sequential(dimension_semantics):   # the tangent kernel of the form that loops over the arbitrary axes
+        seq = sequential_form(primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
+                              _out_types=_out_types, dimension_semantics=dimension_semantics)
+        grid, in_specs, out_specs, body = seq["grid"], seq["in_specs"], seq["out_specs"], seq["body"]
     tin = [k for k, t in enumerate(tangents) if not isinstance(t, Zero)]
     tout = [k for k, t in enumerate(_out_types) if is_differentiable(t)]
     if not tout:
@@ -207,18 +231,23 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
     in_maps = tuple(in_specs) + tuple(in_specs[k] for k in tin)
     out_maps = tuple(out_specs[k] for k in tout)
     blocks = [block_buffer(m.ref_type) for m in out_specs]
-    n, ni, no = len(in_specs), len(tin), len(tout)
+    scratch = scratch_types(body, in_specs, out_specs)
+    t_scratch = [k for k, t in enumerate(scratch) if is_differentiable(t)]     # each float scratch has a tangent
+    n, ni, no, nb, ns = len(in_specs), len(tin), len(tout), len(blocks), len(scratch)
 
     def tangent_body(*refs: Any) -> None:
         vals = [r.value for r in refs]
-        tang: list = [None] * (n + len(out_specs))
+        tang: list = [None] * (n + len(out_specs) + ns)
         for k, t in zip(tin, vals[n:n + ni]):
             tang[k] = t
         for k, t in zip(tout, vals[n + ni:n + ni + no]):
             tang[n + k] = t
-        jvp_body(body, vals[:n] + vals[n + ni + no:], tang)
+        for k, t in zip(t_scratch, vals[n + ni + no + nb + ns:]):
+            tang[n + len(out_specs) + k] = t
+        jvp_body(body, vals[:n] + vals[n + ni + no:n + ni + no + nb + ns], tang)
 
-    prog = stage_kernel_body(tangent_body, [m.ref_type for m in in_maps + out_maps] + blocks, grid, f"{name}_jvp")
+    ref_types = [m.ref_type for m in in_maps + out_maps] + blocks + list(scratch) + [scratch[k] for k in t_scratch]
+    prog = stage_kernel_body(tangent_body, ref_types, grid, f"{name}_jvp")
     # dead code out: the primal output writes (and what only they need), operands no tangent needs
     prog, t_args, in_maps = lean_kernel(prog, [*primals, *t_ops], in_maps, no)
     t_outs = bind_multi(kernel_p, *t_args, name=f"{name}_jvp", grid=grid, in_specs=in_maps,

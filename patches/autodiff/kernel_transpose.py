@@ -14,25 +14,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..staging import primitives as P
 from ..staging.core import bind, bind_multi, get_aval
-from ..staging.errors import StagingError, fail
+from ..staging.errors import fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond, cond_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
 from ..staging.kernel.control import I32, bind_loop, extent, is_static_bound, loop_bounds, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
-from ..staging.kernel.refs import Ref
-from ..staging.kernel.tile import ref_tile
+from ..staging.kernel.refs import Ref, is_ref
+from ..staging.kernel.tile import ref_tile, ref_tile_p
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from .kernel_coverage import covers, visits_each_block_once, writes_once
-from .kernel_eval import block_buffer, eval_eqn, lean_kernel, read_env, used_params
+from .kernel_eval import block_buffer, eqn_ref_uses, eval_eqn, lean_kernel, linear_buffers, read_env, ref_uses, used_params
 from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
+from .kernel_sequential import is_sequential, restricted, sequential_form
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 from .transpose_rules import NonlinearError
@@ -77,10 +76,10 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
 
     lin_eqns = []
     for e in prog.eqns:
-        if e.prim is ref_slice_p and id(e.inputs[0]) in lrefs:
+        if e.prim in (ref_slice_p, ref_tile_p) and id(e.inputs[0]) in lrefs:
             r = lrefs[id(e.inputs[0])]
             dyn = [read_env(env, a) for a in e.inputs[1:]]
-            lrefs[id(e.outputs[0])] = LinRef(None if r.ct is None else bind(ref_slice_p, r.ct, *dyn, **e.params), r.kind)
+            lrefs[id(e.outputs[0])] = LinRef(None if r.ct is None else bind(e.prim, r.ct, *dyn, **e.params), r.kind)
         elif any(is_lin(a) for a in e.inputs):
             lin_eqns.append(e)
             lin.update(id(o) for o in e.outputs)
@@ -88,6 +87,7 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
             for v, o in zip(e.outputs, eval_eqn(e, [read_env(env, a) for a in e.inputs], point, grid)):
                 env[id(v)] = o
 
+    _check_primal_state(prog, args, lin_eqns)
     cts: dict[int, Any] = {}
 
     def acc(a: Any, ct: Any) -> None:
@@ -144,6 +144,27 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
     return [cts.get(id(v)) if x is LIN else None for v, x in zip(prog.params, args)]
 
 
+def _check_primal_state(prog: Program, args: list, lin_eqns: list) -> None:
+    """The transpose runs the primal equations first and the linear ones after, in reverse: a loop or branch
+    among the linear ones must not read a primal Ref that the body writes after it, nor write one that is
+    read after it (its reads and writes would see the Ref in another state than in the forward run)."""
+    nested = [e for e in lin_eqns if e.prim in (fori_p, cond_p)]
+    if not nested:
+        return
+    roots, _, _ = ref_uses(prog)
+    primal = {id(v) for v, x in zip(prog.params, args) if not isinstance(x, LinRef) and x is not LIN and is_ref(v.type)}
+    uses = [eqn_ref_uses(e, roots) for e in prog.eqns]
+    at = {id(e): k for k, e in enumerate(prog.eqns)}
+    for e in nested:
+        k = at[id(e)]
+        reads, writes = uses[k][0] & primal, uses[k][1] & primal
+        later_reads = set().union(*(r for r, _ in uses[k + 1:]))
+        later_writes = set().union(*(w for _, w in uses[k + 1:]))
+        if reads & later_writes or writes & later_reads:
+            raise _unsupported(f"a {e.prim.name} in {prog.name} whose derivative needs a primal Ref's value as it "
+                               "was before later writes (reverse mode would need that state saved)")
+
+
 def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: Any, point: list, grid: tuple) -> None:
     """The reversed loop: carries the carry's cotangent and the cotangents of linear loop constants."""
     n = e.params["n_consts"]
@@ -153,6 +174,11 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
 
     if body.name != TANGENT_LOOP and any(id(a) not in lin for a in ins[n:]):
         raise _unsupported("a loop whose tangent depends on its primal carry")
+    roots, _, writes = ref_uses(body)
+    primal = {id(p) for p, a in zip(body.params[1:1 + n], ins[:n]) if id(a) not in lrefs and is_ref(p.type)}
+    if writes & primal:   # a joint loop: its derivative reads primal state that the loop itself updates
+        raise _unsupported("a loop that updates a primal Ref its derivative reads (reverse mode would need the "
+                           "Ref's value at every iteration); jvp works")
     consts = [lrefs[id(a)] if id(a) in lrefs else LIN if id(a) in lin else read_env(env, a) for a in ins[:n]]
     lin_consts = [k for k, c in enumerate(consts) if c is LIN]
     carry_types = [v.type for v in body.params[1 + n:]]
@@ -220,17 +246,6 @@ def _transpose_cond(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
         acc(e.inputs[1 + n + k], c)
 
 
-def _restricted(m: BlockMapping, axes: list, ngrid: int) -> BlockMapping:
-    """``m`` on the sub-grid ``axes`` (its index map reads no other axis)."""
-    def f(*ids: Any) -> list:
-        full = [np.int32(0)] * ngrid
-        for a, x in zip(axes, ids):
-            full[a] = x
-        return eval_program(m.index_map, full)
-    prog = stage_flat(f, [I32] * len(axes), tree_flatten(tuple(range(len(axes))))[1], "index_map")
-    return BlockMapping(m.carved, m.tiler, prog, m.ref_type, m.label, m.squeezed)
-
-
 def _identity_mapping(m: BlockMapping) -> BlockMapping:
     """``m``'s carving on a grid of its own blocks: grid point b owns block b."""
     n = len(m.grid_shape)
@@ -255,17 +270,20 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
             [(c, m) for c, m in zip(cts, out_specs) if c is not None]:
         ops.append(x)
         if used_params(m.index_map) <= set(axes) and not by_block:
-            maps.append(_restricted(m, axes, ngrid))
+            maps.append(restricted(m, axes, ngrid))
             carve.append(None)
         else:
             maps.append(resolve(None, get_aval(x), sub, m.label))
             carve.append(m)
     xt = operands[k].type
-    out_map = _identity_mapping(in_specs[k]) if by_block else _restricted(in_specs[k], axes, ngrid)
+    out_map = _identity_mapping(in_specs[k]) if by_block else restricted(in_specs[k], axes, ngrid)
     scratch = body.in_types[len(in_specs) + len(out_specs):]
     # outputs read back or written over keep their cotangent as state, in a buffer per grid point
     stateful = [c is not None and not writes_once(body, body.params[len(in_specs) + q]) for q, c in enumerate(cts)]
     buffers = [block_buffer(m.ref_type) for m, s in zip(out_specs, stateful) if s]
+    n_io = len(in_specs) + len(out_specs)
+    seeds = {id(p) for p, x in zip(body.params, operands) if is_linear(x)} | {id(p) for p in body.params[len(in_specs):n_io]}
+    lin_scratch = linear_buffers(body, seeds)       # scratch holding differentiated values: linear state too
 
     def bwd(*refs: Any, zero_first: bool = False) -> None:
         vals = [r.value for r in refs]
@@ -287,7 +305,12 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
                     args.append(LinRef(buf, "buf"))
                 else:
                     args.append(LinRef(block, "out"))
-            args += vals[len(ops) + 1:len(vals) - len(buffers)]
+            for p, v in zip(body.params[n_io:], vals[len(ops) + 1:len(vals) - len(buffers)]):
+                if id(p) in lin_scratch:        # its cotangent: zero where the body ends (no one reads it after)
+                    Ref(v)[...] = P.zeros(get_aval(v).layout.shape, get_aval(v).dtype)
+                    args.append(LinRef(v, "buf"))
+                else:
+                    args.append(v)
             transpose_body(body, args, [], point, grid)
 
         def visit(loop_ids: list) -> None:
@@ -328,8 +351,10 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
 
 def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_specs: tuple, out_specs: tuple,
                       body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> list:
-    if dimension_semantics:
-        raise StagingError(f"transpose: kernel {name} has arbitrary grid axes; not supported yet", "kernel")
+    if is_sequential(dimension_semantics):     # transposed as the kernel on its parallel axes, looping the others
+        return _kernel_transpose(cts, *operands, **sequential_form(
+            [x.type if is_linear(x) else x for x in operands], name=name, grid=grid, in_specs=in_specs,
+            out_specs=out_specs, body=body, _out_types=_out_types, dimension_semantics=dimension_semantics))
     from .kernel_jvp import _conform_ct
 
     cts = [None if isinstance(c, Zero) else _conform_ct(c, t) for c, t in zip(cts, _out_types)]

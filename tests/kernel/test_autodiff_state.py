@@ -129,3 +129,21 @@ def test_writes_once_counts_every_path(name, once):
     e = _body(f)
     body = e.params["body"]
     assert writes_once(body, body.params[1]) is once
+
+
+def test_a_loop_whose_derivative_reads_the_state_it_updates_has_jvp_and_a_named_refusal_in_reverse():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        def body(i, c):
+            o_ref[...] = o_ref[...] * x_ref[...]        # o = x^4 after three steps: each step needs o before it
+            return c
+        pt.fori_loop(0, 3, body, ())
+    spec = pt.BlockSpec((8, 16), lambda i: (i, 0))
+    kern = pt.kernel(k, pt.tensor("f64", (16, 16)), grid=(2,), in_specs=[spec], out_specs=spec)
+    x, dx = rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
+    y, t = pt.jvp(kern, (x,), (dx,))
+    np.testing.assert_allclose(y, x ** 4, rtol=1e-12)
+    np.testing.assert_allclose(t, 4 * x ** 3 * dx, rtol=1e-10, atol=1e-12)
+    with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
+        pt.grad(lambda v: pt.reduce_sum(kern(v)))(x)

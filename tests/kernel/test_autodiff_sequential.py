@@ -1,0 +1,150 @@
+"""Autodiff of kernels with "arbitrary" grid axes and scratch: the Pallas-style K-grid matmul (accumulating in its
+output block, or in a scratch accumulator), differentiated as the kernel on its parallel axes that loops over
+the arbitrary ones. The backward kernels run on the M and N grids (each owning its block of dA or dB), lower,
+and their emitted modules agree with the interpreter."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+from .test_lower_sequential import BK, BM, BN, K, M, N, SEQ, SPECS, _kernels
+from .test_lower_simt import check_against_interpreter, needs_sass
+
+rng = np.random.default_rng(11)
+
+
+def _data(dtype=np.float64):
+    a, b, w = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    return a.astype(dtype), b.astype(dtype), w.astype(dtype)
+
+
+def _kernel(variant, dtype):
+    def out_acc(x_ref, y_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((BM, BN), dtype)
+        o_ref[...] = o_ref[...] + x_ref[...] @ y_ref[...]
+
+    def scratch_acc(x_ref, y_ref, o_ref, acc_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            acc_ref[...] = pt.zeros((BM, BN), dtype)
+        acc_ref[...] = acc_ref[...] + x_ref[...] @ y_ref[...]
+
+        @pt.when(pt.program_id(2) == K // BK - 1)
+        def _():
+            o_ref[...] = pt.tanh(acc_ref[...])             # the epilogue needs the accumulator's value
+    grid = (M // BM, N // BN, K // BK)
+    if variant == "output":
+        return pt.kernel(out_acc, pt.tensor(dtype, (M, N)), grid=grid, dimension_semantics=SEQ, **SPECS)
+    return pt.kernel(scratch_acc, pt.tensor(dtype, (M, N)), grid=grid, dimension_semantics=SEQ,
+                     scratch=[pt.Scratch((BM, BN), dtype, pt.SMEM)], **SPECS)
+
+
+@pytest.mark.parametrize("variant", ["output", "scratch"])
+def test_grad_of_a_k_grid_matmul_matches_float64_on_the_m_and_n_grids(variant):
+    kern = _kernel(variant, "f64")
+    a, b, w = _data()
+    c = a @ b
+    g = w if variant == "output" else (1 - np.tanh(c) ** 2) * w
+    ga, gb = pt.grad(lambda x, y: pt.reduce_sum(kern(x, y) * w), (0, 1))(a, b)
+    np.testing.assert_allclose(ga, g @ b.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ g, rtol=1e-12, atol=1e-12)
+    prog = pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(kern(x, y) * v), (0, 1)), a, b, w)
+    grids = {e.params["name"]: e.params["grid"] for e in prog.eqns if e.prim.name == "kernel"}
+    bwd = {k: v for k, v in grids.items() if "_bwd_" in k}
+    assert sorted(bwd.values()) == [(M // BM,), (N // BN,)], grids
+    for e in prog.eqns:
+        if e.prim.name == "kernel" and "_bwd_" in e.params["name"]:
+            assert "dimension_semantics" not in e.params
+            # the product is recomputed only where the epilogue's derivative needs the accumulator
+            assert str(e.params["body"]).count("matmul") == (1 if variant == "output" else 2)
+
+
+@pytest.mark.parametrize("variant", ["output", "scratch"])
+def test_jvp_and_second_order_of_a_k_grid_matmul(variant):
+    kern = _kernel(variant, "f64")
+    a, b, _ = _data()
+    da, db = rng.standard_normal((M, K)), rng.standard_normal((K, N))
+    c = a @ b
+    y, t = pt.jvp(kern, (a, b), (da, db))
+    dc = da @ b + a @ db
+    np.testing.assert_allclose(t, dc if variant == "output" else (1 - np.tanh(c) ** 2) * dc, rtol=1e-10, atol=1e-12)
+    if variant == "output":   # d/da of grad(sum(c * c)) along a: 2 (a @ b) b^T, linear in a
+        hvp = pt.jvp(lambda x: pt.grad(lambda x: pt.reduce_sum(kern(x, b) * kern(x, b)))(x), (a,), (da,))[1]
+        np.testing.assert_allclose(hvp, 2 * (da @ b) @ b.T, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", ["output", "scratch"])
+def test_grad_through_vmap_of_a_k_grid_matmul(variant):
+    kern = _kernels()[variant]
+    a, b, w = _data(np.float32)
+    xs = np.stack([a, 2 * a]).astype(np.float32)
+    ga = pt.grad(lambda x: pt.reduce_sum(pt.vmap(kern, in_axes=(0, None))(x, b) * w))(xs)
+    np.testing.assert_allclose(ga, np.stack([w @ b.T] * 2), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", ["output", "scratch"])
+def test_backward_kernels_of_a_k_grid_matmul_lower_and_agree_with_the_interpreter(variant):
+    kern = _kernel(variant, "f32")
+    a, b, w = _data(np.float32)
+    prog = pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(kern(x, y) * v), (0, 1)), a, b, w)
+    check_against_interpreter(prog, atol=1e-3)
+    pt.lower(prog).verify()
+
+
+def test_padded_blocks_along_a_parallel_mode_differentiate():
+    m, n, k_, bm, bn, bk = 100, 72, 128, 64, 64, 32
+
+    def body(x_ref, y_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((bm, bn), "f64")
+        o_ref[...] = o_ref[...] + x_ref[...] @ y_ref[...]
+    specs = dict(in_specs=[pt.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pt.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+                 out_specs=pt.BlockSpec((bm, bn), lambda i, j, k: (i, j)))
+    kern = pt.kernel(body, pt.tensor("f64", (m, n)), grid=(2, 2, k_ // bk), dimension_semantics=SEQ, **specs)
+    a, b, w = rng.standard_normal((m, k_)), rng.standard_normal((k_, n)), rng.standard_normal((m, n))
+    ga, gb = pt.grad(lambda x, y: pt.reduce_sum(kern(x, y) * w), (0, 1))(a, b)
+    np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12, atol=1e-12)
+    # padded along K, the mode the arbitrary axis walks: refused by name
+    kk = 100
+    kern = pt.kernel(body, pt.tensor("f64", (m, n)), grid=(2, 2, 4), dimension_semantics=SEQ, **specs)
+    with pytest.raises(pt.StagingError, match="padded blocks along a mode an arbitrary grid axis walks"):
+        pt.grad(lambda x, y: pt.reduce_sum(kern(x, y)), (0, 1))(rng.standard_normal((m, kk)), rng.standard_normal((kk, n)))
+
+
+def test_grad_of_a_parallel_kernel_with_scratch():
+    def sk(x_ref, o_ref, s_ref):
+        s_ref[...] = pt.exp(x_ref[...])
+        o_ref[...] = s_ref[...] * x_ref[...]
+    spec = pt.BlockSpec((8, 16), lambda i: (i, 0))
+    k = pt.kernel(sk, pt.tensor("f64", (16, 16)), grid=(2,), in_specs=[spec], out_specs=spec,
+                  scratch=[pt.Scratch((8, 16), "f64", pt.SMEM)])
+    x = rng.standard_normal((16, 16))
+    np.testing.assert_allclose(pt.grad(lambda v: pt.reduce_sum(k(v)))(x), np.exp(x) * (1 + x), rtol=1e-12)
+
+
+@needs_sass
+def test_bf16_k_grid_matmul_backward_kernels_compile_to_hgmma_without_spills():
+    def body(x_ref, y_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((64, 64), "f32")
+        o_ref[...] = o_ref[...] + pt.matmul(x_ref[...], y_ref[...], preferred_element_type="f32")
+    mk = 256
+    specs = dict(in_specs=[pt.BlockSpec((64, 64), lambda i, j, k: (i, k)), pt.BlockSpec((64, 64), lambda i, j, k: (k, j))],
+                 out_specs=pt.BlockSpec((64, 64), lambda i, j, k: (i, j)))
+    kern = pt.kernel(body, pt.tensor("f32", (mk, mk)), grid=(4, 4, 4), dimension_semantics=SEQ, **specs)
+    types = [pt.tensor("bf16", (mk, mk)), pt.tensor("bf16", (mk, mk)), pt.tensor("f32", (mk, mk))]
+    prog = pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(kern(x, y) * v), (0, 1)), *types)
+    mod = pt.lower(prog)
+    mod.verify()
+    exes = mod.compile().executables
+    names = [k.name for k in mod.kernels]
+    for name, kexe in zip(names, exes):
+        assert kexe.resources["spills"] == 0, (name, kexe.resources)
+        if "_bwd_" in name:        # dA = dC B^T and dB = A^T dC, MN-major operands: wgmma all the same
+            assert kexe.counts("HGMMA")["HGMMA"] > 0, name
