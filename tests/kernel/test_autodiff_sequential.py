@@ -8,7 +8,7 @@ import pytest
 
 import patches as pt
 
-from .test_lower_sequential import BK, BM, BN, K, M, N, SEQ, SPECS, _kernels
+from .test_lower_sequential import BK, BM, BN, SEQ, SPECS, K, M, N, _kernels
 from .test_lower_simt import check_against_interpreter, needs_sass
 
 rng = np.random.default_rng(11)
