@@ -195,11 +195,14 @@ def _after_the_loop(closed: Program, tangent: Program, state: set, hi: Any) -> b
     for e in tangent.eqns:
         if eqn_ref_uses(e, roots)[0] & state and not (e.prim is cond_p and id(e.inputs[0]) in last):
             return False
+    start = -1
     for k, e in enumerate(closed.eqns):      # no write of the state after the last branch that tests i
         if e.prim is cond_p and id(e.inputs[0]) in last:
+            reads, writes = eqn_ref_uses(e, roots)
+            if reads & state and writes & state:    # a joint branch: it needs the state as it rewrites it
+                return False
             start = k
-    later = closed.eqns[start + 1:] if last else []
-    return all(not eqn_ref_uses(e, roots)[1] & state for e in later)
+    return all(not eqn_ref_uses(e, roots)[1] & state for e in closed.eqns[start + 1:])
 
 
 def _conform(t: Any, like: Any) -> Any:

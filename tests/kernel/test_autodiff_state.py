@@ -147,3 +147,27 @@ def test_a_loop_whose_derivative_reads_the_state_it_updates_has_jvp_and_a_named_
     np.testing.assert_allclose(t, 4 * x ** 3 * dx, rtol=1e-10, atol=1e-12)
     with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
         pt.grad(lambda v: pt.reduce_sum(kern(v)))(x)
+
+
+def test_a_last_step_branch_that_rewrites_the_state_it_reads_stays_joint():
+    def k(x_ref, o_ref, acc):
+        acc[...] = x_ref[...]
+
+        def body(i, c):
+            acc[...] = acc[...] + x_ref[...]
+
+            @pt.when(i == 2)
+            def _():
+                acc[...] = pt.sin(acc[...])               # the derivative of the next line needs sin(4x)
+                o_ref[...] = acc[...] * acc[...]
+            return c
+        pt.fori_loop(0, 3, body, ())
+    spec = pt.BlockSpec((8, 16), lambda i: (i, 0))
+    kern = pt.kernel(k, pt.tensor("f64", (16, 16)), grid=(2,), in_specs=[spec], out_specs=spec,
+                     scratch=[pt.Scratch((8, 16), "f64", pt.SMEM)])
+    x, dx = rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
+    y, t = pt.jvp(kern, (x,), (dx,))
+    np.testing.assert_allclose(y, np.sin(4 * x) ** 2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(t, 8 * np.sin(4 * x) * np.cos(4 * x) * dx, rtol=1e-10, atol=1e-12)
+    with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
+        pt.grad(lambda v: pt.reduce_sum(kern(v)))(x)
