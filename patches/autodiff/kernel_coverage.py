@@ -138,8 +138,9 @@ def _walk_writes(prog: Any, refs: set, known: dict, count: np.ndarray, budget: l
             continue
         if e.prim in (set_p, addupdate_p) and e.inputs[0] is mine[0] and len(mine) == 1:
             sel = _selection(e, vals, count.shape)
-            count[sel if sel is not None else ...] += 1
-            if count.max(initial=0) > 1:
+            sel = sel if sel is not None else ...
+            count[sel] += 1
+            if count[sel].max(initial=0) > 1:
                 raise _Twice
         elif e.prim is fori_p:
             lo, hi = e.params["lower"], e.params["upper"]
