@@ -79,6 +79,14 @@ def _tile(ref: Any, m: BlockMapping, point: list, par: list) -> Any:
     return ref_tile(ref, coords, m.tiler, m.squeezed)
 
 
+def loop_nest(extents: list, visit: Any, ids: tuple = ()) -> None:
+    """``visit(ids)`` in ``fori_loop``s over ``extents``, the first outermost (grid order)."""
+    if not extents:
+        visit(list(ids))
+        return
+    fori_loop(0, extents[0], lambda i, c: (loop_nest(extents[1:], visit, (*ids, i)), c)[1], ())
+
+
 def is_sequential(dimension_semantics: Any) -> bool:
     return bool(dimension_semantics) and any(s != "parallel" for s in dimension_semantics)
 
@@ -121,12 +129,7 @@ def sequential_form(operands: list, *, name: str, grid: tuple, in_specs: tuple, 
             blocks = [v if c is None else _tile(v, c[0], point, par if c[1] else ()) for v, c in zip(vals[:n_io], carve)]
             eval_body(body, blocks + vals[n_io:], point, grid)
 
-        def nest(depth: int, loop_ids: list) -> None:
-            if depth == len(seq):
-                run(loop_ids)
-                return
-            fori_loop(0, grid[seq[depth]], lambda i, c: (nest(depth + 1, [*loop_ids, i]), c)[1], ())
-        nest(0, [])
+        loop_nest([grid[a] for a in seq], run)
 
     prog = stage_kernel_body(seq_body, [m.ref_type for m in maps] + list(scratch), sub, name)
     return dict(name=name, grid=sub, in_specs=tuple(maps[:len(in_specs)]), out_specs=tuple(maps[len(in_specs):]),

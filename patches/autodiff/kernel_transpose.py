@@ -19,7 +19,7 @@ from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
-from ..staging.kernel import addupdate_p, cond, cond_p, fori_loop, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
+from ..staging.kernel import addupdate_p, cond, cond_p, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
 from ..staging.kernel.blockspec import BlockMapping, resolve
 from ..staging.kernel.control import I32, bind_loop, extent, is_static_bound, loop_bounds, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
@@ -31,7 +31,7 @@ from .kernel_coverage import covers, visits_each_block_once, writes_once
 from .kernel_eval import block_buffer, eqn_ref_uses, eval_eqn, lean_kernel, linear_buffers, read_env, ref_uses, used_params
 from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
-from .kernel_sequential import is_sequential, restricted, sequential_form
+from .kernel_sequential import is_sequential, loop_nest, restricted, sequential_form
 from .tangents import Zero, zeros_of
 from .transpose import UndefinedPrimal, is_linear, transpose_rules
 from .transpose_rules import NonlinearError
@@ -331,12 +331,7 @@ def _backward_kernel(k: int, operands: list, cts: list, name: str, grid: tuple, 
                     cond(P.eq(coords[j], ids[j]), lambda: guard(j + 1), lambda: None)
             guard(0)
 
-        def nest(depth: int, loop_ids: list) -> None:
-            if depth == len(loops):
-                visit(loop_ids)
-                return
-            fori_loop(0, grid[loops[depth]], lambda i, c: (nest(depth + 1, [*loop_ids, i]), c)[1], ())
-        nest(0, [])
+        loop_nest([grid[a] for a in loops], visit)
 
     label = in_specs[k].label
     ref_types = [m.ref_type for m in maps] + [out_map.ref_type] + list(scratch) + buffers
