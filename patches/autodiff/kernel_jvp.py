@@ -223,8 +223,9 @@ def _kernel_jvp(primals: list, tangents: list, *, name: str, grid: tuple, in_spe
     outs = bind_multi(kernel_p, *primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
                       _out_types=_out_types, **sem)
     if is_sequential(dimension_semantics):   # the tangent kernel of the form that loops over the arbitrary axes
-        seq = sequential_form(primals, name=name, grid=grid, in_specs=in_specs, out_specs=out_specs, body=body,
-                              _out_types=_out_types, dimension_semantics=dimension_semantics)
+        seq = sequential_form([get_aval(x) for x in primals], name=name, grid=grid, in_specs=in_specs,
+                              out_specs=out_specs, body=body, _out_types=_out_types,
+                              dimension_semantics=dimension_semantics)
         grid, in_specs, out_specs, body = seq["grid"], seq["in_specs"], seq["out_specs"], seq["body"]
     tin = [k for k, t in enumerate(tangents) if not isinstance(t, Zero)]
     tout = [k for k, t in enumerate(_out_types) if is_differentiable(t)]

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ..staging.core import get_aval
 from ..staging.errors import fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
@@ -91,14 +90,14 @@ def is_sequential(dimension_semantics: Any) -> bool:
     return bool(dimension_semantics) and any(s != "parallel" for s in dimension_semantics)
 
 
-def sequential_form(operands: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
+def sequential_form(types: list, *, name: str, grid: tuple, in_specs: tuple, out_specs: tuple, body: Program,
                     _out_types: tuple, dimension_semantics: tuple) -> dict:
-    """The params of the equivalent kernel on the parallel axes of ``grid`` (see the module doc); the operands
-    are the same."""
+    """The params of the equivalent kernel on the parallel axes of ``grid`` (see the module doc), for operands of
+    ``types``; the operands are the same."""
     par = [a for a, s in enumerate(dimension_semantics) if s == "parallel"]
     seq = [a for a, s in enumerate(dimension_semantics) if s != "parallel"]
     sub = tuple(grid[a] for a in par)
-    types = [get_aval(x) for x in operands] + list(_out_types)
+    types = list(types) + list(_out_types)
     maps, carve = [], []
     for m, t in zip((*in_specs, *out_specs), types):
         if used_params(m.index_map) <= set(par):

@@ -348,7 +348,7 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
                       body: Program, _out_types: tuple, dimension_semantics: tuple | None = None) -> list:
     if is_sequential(dimension_semantics):     # transposed as the kernel on its parallel axes, looping the others
         return _kernel_transpose(cts, *operands, **sequential_form(
-            [x.type if is_linear(x) else x for x in operands], name=name, grid=grid, in_specs=in_specs,
+            [x.type if is_linear(x) else get_aval(x) for x in operands], name=name, grid=grid, in_specs=in_specs,
             out_specs=out_specs, body=body, _out_types=_out_types, dimension_semantics=dimension_semantics))
     from .kernel_jvp import _conform_ct
 

@@ -148,3 +148,18 @@ def test_bf16_k_grid_matmul_backward_kernels_compile_to_hgmma_without_spills():
         assert kexe.resources["spills"] == 0, (name, kexe.resources)
         if "_bwd_" in name:        # dA = dC B^T and dB = A^T dC, MN-major operands: wgmma all the same
             assert kexe.counts("HGMMA")["HGMMA"] > 0, name
+
+
+@pytest.mark.parametrize("variant", ["output", "scratch"])
+def test_the_transpose_rule_takes_a_kernel_with_arbitrary_axes_directly(variant):
+    """The K-grid matmul is linear in A: its transpose rule, applied to the kernel as written (arbitrary axis and
+    all), gives dA = dC B^T."""
+    from patches.autodiff.transpose import UndefinedPrimal, transpose_rules
+    from patches.staging.kernel import kernel_p
+
+    a, b, w = _data(np.float32)
+    eqn = pt.stage(_kernels()[variant], pt.tensor("f32", (M, K)), pt.tensor("f32", (K, N))).eqns[0]
+
+    def dA(y, ct):
+        return transpose_rules[kernel_p]([ct], UndefinedPrimal(pt.tensor("f32", (M, K))), y, **eqn.params)[0]
+    np.testing.assert_allclose(pt.stage(dA, b, w)(b, w), w @ b.T, rtol=1e-4, atol=1e-4)
