@@ -11,7 +11,7 @@ import pytest
 import patches as pt
 from patches.autodiff.kernel_coverage import writes_once
 
-from .test_lower_simt import check_against_interpreter
+from .test_lower_simt import check_against_interpreter, needs_sass
 
 rng = np.random.default_rng(7)
 M = N = K = 64
@@ -171,3 +171,15 @@ def test_a_last_step_branch_that_rewrites_the_state_it_reads_stays_joint():
     np.testing.assert_allclose(t, 8 * np.sin(4 * x) * np.cos(4 * x) * dx, rtol=1e-10, atol=1e-12)
     with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
         pt.grad(lambda v: pt.reduce_sum(kern(v)))(x)
+
+
+@needs_sass
+def test_backward_kernels_with_cotangent_buffers_compile_without_spills():
+    """The register buffer holding an output's cotangent as state (accumulate, then tanh) compiles for sm_90a."""
+    kern = pt.kernel(acc_tanh, pt.tensor("f32", (M, N)), grid=(M // BM, N // BN), **ROWS)
+    a, b, w = _data()
+    prog = pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(kern(x, y) * v), (0, 1)), a, b, w)
+    mod = pt.lower(prog)
+    mod.verify()
+    for k, exe in zip(mod.kernels, mod.compile().executables):
+        assert exe.resources["spills"] == 0, (k.name, exe.resources)
