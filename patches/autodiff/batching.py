@@ -49,7 +49,7 @@ class BatchTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim: Any, tracers: list, params: dict) -> list:
-        if prim.is_call:
+        if prim.is_call and prim not in batch_rules:  # custom_jvp/custom_vjp keep their rules
             return eval_program(params["program"], tracers)
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]

@@ -42,7 +42,7 @@ class JVPTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim: Any, tracers: list, params: dict) -> list:
-        if prim.is_call:  # a call's body is differentiated inline
+        if prim.is_call and prim not in jvp_rules:  # a call's body is differentiated inline (custom rules aside)
             return eval_program(params["program"], tracers)
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]

@@ -137,7 +137,8 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
             except NonlinearError:
                 raise _unsupported(f"{e.prim.name} of two differentiated values in the body of {prog.name} (a loop carry "
                                    "that enters the derivative nonlinearly, as an online softmax's running max and sum: "
-                                   "reverse mode would need the primal carry of every iteration; jvp works)") from None
+                                   "reverse mode would need the primal carry of every iteration; jvp works; give the "
+                                   "function its backward with pt.custom_vjp)") from None
             for a, c in zip(e.inputs, ct_in):
                 if is_lin(a):
                     acc(a, c)

@@ -27,6 +27,7 @@ from ..staging import primitives as P
 from ..staging.primitives import copy_p
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .errors import LoweringError
+from .names import sanitize
 
 
 def expand(eqns: list, only: tuple | None = None, rules: dict | None = None) -> list:
@@ -46,10 +47,12 @@ def _splice(fn: Any, e: Eqn) -> list:
 
 
 def _call(e: Eqn) -> list:
-    """A ``jit`` call: its body, inlined (and expanded in turn), so its equations fuse with their neighbours."""
+    """A ``jit`` call (or a custom_jvp/custom_vjp function's): its body, inlined (and expanded in turn), so its
+    equations fuse with their neighbours."""
     body = e.params["program"]
     if body.consts:
-        raise LoweringError(f"equation call[{e.params.get('name')}]: the called program captures constant arrays")
+        raise LoweringError(f"equation {e.prim.name}[{sanitize(str(e.params.get('name')))}]: the called program "
+                            "captures constant arrays")
     return expand(_inline(body, e))
 
 
@@ -186,5 +189,6 @@ def _two_pass(e: Eqn) -> list:
 
 
 RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call,
+         "custom_jvp_call": _call, "custom_vjp_call": _call,
          "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
 BODY_RULES = {**RULES, "matmul": _unbatch}

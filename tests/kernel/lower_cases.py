@@ -193,3 +193,76 @@ def flash_attention_4d(B=2, H=2, S=128, D=64, BQ=64, BKV=64, order="bhsd"):
         kv = pt.BlockSpec((None, None, S, D), lambda b, h, i: (b, h, 0, 0))
         t = pt.tensor("bf16", make_layout((B, H, S, D), (H * S * D, S * D, D, 1)))
     return pt.kernel(flash_kernel, t, grid=(B, H, S // BQ), in_specs=[q, kv, kv], out_specs=q), [t] * 3
+
+
+def flash_attention_with_backward(S=256, D=64, BQ=64, BKV=64):
+    """Flash attention as a ``pt.custom_vjp`` function of (S, D) bf16 Q, K, V, as FlashAttention-2 differentiates
+    it: the forward kernel also writes the rows' log-sum-exp; the backward recomputes the probabilities from it in
+    two kernels, dQ per Q block (a loop over K/V blocks) and dK, dV per K/V block (a loop over Q blocks, in the
+    transposed form Sᵀ = K Qᵀ so no register value is transposed). Returns (attention, the three kernels, types)."""
+    scale = 1.0 / D ** 0.5
+    row = pt.tensor("bf16", make_layout((S, D), (D, 1)))
+    q_spec, kv_spec, whole = (pt.BlockSpec((BQ, D), lambda i: (i, 0)), pt.BlockSpec((BKV, D), lambda j: (j, 0)),
+                              pt.BlockSpec((S, D), lambda i: (0, 0)))
+    l_spec, l_whole = pt.BlockSpec((BQ,), lambda i: (i,)), pt.BlockSpec((S,), lambda i: (0,))
+
+    def fwd_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref):
+        q = q_ref[...]
+
+        def body(j, carry):
+            return _online_softmax_step(q, k_ref[pt.ds(j * BKV, BKV), :], v_ref[pt.ds(j * BKV, BKV), :], carry, scale)
+        init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
+        m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
+        o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
+        lse_ref[...] = m + pt.log(denom)
+
+    def dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref):
+        q, do, lse, delta = q_ref[...], do_ref[...], lse_ref[...], delta_ref[...]
+
+        def body(j, dq):
+            kb, vb = k_ref[pt.ds(j * BKV, BKV), :], v_ref[pt.ds(j * BKV, BKV), :]
+            p = pt.exp(pt.matmul(q, pt.transpose(kb, (1, 0)), preferred_element_type="f32") * scale - lse[:, None])
+            dp = pt.matmul(do, pt.transpose(vb, (1, 0)), preferred_element_type="f32")
+            return dq + pt.matmul((p * (dp - delta[:, None])).astype("bf16"), kb, preferred_element_type="f32")
+        dq = pt.fori_loop(0, S // BKV, body, pt.zeros((BQ, D), "f32"))
+        dq_ref[...] = (dq * scale).astype(dq_ref.dtype)
+
+    def dkv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref):
+        kb, vb = k_ref[...], v_ref[...]
+
+        def body(i, carry):
+            dk, dv = carry
+            q, do = q_ref[pt.ds(i * BQ, BQ), :], do_ref[pt.ds(i * BQ, BQ), :]
+            lse, delta = lse_ref[pt.ds(i * BQ, BQ)], delta_ref[pt.ds(i * BQ, BQ)]
+            p_t = pt.exp(pt.matmul(kb, pt.transpose(q, (1, 0)), preferred_element_type="f32") * scale - lse[None, :])
+            dv = dv + pt.matmul(p_t.astype("bf16"), do, preferred_element_type="f32")
+            dp_t = pt.matmul(vb, pt.transpose(do, (1, 0)), preferred_element_type="f32")
+            ds_t = p_t * (dp_t - delta[None, :])
+            return dk + pt.matmul(ds_t.astype("bf16"), q, preferred_element_type="f32"), dv
+        dk, dv = pt.fori_loop(0, S // BQ, body, (pt.zeros((BKV, D), "f32"), pt.zeros((BKV, D), "f32")))
+        dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
+        dv_ref[...] = dv.astype(dv_ref.dtype)
+
+    fwd = pt.kernel(fwd_kernel, (row, pt.tensor("f32", S)), grid=(S // BQ,), in_specs=[q_spec, whole, whole],
+                    out_specs=(q_spec, l_spec), name="flash_fwd")
+    dq_call = pt.kernel(dq_kernel, row, grid=(S // BQ,), in_specs=[q_spec, whole, whole, q_spec, l_spec, l_spec],
+                        out_specs=q_spec, name="flash_dq")
+    dkv_call = pt.kernel(dkv_kernel, (row, row), grid=(S // BKV,),
+                         in_specs=[whole, kv_spec, kv_spec, whole, l_whole, l_whole], out_specs=(kv_spec, kv_spec),
+                         name="flash_dkv")
+
+    @pt.custom_vjp
+    def attention(q, k, v):
+        return fwd(q, k, v)[0]
+
+    def attention_fwd(q, k, v):
+        o, lse = fwd(q, k, v)
+        return o, (q, k, v, o, lse)
+
+    def attention_bwd(res, do):
+        q, k, v, o, lse = res
+        delta = pt.reduce_sum(o.astype("f32") * do.astype("f32"), 1)     # rowsum(dO * O) = rowsum(dP * P)
+        dk, dv = dkv_call(q, k, v, do, lse, delta)
+        return dq_call(q, k, v, do, lse, delta), dk, dv
+    attention.defvjp(attention_fwd, attention_bwd)
+    return attention, (fwd, dq_call, dkv_call), [row] * 3

@@ -70,16 +70,71 @@ def test_revisits_race_without_arbitrary_axes_and_bad_semantics_are_refused():
         pt.kernel(kgrid_kernel, pt.tensor("f32", (M, N)), grid=(2, 2, 4), dimension_semantics=("parallel",), **SPECS)
 
 
-def test_an_output_moving_along_an_arbitrary_axis_is_not_lowered():
-    def per_k(x_ref, o_ref):
-        o_ref[...] = x_ref[...] * 2.0
-    spec = pt.BlockSpec((8, 8), lambda i, k: (i, k))
-    k = pt.kernel(per_k, pt.tensor("f32", (16, 16)), grid=(2, 2), in_specs=[spec], out_specs=spec,
-                  dimension_semantics=("parallel", "arbitrary"))
-    x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    np.testing.assert_array_equal(k(x), 2 * x)
-    with pytest.raises(pt.LoweringError, match="o_ref moves along an arbitrary grid axis"):
-        pt.lower(pt.stage(k, pt.tensor("f32", (16, 16))))
+def _block_scan(m, n, bm, dtype="f32", space=pt.GMEM):
+    """A chunked scan along rows: the arbitrary axis walks the row blocks in order, each output block is its input
+    block plus the column sums of all earlier blocks, carried in SMEM scratch. The output moves along the axis."""
+    def scan(x_ref, o_ref, carry_ref):
+        @pt.when(pt.program_id(1) == 0)
+        def _():
+            carry_ref[...] = pt.zeros((1, n), dtype)
+        x = x_ref[...]
+        o_ref[...] = x + carry_ref[...]
+        carry_ref[...] = carry_ref[...] + pt.sum(x, axis=0, keepdims=True)
+    spec = pt.BlockSpec((bm, n), lambda j, i: (i, 0))
+    return pt.kernel(scan, pt.tensor(dtype, (m, n)), grid=(1, -(-m // bm)), in_specs=[spec],
+                     out_specs=pt.BlockSpec((bm, n), lambda j, i: (i, 0), memory_space=space),
+                     scratch=[pt.Scratch((1, n), dtype, pt.SMEM)], dimension_semantics=("parallel", "arbitrary"))
+
+
+def _scan_reference(x, bm):
+    sums = np.stack([x[r:r + bm].sum(0) for r in range(0, len(x), bm)])
+    before = np.concatenate([np.zeros((1, x.shape[1])), np.cumsum(sums, 0)[:-1]])
+    return x + np.repeat(before, bm, 0)[:len(x)]
+
+
+@pytest.mark.parametrize("m,space", [(64, pt.GMEM), (64, pt.SMEM), (56, pt.GMEM)])
+def test_an_output_moving_along_an_arbitrary_axis_lowers(m, space):
+    """Each point of the arbitrary axis writes its own output block (a scan carrying state in scratch): the blocks
+    the CTA visits start at zero and are written at every point (staged ones staged in and written back), also
+    where the last block crosses the edge (m = 56 in blocks of 16)."""
+    k = _block_scan(m, 32, 16, space=space)
+    x = np.random.default_rng(4).standard_normal((m, 32)).astype(np.float32)
+    np.testing.assert_allclose(k(x), _scan_reference(x.astype(np.float64), 16), rtol=1e-5, atol=1e-5)
+    prog = pt.stage(k, pt.tensor("f32", (m, 32)))
+    check_against_interpreter(prog, atol=1e-4)
+    mod = pt.lower(prog)
+    assert "for zpid1 in cutlass.range(" in mod.source
+    mod.verify()
+
+
+def test_the_block_scan_differentiates_against_its_closed_form():
+    k = _block_scan(64, 32, 16, dtype="f64")
+    x = np.random.default_rng(5).standard_normal((64, 32))
+    o = _scan_reference(x, 16)
+    _, t = pt.jvp(k, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(t, _scan_reference(np.ones_like(x), 16), atol=1e-12)
+    g = pt.grad(lambda x: pt.sum(k(x) * k(x)))(x)
+    later = np.cumsum((2 * o).reshape(4, 16, 32).sum(1)[::-1], 0)[::-1]      # d/dx of every later block's rows
+    later = np.repeat(np.concatenate([later[1:], np.zeros((1, 32))]), 16, 0)
+    np.testing.assert_allclose(g, 2 * o + later, atol=1e-10)
+
+
+def test_an_output_block_revisited_out_of_order_keeps_what_it_holds():
+    """The output block i % 2 at point i: points 2 and 3 add to what points 0 and 1 wrote, so zeroing a block
+    at each change of block (rather than once before the loop) would lose them."""
+    def rev(x_ref, o_ref):
+        @pt.when(pt.program_id(1) < 2)
+        def _():
+            o_ref[...] = x_ref[...]
+
+        @pt.when(pt.program_id(1) >= 2)
+        def _():
+            o_ref[...] += x_ref[...]
+    k = pt.kernel(rev, pt.tensor("f32", (32, 16)), grid=(1, 4), in_specs=[pt.BlockSpec((16, 16), lambda j, i: (i, 0))],
+                  out_specs=pt.BlockSpec((16, 16), lambda j, i: (i % 2, 0)), dimension_semantics=("parallel", "arbitrary"))
+    x = np.random.default_rng(6).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x[:32] + x[32:], rtol=1e-6)
+    check_against_interpreter(pt.stage(k, pt.tensor("f32", (64, 16))), atol=1e-5)
 
 
 @pytest.mark.parametrize("variant", ["output", "scratch"])

@@ -159,6 +159,9 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     par = [a for a, x in enumerate(sem) if x == "parallel"]
     seq = [a for a, x in enumerate(sem) if x != "parallel"]
     zero_outputs = _has_addupdate(body) or bool(seq)
+    moving = {k for k in range(n_in, len(specs)) if seq and _uses(specs[k].index_map, seq)}
+    if moving:
+        _zero_moving_outputs(ctx, grid, seq, [(k, specs[k], types[k]) for k in sorted(moving)])
     for a in seq:
         w.emit(f"for pid{a} in cutlass.range({code(grid[a])}, unroll=1):   # grid axis {a} is arbitrary: a loop in the CTA")
         w.depth += 1
@@ -166,22 +169,8 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         role = "in" if k < n_in else "out"
         args.append(Arg(m.label, t.dtype, arg_layout(t.layout, m.label), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
-        padded = not arith.eq(size(m.carved), size(t.layout))
-        extents = padding_extents(t.layout, m.tiler, m.carved) if padded else None
-        if padded and extents is None:
-            raise ctx.fail(f"operand {m.label}: its blocks {m.ref_type.layout.shape} do not divide {t.layout.shape} "
-                           "and are not one int per flat mode; such padded edge blocks are not lowered")
         w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
-        coords = lower_program(ctx, m.index_map, [Scalar(f"pid{a}", "i32") for a in range(len(grid))],
-                               f"index map of {m.label}")
-        rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
-        off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
-        # A TMA box of an edge block bounds-checks against the argument's extents: zeros past them for a load,
-        # clipped for a store (patches.lower.kernel.tma).
-        window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
-        if padded:
-            padding.register(ctx, window.ptr, window.off, window.layout,
-                             padding.Pad(_bounds(ctx, m, extents, coords)))
+        window = _window(ctx, k, m, t, [f"pid{a}" for a in range(len(grid))])
         if m.ref_type.space == GMEM:
             ref = window
         else:
@@ -190,13 +179,11 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
             w.alloc(name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
                     f"{m.label} staged in {m.ref_type.space}", _bytes(m.ref_type.layout, t.dtype))
             ref = RefVal(f"{name}.iterator", "0", m.ref_type.layout, t.dtype, "smem")
-            if role == "in":
+            if role == "in" or k in moving:     # a moving output's block holds what earlier points left in it
                 store(ctx, ref, "0", ref.layout, load(ctx, window, window.off, window.layout, "stage in"), "stage in")
-            else:
+            if role == "out":
                 writeback.append((window, ref))
-        if role == "out" and zero_outputs:      # outputs start at zero, as in the interpreter
-            if seq and _uses(m.index_map, seq):
-                raise ctx.fail(f"output {m.label} moves along an arbitrary grid axis; its blocks are not lowered")
+        if role == "out" and zero_outputs and k not in moving:      # outputs start at zero, as in the interpreter
             for a in seq:
                 w.emit(f"if pid{a} == 0:   # the first visit of the output block")
                 w.depth += 1
@@ -227,6 +214,41 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
     ctx.spec = KernelSpec(module_name, grid, tuple(args), "", tuple(w.checks), tuple(par),
                           tuple(sorted(ctx.zero_filled)))
     return ctx
+
+
+def _window(ctx: Ctx, k: int, m: Any, t: Any, pids: list) -> RefVal:
+    """The GMEM block of operand ``k`` at the grid point named by ``pids``: its offset from the index map, its
+    layout, and (for a block that may cross the operand's edge) the bounds its accesses are masked by."""
+    padded = not arith.eq(size(m.carved), size(t.layout))
+    extents = padding_extents(t.layout, m.tiler, m.carved) if padded else None
+    if padded and extents is None:
+        raise ctx.fail(f"operand {m.label}: its blocks {m.ref_type.layout.shape} do not divide {t.layout.shape} "
+                       "and are not one int per flat mode; such padded edge blocks are not lowered")
+    coords = lower_program(ctx, m.index_map, [Scalar(p, "i32") for p in pids], f"index map of {m.label}")
+    rest = mode_layouts(m.carved)[1] if m.carved.rank == 2 else Layout._make((), ())
+    off = add_offsets(ctx, "0", rules_refs.block_offset(ctx, rest, coords))
+    # A TMA box of an edge block bounds-checks against the argument's extents: zeros past them for a load,
+    # clipped for a store (patches.lower.kernel.tma).
+    window = RefVal(f"m{k}.iterator", off, _window_layout(m), t.dtype, "gmem", _origin(m, t, coords, k))
+    if padded:
+        padding.register(ctx, window.ptr, window.off, window.layout, padding.Pad(_bounds(ctx, m, extents, coords)))
+    return window
+
+
+def _zero_moving_outputs(ctx: Ctx, grid: tuple, seq: list, outs: list) -> None:
+    """Zero every block the CTA's arbitrary axes will visit of the outputs that move along them, before the first
+    point runs: outputs start at zero, as in the interpreter, and a block visited again keeps what it holds."""
+    w = ctx.w
+    w.comment("Outputs whose blocks move along the arbitrary axes start at zero: every block this CTA visits.")
+    for a in seq:
+        w.emit(f"for zpid{a} in cutlass.range({code(grid[a])}, unroll=1):")
+        w.depth += 1
+    pids = [f"zpid{a}" if a in seq else f"pid{a}" for a in range(len(grid))]
+    for k, m, t in outs:
+        window = _window(ctx, k, m, t, pids)
+        fill(ctx, window, window.off, window.layout, Scalar(f"{dsl_dtype(t.dtype, 'zero')}(0)", t.dtype), "zero")
+    w.depth -= len(seq)
+    w.emit("cute.arch.barrier()   # the zeroed blocks are seen by every thread of the CTA")
 
 
 def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
