@@ -144,3 +144,22 @@ def test_a_function_closing_over_a_traced_value_is_refused():
         return pt.sum(scaled(X))
     with pytest.raises(pt.StagingError, match="closes over a value traced by an enclosing transformation"):
         pt.grad(outer)(np.ones_like(X))
+
+
+def test_custom_rules_inside_a_kernel_body():
+    """A custom_jvp or custom_vjp function called on block values: the tangent and backward kernels use its rule,
+    and the kernel (with the call inlined) lowers."""
+    from tests.kernel.test_lower_simt import check_against_interpreter
+
+    sp, f = _softplus(scale=3.0), _scaled_sin(k=5.0)
+    spec = pt.BlockSpec((32,), lambda i: (i,))
+
+    def kern(x_ref, o_ref):
+        o_ref[...] = sp(x_ref[...]) + f(x_ref[...], x_ref[...])
+
+    def make(dtype):
+        return pt.kernel(kern, pt.tensor(dtype, (64,)), grid=(2,), in_specs=[spec], out_specs=spec)
+    x = np.linspace(-2, 2, 64)
+    want = 3 / (1 + np.exp(-x)) + 5 * np.cos(x) * x + np.sin(x)
+    np.testing.assert_allclose(pt.grad(lambda x: pt.sum(make("f64")(x)))(x), want, rtol=1e-12)
+    check_against_interpreter(pt.stage(make("f32"), pt.tensor("f32", (64,))), atol=1e-5)
