@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..staging.interpreter import eval_program
+from ..layouts.symbols import bounds
+from ..staging.array import to_array
+from ..staging.interpreter import eval_program, run
 from ..staging.ir import Literal
 from ..staging.kernel import addupdate_p, cond_p, fori_p, set_p
 from ..staging.kernel.blockspec import exact_index
@@ -184,10 +186,41 @@ _POINTS = 1 << 16        # grid points whose blocks are enumerated to tell how a
 
 def visits_each_block_once(m: Any, grid: tuple, axes: list) -> bool:
     """Whether ``m``'s index map, on the grid axes ``axes``, visits every block of its operand exactly once (a
-    backward kernel on those axes then owns one block of the cotangent per grid point). A symbolic or very large
-    grid is not enumerated and counts as once (the interpreter still refuses an unwritten or raced block)."""
+    backward kernel on those axes then owns one block of the cotangent per grid point). A symbolic grid is decided
+    on instances of its symbols (each at its least legal value and at a few multiples past it): once only where
+    every instance visits once. A grid too large to enumerate counts as once (the interpreter still refuses an
+    unwritten or raced block)."""
     sub = [grid[a] for a in axes]
-    blocks = m.grid_shape
+    blocks = list(m.grid_shape)
+    syms = sorted(set().union(*(getattr(n, "free_symbols", set()) for n in (*sub, *blocks))), key=str)
+    if not syms:
+        return _once(m, grid, axes, sub, blocks, None)
+    for env in _instances(syms):
+        try:
+            s_, b_ = [int(n.subs(env)) if hasattr(n, "subs") else n for n in sub], \
+                [int(n.subs(env)) if hasattr(n, "subs") else n for n in blocks]
+        except (TypeError, ValueError):
+            return False
+        if min(s_ + b_, default=1) < 1 or not _once(m, grid, axes, s_, b_, env):
+            return False
+    return True
+
+
+def _instances(syms: list) -> list[dict]:
+    """Bindings of ``syms``: all at their least legal value, then at 2 and 3 steps of their divisor past it
+    (within their bounds)."""
+    out = []
+    for step in (0, 2, 3):
+        env = {}
+        for s in syms:
+            b = bounds(s)
+            v = b.lo + step * b.divisor
+            env[s] = v if b.hi is None or v <= b.hi else b.lo
+        out.append(env)
+    return out
+
+
+def _once(m: Any, grid: tuple, axes: list, sub: list, blocks: list, env: dict | None) -> bool:
     if not all(type(n) is int for n in (*sub, *blocks)) or int(np.prod(sub, dtype=object)) > _POINTS:
         return True
     if int(np.prod(sub, dtype=object)) != int(np.prod(blocks, dtype=object)):
@@ -197,10 +230,11 @@ def visits_each_block_once(m: Any, grid: tuple, axes: list) -> bool:
         point = [0] * len(grid)
         for a, x in zip(axes, ids):
             point[a] = x
-        coords = exact_index(m.index_map, tuple(point))
+        coords = exact_index(m.index_map, tuple(point)) if env is None else None
         if coords is None:
             coords = [int(np.asarray(x.logical() if hasattr(x, "logical") else x))
-                      for x in eval_program(m.index_map, [np.int32(p) for p in point])]
+                      for x in (eval_program(m.index_map, [np.int32(p) for p in point]) if env is None else
+                                run(m.index_map, [to_array(np.int32(p)) for p in point], env))]
         c = tuple(coords)
         if c in seen or not all(0 <= x < n for x, n in zip(c, blocks)):
             return False

@@ -56,3 +56,29 @@ def test_the_symbolic_matmul_gradient_runs_through_every_kernel_model():
         assert out.shape == (m, n) and (out == 2.0).all()       # d(2 sum(C))/dC, at this binding's (M, N)
     with pytest.raises(pt.LoweringError, match="extents M, N are symbolic and read off no argument"):
         simulate_simt(ones[0].spec)
+
+
+def test_a_symbolic_grid_reading_a_block_twice_gets_a_backward_kernel_per_block():
+    """Index map i // 2 on a grid of R // 8 points: two points read each block of x, so x's cotangent block is the
+    sum of their contributions. Decided on instances of R (a symbolic grid is not taken to visit once), the
+    backward kernel runs per block of x; the lowered module's model and the interpreter both give cos(x) * (w0 + w1)."""
+    R = Sym("R", divisible_by=16)
+
+    def ew(x_ref, o_ref):
+        o_ref[...] = pt.sin(x_ref[...])
+    k = pt.kernel(ew, pt.tensor("f32", (R, 16)), grid=(R // 8,), in_specs=[pt.BlockSpec((8, 16), lambda i: (i // 2, 0))],
+                  out_specs=pt.BlockSpec((8, 16), lambda i: (i, 0)))
+    prog = pt.stage(pt.grad(lambda x, w: pt.reduce_sum(k(x) * w)), pt.tensor("f32", (R // 2, 16)), pt.tensor("f32", (R, 16)))
+    rng = np.random.default_rng(0)
+    for rows in (8, 24):
+        x = rng.standard_normal((rows, 16)).astype(np.float32)
+        w = rng.standard_normal((2 * rows, 16)).astype(np.float32)
+        want = np.cos(x) * _pairs(w)
+        np.testing.assert_allclose(pt.evaluate(prog, x, w), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(pt.lower(prog).simulate_kernels(x, w), want, rtol=1e-5, atol=1e-5)
+
+
+def _pairs(w):
+    """Row r of block b of x is read by output blocks 2b and 2b+1: the sum of w's rows 16b + r and 16b + 8 + r."""
+    blocks = w.reshape(-1, 2, 8, w.shape[1])
+    return (blocks[:, 0] + blocks[:, 1]).reshape(-1, w.shape[1])
