@@ -28,7 +28,17 @@ from ..staging.kernel.tile import ref_tile, ref_tile_p
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from .kernel_coverage import covers, visits_each_block_once, writes_once
-from .kernel_eval import block_buffer, eqn_ref_uses, eval_eqn, lean_kernel, linear_buffers, read_env, ref_uses, used_params
+from .kernel_eval import (
+    block_buffer,
+    eqn_ref_uses,
+    eval_eqn,
+    lean_kernel,
+    linear_buffers,
+    read_env,
+    ref_uses,
+    used_params,
+    without_effects_on,
+)
 from .kernel_padding import cropped, unpadded
 from .kernel_positions import check_padded_body
 from .kernel_sequential import is_sequential, loop_nest, restricted, sequential_form
@@ -357,10 +367,21 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
     if all(c is None for c in cts):
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
+    body = _without_dead_outputs(body, len(operands), cts)
     check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
     return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
             if is_linear(x) else None for k, x in enumerate(operands)]
+
+
+def _without_dead_outputs(body: Program, n_in: int, cts: list) -> Program:
+    """The tangent body without what only the outputs with no cotangent need (a loop the loss never reads is not
+    transposed), unless what remains reads those outputs back."""
+    dead = {id(body.params[n_in + j]) for j, c in enumerate(cts) if c is None}
+    if not dead:
+        return body
+    pruned = without_effects_on(body, [True] * len(body.outputs), dead)
+    return body if ref_uses(pruned)[1] & dead else pruned
 
 
 transpose_rules[kernel_p] = _kernel_transpose

@@ -183,3 +183,25 @@ def test_backward_kernels_with_cotangent_buffers_compile_without_spills():
     mod.verify()
     for k, exe in zip(mod.kernels, mod.compile().executables):
         assert exe.resources["spills"] == 0, (k.name, exe.resources)
+
+
+def test_an_output_the_loss_does_not_read_is_not_transposed():
+    """Outputs y = sin(x) * w and h from a tanh recurrence (whose reverse mode is refused): a loss of y alone gets
+    its gradient, since h's tangent is pruned before transposing; a loss reading h is still refused by name."""
+    spec = pt.BlockSpec((8, 8), lambda i: (i, 0))
+
+    def two(x_ref, w_ref, y_ref, h_ref):
+        y_ref[...] = pt.sin(x_ref[...]) * w_ref[...]
+
+        def body(r, hh):
+            nh = pt.tanh(hh * w_ref[...] + x_ref[pt.ds(r, 1), :])
+            h_ref[pt.ds(r, 1), :] = nh
+            return nh
+        pt.fori_loop(0, 8, body, pt.zeros((1, 8), "f64"))
+    k = pt.kernel(two, (pt.tensor("f64", (16, 8)), pt.tensor("f64", (16, 8))), grid=(2,),
+                  in_specs=[spec, pt.BlockSpec((1, 8), lambda i: (0, 0))], out_specs=[spec, spec])
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((16, 8)), rng.standard_normal((1, 8))
+    np.testing.assert_allclose(pt.grad(lambda v: pt.reduce_sum(k(v, w)[0]))(x), np.cos(x) * w, atol=1e-12)
+    with pytest.raises(pt.StagingError, match="a loop whose tangent depends on its primal carry"):
+        pt.grad(lambda v: pt.reduce_sum(k(v, w)[1]))(x)
