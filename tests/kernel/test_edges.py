@@ -221,3 +221,38 @@ def test_a_grid_over_symbols_no_argument_binds_is_a_kernel_error():
     k = pt.kernel(ewi, pt.tensor("i32", n), grid=(n // 32,), out_specs=pt.BlockSpec((32,), lambda i: (i,)))
     with pytest.raises(state.KernelError, match="symbols N that no argument's shape binds"):
         pt.stage(k)()
+
+
+def test_operands_past_32_bit_offsets_are_refused_by_name():
+    """A 65536 x 40960 f32 operand (2.7e9 elements, 10.7 GB) would wrap the kernel's Int32 block offsets."""
+    from patches.layouts import make_layout
+
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+    t = pt.tensor("f32", make_layout((65536, 40960), (40960, 1)))
+    spec = pt.BlockSpec((128, 128), lambda i, j: (i, j))
+    k = pt.kernel(double, t, grid=(512, 320), in_specs=[spec], out_specs=spec)
+    with pytest.raises(pt.LoweringError, match="operand x_ref spans 2684354560 elements; the kernel's offsets are 32-bit"):
+        pt.lower(pt.stage(k, t))
+
+
+def test_a_strided_ref_slice_names_what_is_missing():
+    def every_other(x_ref, o_ref):
+        o_ref[...] = x_ref[::2, :]
+    k = pt.kernel(every_other, pt.tensor("f32", (4, 8)), grid=(1,), in_specs=[pt.BlockSpec((8, 8), lambda i: (0, 0))],
+                  out_specs=pt.BlockSpec((4, 8), lambda i: (0, 0)))
+    with pytest.raises(pt.StagingError, match=r"a slice with step 2: Ref slices take step 1 \(ds\(start, size\) has no stride\)"):
+        k(np.zeros((8, 8), np.float32))
+
+
+def test_an_f16_row_sum_accumulates_in_f32_in_the_interpreter_as_in_the_kernel():
+    from .test_lower_simt import check_against_interpreter
+
+    def row_sum(x_ref, o_ref):
+        o_ref[...] = pt.reduce_sum(x_ref[...], 1)
+    k = pt.kernel(row_sum, pt.tensor("f16", 16), grid=(1,), in_specs=[pt.BlockSpec((16, 64), lambda i: (0, 0))],
+                  out_specs=pt.BlockSpec((16,), lambda i: (0,)))
+    x = np.random.default_rng(0).standard_normal((16, 64)).astype(np.float16)
+    want = x.astype(np.float32).sum(1).astype(np.float16)       # one rounding, after an f32 sum
+    np.testing.assert_array_equal(np.asarray(k(x)), want)
+    check_against_interpreter(pt.stage(k, pt.tensor("f16", (16, 64))))

@@ -229,6 +229,10 @@ def bind(syms: tuple, arrays: list, arg_layouts: list, sizes: dict | None = None
         if a is not None and symbols_of(lay) and tuple(a.shape) != want:
             raise LoweringError(f"argument {k} has shape {tuple(a.shape)}; at the bindings of its symbols the kernel "
                                 f"expects {want}")
+        span = int(cosize(substitute(lay, env))) if symbols_of(lay) else 0
+        if span > 2 ** 31 - 1:
+            raise LoweringError(f"argument {k} spans {span} elements at these sizes; the kernel's offsets are 32-bit "
+                                f"(at most {2 ** 31 - 1})")
     return env
 
 

@@ -59,6 +59,7 @@ def _static_grid(grid: tuple) -> tuple:
 
 
 MAX_YZ, MAX_X = 65535, 2 ** 31 - 1     # CUDA's limits on the CTA grid
+MAX_OFFSET = 2 ** 31 - 1                # element offsets into an operand are Int32
 
 
 def _linear(grid: tuple) -> bool:
@@ -169,6 +170,10 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         role = "in" if k < n_in else "out"
         args.append(Arg(m.label, t.dtype, arg_layout(t.layout, m.label), role, t.layout))
         dsl_dtype(t.dtype, f"operand {m.label}")
+        span = cosize(t.layout)
+        if type(span) is int and span > MAX_OFFSET:
+            raise ctx.fail(f"operand {m.label} spans {span} elements; the kernel's offsets are 32-bit (at most "
+                           f"{MAX_OFFSET}): split the operand")
         w.comment(f"{m.label}: block {m.ref_type} of {t} carved by {m.carved}")
         window = _window(ctx, k, m, t, [f"pid{a}" for a in range(len(grid))])
         if m.ref_type.space == GMEM:

@@ -154,9 +154,11 @@ def normalize_index(t: RefType, index: Any) -> tuple[tuple, list]:
             if ix == slice(None):
                 out.append(Idx("all"))
                 continue
-            if type(n) is not int or ix.step not in (None, 1):
-                raise fail("ref", f"mode {pos}: use ds(start, size) for ranges (steps other than 1 and symbolic "
-                                  "extents need it)", t)
+            if ix.step not in (None, 1):
+                raise fail("ref", f"mode {pos}: a slice with step {ix.step!r}: Ref slices take step 1 (ds(start, size) "
+                                  "has no stride); carve strided blocks with a BlockSpec", t)
+            if type(n) is not int:
+                raise fail("ref", f"mode {pos}: use ds(start, size) for ranges over a symbolic extent", t)
             start, stop, _ = ix.indices(n)
             out.append(Idx("ds", start, stop - start))
         elif isinstance(ix, ds):

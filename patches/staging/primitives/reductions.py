@@ -37,7 +37,10 @@ def _abstract(name: str) -> Any:
 def _impl(np_fn: Any, name: str) -> Any:
     def impl(x: Array, *, axes: tuple) -> list:
         out = compact(reduced_shape(x.type, axes, name))
-        return [Array.from_logical(np_fn(x.logical(), axis=axes), out, x.dtype)]
+        v = x.logical()
+        # an f16 sum accumulates in f32 and rounds once, as the lowered kernels do (bf16 is held in f32 already)
+        r = np_fn(v, axis=axes, dtype=np.float32) if np_fn is np.sum and v.dtype == np.float16 else np_fn(v, axis=axes)
+        return [Array.from_logical(r, out, x.dtype)]
     return impl
 
 
