@@ -149,9 +149,10 @@ def test_user_kernel_lowers_and_computes_what_the_interpreter_does(name):
 
 
 def test_every_interpreted_primitive_a_body_can_hold_has_a_rule_or_an_expansion():
-    """The primitives the interpreter runs, less the ones that cannot appear in a kernel body (a nested kernel)."""
+    """The primitives the interpreter runs, less the ones that cannot appear in a kernel body to lower (a nested
+    kernel; ``custom_lin``, a custom_vjp function's linear part, which only exists to be transposed)."""
     missing = sorted(p.name for p in impl_rules if p.name not in RULES and p.name not in EXPANDED
-                     and p.name != "kernel")
+                     and p.name not in ("kernel", "custom_lin"))
     assert missing == [], missing
 
 
