@@ -129,10 +129,11 @@ def flash_attention(S=512, D=64, BQ=64, BKV=64, heads=None):
 
 
 def _flash_body(S, D, BQ, BKV):
-    """The flash-attention kernel body over (S, D) blocks of Q (BQ rows), K and V."""
+    """The flash-attention kernel body over (S, D) blocks of Q (BQ rows), K and V; a fifth Ref, where the kernel
+    has one, gets each row's log-sum-exp (what a backward recomputes the probabilities from)."""
     scale = 1.0 / D ** 0.5
 
-    def flash_kernel(q_ref, k_ref, v_ref, o_ref):
+    def flash_kernel(q_ref, k_ref, v_ref, o_ref, *lse_ref):
         q = q_ref[...]
 
         def body(j, carry):
@@ -140,6 +141,8 @@ def _flash_body(S, D, BQ, BKV):
         init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
         m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
         o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
+        if lse_ref:
+            lse_ref[0][...] = m + pt.log(denom)
     return flash_kernel
 
 
@@ -206,16 +209,6 @@ def flash_attention_with_backward(S=256, D=64, BQ=64, BKV=64):
                               pt.BlockSpec((S, D), lambda i: (0, 0)))
     l_spec, l_whole = pt.BlockSpec((BQ,), lambda i: (i,)), pt.BlockSpec((S,), lambda i: (0,))
 
-    def fwd_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref):
-        q = q_ref[...]
-
-        def body(j, carry):
-            return _online_softmax_step(q, k_ref[pt.ds(j * BKV, BKV), :], v_ref[pt.ds(j * BKV, BKV), :], carry, scale)
-        init = (pt.full((BQ,), -1e30, "f32"), pt.zeros((BQ,), "f32"), pt.zeros((BQ, D), "f32"))
-        m, denom, acc = pt.fori_loop(0, S // BKV, body, init)
-        o_ref[...] = (acc / denom[:, None]).astype(o_ref.dtype)
-        lse_ref[...] = m + pt.log(denom)
-
     def dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, delta_ref, dq_ref):
         q, do, lse, delta = q_ref[...], do_ref[...], lse_ref[...], delta_ref[...]
 
@@ -243,8 +236,8 @@ def flash_attention_with_backward(S=256, D=64, BQ=64, BKV=64):
         dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
         dv_ref[...] = dv.astype(dv_ref.dtype)
 
-    fwd = pt.kernel(fwd_kernel, (row, pt.tensor("f32", S)), grid=(S // BQ,), in_specs=[q_spec, whole, whole],
-                    out_specs=(q_spec, l_spec), name="flash_fwd")
+    fwd = pt.kernel(_flash_body(S, D, BQ, BKV), (row, pt.tensor("f32", S)), grid=(S // BQ,),
+                    in_specs=[q_spec, whole, whole], out_specs=(q_spec, l_spec), name="flash_fwd")
     dq_call = pt.kernel(dq_kernel, row, grid=(S // BQ,), in_specs=[q_spec, whole, whole, q_spec, l_spec, l_spec],
                         out_specs=q_spec, name="flash_dq")
     dkv_call = pt.kernel(dkv_kernel, (row, row), grid=(S // BKV,),
