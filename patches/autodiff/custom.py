@@ -20,8 +20,10 @@ from ..staging import primitives as P
 from ..staging.array import Array
 from ..staging.core import Tracer, bind_multi, get_aval, to_user
 from ..staging.errors import fail, name_of
-from ..staging.interpreter import eval_program, run
+from ..staging.interpreter import eval_program
 from ..staging.ir import Program
+from ..staging.jit import _call_abstract as jit_abstract
+from ..staging.jit import _call_impl as jit_impl
 from ..staging.primitives.registry import primitive
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.tracing import stage_flat
@@ -48,14 +50,11 @@ class Rule:
 
 
 def _call_abstract(*types: TensorType, program: Program, name: str, **_: Any) -> list:
-    want = program.in_types
-    if len(types) != len(want) or any(a != b for a, b in zip(types, want)):
-        raise fail(name, f"was staged for ({', '.join(map(str, want))})", *types)
-    return program.out_types
+    return jit_abstract(*types, program=program, name=name)      # a call's rules; the user's rule rides along
 
 
-def _call_impl(*args: Any, program: Program, **_: Any) -> list:
-    return run(program, list(args))
+def _call_impl(*args: Any, program: Program, name: str, **_: Any) -> list:
+    return jit_impl(*args, program=program, name=name)
 
 
 custom_jvp_call_p = primitive("custom_jvp_call", _call_abstract, _call_impl, multiple_results=True, is_call=True)
