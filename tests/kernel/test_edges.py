@@ -256,3 +256,16 @@ def test_an_f16_row_sum_accumulates_in_f32_in_the_interpreter_as_in_the_kernel()
     want = x.astype(np.float32).sum(1).astype(np.float16)       # one rounding, after an f32 sum
     np.testing.assert_array_equal(np.asarray(k(x)), want)
     check_against_interpreter(pt.stage(k, pt.tensor("f16", (16, 64))))
+
+
+def test_symbolic_operands_past_32_bit_offsets_are_refused_at_their_sizes():
+    from patches.layouts import Sym
+
+    from . import lower_cases as C
+    M = Sym("M", divisible_by=512)
+    k, types = C.vector_add(M, 512)
+    mod = pt.lower(pt.stage(k, *types))
+    mod.verify(sizes={"M": 4096})          # a size that fits checks as before
+    with pytest.raises(pt.LoweringError, match=r"argument 0 spans 2147483648 elements at these sizes; the kernel's "
+                                               r"offsets are 32-bit"):
+        mod.verify(sizes={"M": 2 ** 31})

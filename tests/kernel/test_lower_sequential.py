@@ -7,7 +7,7 @@ import pytest
 
 import patches as pt
 
-from .test_lower_simt import check_against_interpreter
+from .test_lower_simt import check_against_interpreter, needs_sass
 
 M = N = K = 64
 BM = BN = 32
@@ -164,3 +164,12 @@ def test_a_k_grid_matmul_with_padded_output_blocks_revisits_its_padding(variant)
     a, b = rng.standard_normal((m, k_)).astype(np.float32), rng.standard_normal((k_, n)).astype(np.float32)
     np.testing.assert_allclose(kern(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
     check_against_interpreter(pt.stage(kern, pt.tensor("f32", (m, k_)), pt.tensor("f32", (k_, n))), atol=1e-4)
+
+
+@needs_sass
+def test_the_block_scan_compiles_for_sm90a_without_spills():
+    pytest.importorskip("cutlass")
+    k = _block_scan(256, 64, 32)
+    exe = pt.lower(pt.stage(k, pt.tensor("f32", (256, 64)))).compile()
+    assert exe.resources["spills"] == 0, exe.resources
+    assert exe.counts("STG")["STG"] >= 2, exe.counts("STG")     # the zeroing loop's stores and the body's

@@ -224,7 +224,8 @@ def bind(syms: tuple, arrays: list, arg_layouts: list, sizes: dict | None = None
         if len(a.shape) != len(shape):
             raise LoweringError(f"argument {s.arg} has {len(a.shape)} modes, the kernel expects {len(shape)}")
         env[s.sym] = int(a.shape[s.mode])
-    for k, (a, lay) in enumerate(zip(arrays, arg_layouts)):
+    for k, lay in enumerate(arg_layouts):
+        a = arrays[k] if k < len(arrays) else None
         want = tuple(int(x) for x in _leaves(substitute(lay.shape, env)))
         if a is not None and symbols_of(lay) and tuple(a.shape) != want:
             raise LoweringError(f"argument {k} has shape {tuple(a.shape)}; at the bindings of its symbols the kernel "

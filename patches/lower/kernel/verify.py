@@ -51,7 +51,8 @@ def verify_kernel(module: Any, kinds: tuple | None = None, sizes: dict | None = 
     K = module.load()
     report = Report(module.spec.name)
     syms = getattr(module.spec, "symbols", ())
-    env = symbolic.bind(syms, [], [], {**symbolic.default_sizes(syms), **(sizes or {})}) if syms else {}
+    env = symbolic.bind(syms, [], [a.value_layout for a in module.spec.args],
+                        {**symbolic.default_sizes(syms), **(sizes or {})}) if syms else {}
     if syms:
         K = _Bound(K, {s.ident: env[s.sym] for s in syms})
     spec = module.spec if not syms else _bound_spec(module.spec, env)
