@@ -59,6 +59,16 @@ def test_the_gradient_program_lowers_kernel_by_kernel():
     assert C.kernel_names(forward) == ["flash_fwd"]
 
 
+def test_the_three_kernels_verify_from_their_own_code():
+    """Every thread and value of the forward, dQ and dK/dV kernels' data movement, checked from the emitted
+    builders (patches.lower.kernel.verify)."""
+    _, kernels, types = C.flash_attention_with_backward(128, 64)
+    lse = pt.tensor("f32", 128)
+    for k, ts in zip(kernels, (types, types + types[:1] + [lse, lse], types + types[:1] + [lse, lse])):
+        report = pt.lower(pt.stage(k, *ts)).verify()
+        assert "verified" in str(report), report
+
+
 @needs_sass
 @pytest.mark.parametrize("D", [64, 128])
 def test_the_backward_kernels_compile_to_hgmma_without_spills(D):
