@@ -44,8 +44,25 @@ def bind_fori(vals: list, point: list | None = None, grid: tuple | None = None, 
     return bind_loop(staged, carry, *loop_bounds({"lower": lower, "upper": upper}, consts))
 
 
+# The padded positions of the backward kernel being staged (kernel_positions.PaddedPositions), innermost last:
+# its ``guard`` keeps partial functions finite past padded edges.
+PADDED: list = []
+# A partial function's argument and a point of its domain where it and its derivative are finite:
+# {primitive: (argument index, safe value)}.
+PARTIAL = {"div": (1, 1.0), "pow": (0, 1.0), "log": (0, 1.0), "log2": (0, 1.0), "log10": (0, 1.0), "sqrt": (0, 1.0),
+           "log1p": (0, 0.0), "arcsin": (0, 0.0), "arccos": (0, 0.0), "arctanh": (0, 0.0), "tan": (0, 0.0)}
+
+
+def guarded(e: Any, vals: list, point: list | None) -> list:
+    """``vals`` with a partial function's argument made safe past padded edges (see PaddedPositions)."""
+    if PADDED and PADDED[-1] is not None and e.prim.name in PARTIAL:
+        return PADDED[-1].guard(e, vals, point)
+    return vals
+
+
 def eval_eqn(e: Any, vals: list, point: list | None, grid: tuple | None) -> list:
     """One equation on values, with program ids taken from ``point`` when given."""
+    vals = guarded(e, vals, point)
     if point is not None and e.prim is program_id_p:
         return [point[e.params["axis"]]]
     if point is not None and e.prim is num_programs_p:

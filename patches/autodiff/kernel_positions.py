@@ -21,14 +21,16 @@ from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import get_aval
 from ..staging.errors import StagingError, fail
+from ..staging.interpreter import eval_program
 from ..staging.ir import Literal
 from ..staging.kernel import cond_p, fori_p
 from ..staging.kernel.blockspec import BlockMapping, padding_extents
 from ..staging.kernel.control import n_bounds
 from ..staging.primitives import argmax_p, argmin_p, astype_p, matmul_p
 from ..staging.types import mode_layouts, mode_size, modes_of
+from .kernel_eval import PARTIAL
 from .kernel_padding import padded_shape
-from .transpose import is_linear
+from .transpose import UndefinedPrimal, is_linear
 
 _COMPARE = frozenset(P.COMPARE)
 _ELEMENTWISE = frozenset({*P.UNARY, *P.BINARY, *P.COMPARE, *P.BITWISE, "where", "astype", "copy", "stop_gradient", "erf",
@@ -197,10 +199,11 @@ class _Scan:
     {label: block mode}, ``sinks`` the output Refs with theirs: a decided value may be stored only where each
     label it carries lands on the same label of the output, whose padded positions the forward pass drops."""
 
-    def __init__(self, tainted: set, sinks: dict, refs: dict) -> None:
+    def __init__(self, tainted: set, sinks: dict, refs: dict, record: dict | None = None) -> None:
         self.tainted, self.sinks, self.refs = tainted, sinks, refs
         self.conf: dict = {}
         self.decided: dict = {}
+        self.record = {} if record is None else record   # every tainted variable's positions, nested bodies too
 
     def state(self, v: Any) -> tuple:
         return id(v) in self.tainted, self.conf.get(id(v)), self.decided.get(id(v))
@@ -209,6 +212,7 @@ class _Scan:
         hot, c, d = st
         if hot:
             self.tainted.add(id(v))
+            self.record[id(v)] = c
             if c is not None:
                 self.conf[id(v)] = c
         if d:
@@ -217,7 +221,7 @@ class _Scan:
     def inner(self, pairs: list) -> _Scan:
         s = _Scan({id(p) for p, a in pairs if id(a) in self.tainted},
                   {id(p): self.sinks[id(a)] for p, a in pairs if id(a) in self.sinks},
-                  {id(p): self.refs[id(a)] for p, a in pairs if id(a) in self.refs})
+                  {id(p): self.refs[id(a)] for p, a in pairs if id(a) in self.refs}, self.record)
         s.conf = {id(p): self.conf[id(a)] for p, a in pairs if id(a) in self.conf}
         s.decided = {id(p): self.decided[id(a)] for p, a in pairs if id(a) in self.decided}
         return s
@@ -330,6 +334,7 @@ class _Scan:
         if not any(hot):
             return None
         self.tainted.update(id(v) for v in e.outputs)
+        self.record.update((id(v), c) for v in e.outputs)
         if c is not None:
             self.conf.update((id(v), c) for v in e.outputs)
         if name in _COMPARE or name in ("floordiv", "mod") and dtypes.is_float(e.inputs[0].type.dtype):
@@ -337,7 +342,7 @@ class _Scan:
         return None
 
 
-def decisions(prog: Any, refs: dict, sinks: dict | None = None) -> str | None:
+def decisions(prog: Any, refs: dict, sinks: dict | None = None, record: dict | None = None) -> str | None:
     """The first discrete decision ``prog`` makes from a value derived from a padded read (``refs``: the padded
     Refs with their {label: mode}) that could change its outputs or gradients at valid positions, or None.
 
@@ -346,16 +351,78 @@ def decisions(prog: Any, refs: dict, sinks: dict | None = None) -> str | None:
     (zeros) could disagree. A comparison (or float floordiv/mod) is a decision too once its result leaves its
     element's position (a reduction over a padded mode, a matmul contracting one, a view that moves one, a loop
     carry that mixes positions, a store anywhere but the same positions of an output padded alike):
-    ``NaN <= 0`` is False in the forward pass and ``0 <= 0`` True in the backward kernels."""
-    return _Scan(set(refs), sinks or {}, dict(refs)).run(prog)
+    ``NaN <= 0`` is False in the forward pass and ``0 <= 0`` True in the backward kernels. ``record`` receives
+    every derived variable's positions ({label: mode}, None where they mix)."""
+    return _Scan(set(refs), sinks or {}, dict(refs), record).run(prog)
+
+
+class PaddedPositions:
+    """The positions a backward kernel's values keep past padded edges, and the guard that keeps them finite.
+
+    A backward kernel recomputes the primal on operands embedded in zeros, and its cotangents are zero past the
+    edge. Products of the two are then 0 unless a partial function made an infinity from a padded zero (``1 / a``,
+    ``log``, ``x / ||x||``): inf * 0 = NaN would then enter a sum over the padded mode (dB = f(A)^T dC, a shared
+    gain's reduction over rows) and spoil valid cotangents. ``guard`` replaces such an argument, at the padded
+    positions of the value only, by a point of the function's domain; valid positions are untouched."""
+
+    def __init__(self, record: dict, sources: dict) -> None:
+        self.record, self.sources = record, sources
+
+    def valid(self, x: Any, conf: dict, point: list) -> Any:
+        """A bool mask of ``x``'s shape, True at positions inside every padded edge ``conf`` names (None when one
+        is not known or not a flat mode)."""
+        shape = x.type.layout.shape if hasattr(x, "type") else get_aval(x).layout.shape
+        shape = shape if type(shape) is tuple else (shape,)
+        if not all(type(n) is int for n in shape):
+            return None
+        mask = None
+        for label, mode in conf.items():
+            src = self.sources.get(label)
+            if src is None or mode >= len(shape):
+                return None
+            index_map, k, tile, extent = src
+            block = eval_program(index_map, list(point))[k]
+            ok = P.lt(P.add(P.iota("i32", shape, mode), P.mul(block, tile)), extent)
+            mask = ok if mask is None else P.bitwise_and(mask, ok)
+        return mask
+
+    def guard(self, e: Any, vals: list, point: list) -> list:
+        """``vals`` of equation ``e`` with its partial argument made safe at padded positions."""
+        k, safe = PARTIAL[e.prim.name]
+        conf = self.record.get(id(e.inputs[k]))
+        x = vals[k]
+        if not conf or point is None or isinstance(x, UndefinedPrimal) or not dtypes.is_float(e.inputs[k].type.dtype):
+            return vals
+        mask = self.valid(e.inputs[k], conf, point)
+        if mask is None:
+            return vals
+        out = list(vals)
+        out[k] = P.where(mask, x, safe)
+        return out
+
+
+def _sources(operands: list, in_specs: tuple) -> dict:
+    """{label: (index map, its output for the axis, tile, extent)} of every padded axis of the operands."""
+    out: dict = {}
+    for x, m in zip(operands, in_specs):
+        t = x.type if is_linear(x) else get_aval(x)
+        labels = padded_labels(t, m)
+        if not labels:
+            continue
+        tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
+        extents = padding_extents(t.layout, m.tiler, m.carved)
+        kept = [k for k in range(len(tiler)) if k not in m.squeezed]
+        for j, label in labels.items():
+            out.setdefault(label, (m.index_map, kept[j], tiler[kept[j]], extents[kept[j]]))
+    return out
 
 
 def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out_specs: tuple = (),
-                      out_types: tuple = ()) -> None:
+                      out_types: tuple = ()) -> PaddedPositions | None:
     """Refuse to transpose a kernel whose body makes a discrete decision from data read past a padded edge:
     there the forward pass read NaN and the backward kernels read zeros, so they could take different paths
     and the gradient would be silently wrong. Integer operands read past the edge are refused as well (the
-    forward reads the most negative integer there)."""
+    forward reads the most negative integer there). Returns the body's padded positions (None: nothing padded)."""
     refs, labels = {}, []
     for x, m, p in zip(operands, in_specs, body.params):
         if is_linear(x):
@@ -370,11 +437,15 @@ def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out
                                "integer (pad the operand to whole blocks)")
         refs[id(p)] = {label: j for j, label in lab.items()}
         labels.append(m.label)
+    if not refs:
+        return None
     sinks = {id(p): {label: j for j, label in padded_labels(t, m).items()}
              for p, m, t in zip(body.params[len(operands):], out_specs, out_types)}
-    why = decisions(body, refs, sinks) if refs else None
+    record: dict = {}
+    why = decisions(body, refs, sinks, record)
     if why:
         raise fail("grad", f"kernel {name}: {why} depends on data read from the padded edge blocks of "
                            f"{', '.join(labels)} (NaN past the edge in the forward pass, zeros in the backward kernels, "
                            "so the two could decide differently); decide from program_id and iota only, or pad the "
                            "operand to whole blocks")
+    return PaddedPositions(record, _sources(operands, in_specs))

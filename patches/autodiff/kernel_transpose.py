@@ -29,9 +29,11 @@ from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
 from .kernel_coverage import covers, visits_each_block_once, writes_once
 from .kernel_eval import (
+    PADDED,
     block_buffer,
     eqn_ref_uses,
     eval_eqn,
+    guarded,
     lean_kernel,
     linear_buffers,
     read_env,
@@ -138,7 +140,7 @@ def transpose_body(prog: Program, args: list, cts_out: list, point: list, grid: 
             rule = transpose_rules.get(e.prim)
             if rule is None or any(id(a) in lrefs for a in e.inputs):
                 raise _unsupported(f"the primitive {e.prim.name} on differentiated values")
-            ops = [UndefinedPrimal(a.type) if is_lin(a) else read_env(env, a) for a in e.inputs]
+            ops = guarded(e, [UndefinedPrimal(a.type) if is_lin(a) else read_env(env, a) for a in e.inputs], point)
             try:
                 if e.prim.multiple_results:
                     ct_in = rule([c if c is not None else Zero(v.type) for c, v in zip(outs, e.outputs)], *ops, **e.params)
@@ -368,10 +370,14 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
     body = _without_dead_outputs(body, len(operands), cts)
-    check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types)
+    padded = check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
-    return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
-            if is_linear(x) else None for k, x in enumerate(operands)]
+    PADDED.append(padded)           # partial functions stay finite past the padded edges (PaddedPositions)
+    try:
+        return [cropped(_backward_kernel(k, ops, cts, base, grid, in_specs, out_specs, body), crop[k])
+                if is_linear(x) else None for k, x in enumerate(operands)]
+    finally:
+        PADDED.pop()
 
 
 def _without_dead_outputs(body: Program, n_in: int, cts: list) -> Program:
