@@ -154,3 +154,20 @@ def test_transposed_output_blocks_and_a_full_reduction():
     k = pt.kernel(t_kernel, pt.tensor("f32", (16, 32)), grid=(4,), in_specs=[pt.BlockSpec((8, 16), lambda i: (i, 0))],
                   out_specs=pt.BlockSpec((16, 8), lambda i: (0, i)))
     check_against_interpreter(pt.stage(k, pt.tensor("f32", (32, 16))))
+
+
+def test_the_gradient_of_a_scalar_operand_lowers_and_verifies():
+    """A 0-d operand (a temperature, spec None): its backward kernel sums a block into the one element; the
+    one-element block is stored by the thread that owns it."""
+    spec = pt.BlockSpec((8, 16), lambda i: (i, 0))
+
+    def temp(x_ref, t_ref, o_ref):
+        o_ref[...] = pt.tanh(x_ref[...] * t_ref[...])
+    k = pt.kernel(temp, pt.tensor("f32", (64, 16)), grid=(8,), in_specs=[spec, None], out_specs=spec)
+    grad = pt.grad(lambda v, s: pt.reduce_sum(k(v, s)), (0, 1))
+    x, t = np.random.default_rng(3).standard_normal((64, 16)).astype(np.float32), np.float32(0.7)
+    np.testing.assert_allclose(grad(x, np.array(t))[1], ((1 - np.tanh(x * t) ** 2) * x).sum(), rtol=1e-4)
+    prog = pt.stage(grad, pt.tensor("f32", (64, 16)), pt.tensor("f32", ()))
+    check_against_interpreter(prog, rtol=1e-4, atol=1e-5)
+    for sub in C.kernel_programs(prog):
+        pt.lower(sub).verify()

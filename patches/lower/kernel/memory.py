@@ -241,9 +241,11 @@ def store(ctx: Ctx, ref: RefVal, off: str, sel: Layout, x: Scalar | Block, why: 
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     bounds = padded_bounds(ctx, ref, off, sel, why)
+    if sel.shape == () and isinstance(x, Block):
+        if x.n != 1:
+            raise ctx.fail(f"a block of {x.n} elements stored into a single element")
+        sel = Layout(1, 0)           # a one-element block (a full reduction): stored as a block of one
     if sel.shape == ():
-        if isinstance(x, Block):
-            raise ctx.fail("a block stored into a single element")
         sync.access(ctx, ref.ptr, off, sel, "thread 0", True)
         w.emit("if tidx == 0:")
         line = f"cute.make_tensor({base}, cute.make_layout(1))[0] = {scalar_as(x, ref.dtype, why)}"
