@@ -237,3 +237,16 @@ def test_fori_loop_accepts_jaxs_unroll_hint():
     np.testing.assert_allclose(pt.kernel(k, pt.tensor("f64", 8), grid=(2,), in_specs=[spec], out_specs=spec)(x), 3 * x)
     with pytest.raises(pt.StagingError, match="^fori_loop: unroll must be"):
         pt.fori_loop(0, 3, lambda i, c: c, np.zeros(2), unroll=-1)
+
+
+def test_num_programs_converts_like_an_i32_scalar_and_stays_a_static_loop_bound():
+    """``pl.num_programs(0).astype(jnp.float32)`` as Pallas users write it; the static extent still gives a loop
+    with a static trip count."""
+    def k(x_ref, o_ref):
+        n = pt.num_programs(0)
+        o_ref[...] = x_ref[...] * n.astype("f32") + pt.fori_loop(0, n, lambda i, c: c + 1.0, 0.0)
+    spec = pt.BlockSpec((8,), lambda i: (i,))
+    kern = pt.kernel(k, pt.tensor("f32", 32), grid=(4,), in_specs=[spec], out_specs=spec)
+    x = rng.standard_normal(32).astype(np.float32)
+    np.testing.assert_allclose(kern(x), 4 * x + 4, rtol=1e-6)
+    assert pt.num_programs.__doc__ and "upper=4" in str(pt.stage(kern, pt.tensor("f32", 32)))

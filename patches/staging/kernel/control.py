@@ -63,10 +63,20 @@ def program_id(axis: int) -> Any:
     return bind(program_id_p, axis=_axis("program_id", axis))
 
 
+class GridExtent(int):
+    """A static grid extent: an int, so loop bounds and index arithmetic stay static, that also converts as the i32
+    scalar Pallas's ``num_programs`` returns (``.astype``, ``.dtype``)."""
+
+    dtype = "i32"
+
+    def astype(self, dtype: Any) -> Any:
+        return bind(extent_p, value=int(self)).astype(dtype)
+
+
 def num_programs(axis: int) -> Any:
-    """The extent of the grid along ``axis``: a Python int when static, else a staged i32 scalar."""
+    """The extent of the grid along ``axis``: an int when static (a GridExtent), else a staged i32 scalar."""
     n = current_grid_spec()[_axis("num_programs", axis)]
-    return n if type(n) is int else bind(num_programs_p, axis=axis)
+    return GridExtent(n) if type(n) is int else bind(num_programs_p, axis=axis)
 
 
 extent_p = Primitive("extent")
