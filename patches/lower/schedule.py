@@ -19,6 +19,7 @@ import numpy as np
 import sympy
 
 from ..layouts import Layout, cosize, make_layout
+from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
 from ..staging.types import TensorType, mode_size, modes_of
@@ -96,7 +97,8 @@ def prepare(prog: Program) -> Program:
 def kernel_operands(eqns: list) -> list:
     """A ``pt.kernel`` call reads whole buffers: an operand that is a view (transpose, slice, ...) or a generator
     (iota) is first copied into a buffer of the operand's own layout (a ``copy`` equation, fused into its
-    producer's kernel where it can be); a literal or a view whose layout is not compact is refused."""
+    producer's kernel where it can be; a slice's buffer has the slice's holes); a literal, or a broadcast or
+    overlapping view, is refused."""
     producer = {id(v): e for e in eqns for v in e.outputs}
     out = []
     for e in eqns:
@@ -111,7 +113,7 @@ def kernel_operands(eqns: list) -> list:
                 continue
             what = "a literal" if not isinstance(x, Var) else f"a {p.prim.name} of another value"
             lay = x.type.layout
-            if not isinstance(x, Var) or not _compact(lay):
+            if not isinstance(x, Var) or not _injective(lay):
                 raise LoweringError(f"equation {_eqn_text(e)}: operand {i} is {what} ({x.type}), which a kernel cannot "
                                     "read as a buffer; pass a tensor with a compact layout")
             y = Var(TensorType(x.type.dtype, lay))
@@ -119,6 +121,23 @@ def kernel_operands(eqns: list) -> list:
             ins.append(y)
         out.append(Eqn(e.prim, ins, e.params, e.outputs))
     return out
+
+
+def _injective(lay: Layout) -> bool:
+    """Whether distinct coordinates of a layout reach distinct offsets (a compact layout, or a slice of one, whose
+    copy is a buffer with holes); a broadcast or overlapping view is not."""
+    if _compact(lay):
+        return True
+    shape, stride = lay.shape, lay.stride
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    if not all(type(n) is int and type(d) is int for n, d in leaves):
+        return False
+    span = 1
+    for n, d in sorted(((n, abs(d)) for n, d in leaves if n > 1), key=lambda p: p[1]):
+        if d < span:
+            return False
+        span = d * n
+    return True
 
 
 def _compact(lay: Layout) -> bool:
