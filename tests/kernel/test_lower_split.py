@@ -52,6 +52,25 @@ def test_an_elementwise_block_is_split_and_simulates_as_the_interpreter():
     check_against_interpreter(prog, atol=1e-6)
 
 
+@pytest.mark.parametrize("M, block, grid", [(300, (256, 128), (2, 2)), (40, (16, 2048), (3, 2))])
+def test_a_split_iota_counts_from_its_parts_offset(M, block, grid):
+    """A block masked with iota past its padded edge (Pallas's idiom), too large for the registers: the split cuts
+    the iota too, each part counting from its own first coordinate along the mode it counts."""
+    N = block[1]
+
+    def masked(x_ref, o_ref):
+        rows = pt.program_id(0) * block[0] + pt.iota("i32", block, 0)
+        cols = pt.iota("f32", block, 1)
+        o_ref[...] = pt.where(rows < M, x_ref[...] * 2.0 + cols + rows.astype("f32") * 1000.0, 0.0)
+    spec = pt.BlockSpec(block, lambda i: (i, 0))
+    k = pt.kernel(masked, pt.tensor("f32", (M, N)), grid=(-(-M // block[0]),), in_specs=[spec], out_specs=spec)
+    prog = pt.stage(k, pt.tensor("f32", (M, N)))
+    mod = pt.lower(prog)
+    assert mod.spec.grid == grid
+    check_against_interpreter(prog)
+    mod.verify()
+
+
 def test_a_block_oversize_along_a_reduced_or_contracted_axis_is_named():
     def total(x_ref, o_ref):
         o_ref[0] = pt.reduce_sum(x_ref[...])

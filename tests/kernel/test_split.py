@@ -93,12 +93,15 @@ def test_reductions_indexing_iota_and_unwritten_outputs_make_classes_unsplittabl
     assert reasons[("x_ref mode 1", "o_ref mode 1")] == "body equation 1 (reduce_max) reduces it"
     assert reasons[("x_ref mode 0", "o_ref mode 0")] is None
 
-    def pos_kernel(x_ref, o_ref):
-        o_ref[...] = x_ref[...] + pt.iota("f32", (8, 16), 0)
+    def pos_kernel(x_ref, o_ref):     # an iota splits, each part counting from its offset along its mode
+        o_ref[...] = x_ref[...] + pt.iota("f32", (8, 16), 0) * 100.0 + pt.iota("f32", (8, 16), 1)
     spec = pt.BlockSpec((8, 16), lambda i: (i, 0))
     k = pt.kernel(pos_kernel, pt.tensor("f32", (16, 16)), grid=(2,), in_specs=[spec], out_specs=spec)
-    for c in analyze(pt.stage(k, pt.tensor("f32", (16, 16))).eqns[0]).classes:
-        assert "body equation 1 (iota) is not known to keep its coordinates apart" in c.reason
+    prog = pt.stage(k, pt.tensor("f32", (16, 16)))
+    assert [c.reason for c in analyze(prog.eqns[0]).classes] == [None, None]
+    for f0, f1 in [(2, 1), (1, 4), (4, 2)]:
+        split = same_outputs(prog, lambda an, types: {c.id: f for c, f in zip(an.classes, (f0, f1)) if f > 1})  # noqa: B023
+        assert _grid(split)[1:] == tuple(f for f in (f0, f1) if f > 1)
 
     def row_kernel(x_ref, o_ref, s_ref):     # o's block has no mode along x's rows: all parts would write it
         o_ref[...] = pt.reduce_sum(x_ref[...], 0)

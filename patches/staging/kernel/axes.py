@@ -167,6 +167,9 @@ class Analysis:
             self._tie(f.outputs, outs)
             self._walk(t, f"{w} true /")
             self._walk(f, f"{w} false /")
+        elif name == "iota":         # each mode its own node; the split offsets the counting one (split.py)
+            for k in range(_rank(outs[0])):
+                self.node(outs[0], k)
         elif name in SCALARS:
             pass
         else:

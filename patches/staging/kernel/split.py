@@ -25,6 +25,7 @@ from ..tracing import stage_flat
 from ..types import compact, is_compact, layout_of_modes, mode_layouts, modes_of, shape_of_modes
 from .axes import Analysis, cut_layout, tile_modes
 from .blockspec import BlockMapping, padding_extents
+from .control import program_id
 from .refs import GMEM, RefType
 from .restage import restage_body
 from .state import I32
@@ -85,8 +86,7 @@ def split_kernel(e: Eqn, factors: dict) -> Eqn:
     for j, t in enumerate(p["body"].in_types[len(specs):], len(specs)):
         mine = {k: s for (jj, k), (s, _) in parts.items() if jj == j}
         ref_types.append(RefType(t.dtype, cut_layout(t.layout, mine), t.space) if mine else t)
-    factor_of = _factor_lookup(an, factors)
-    body = restage_body(p["body"], ref_types, new_grid, _shape_hook(factor_of))
+    body = restage_body(p["body"], ref_types, new_grid, _shape_hook(_part_lookup(an, factors), len(grid)))
     n_in = len(p["in_specs"])
     new = {**p, "grid": new_grid, "in_specs": tuple(maps[:n_in]), "out_specs": tuple(maps[n_in:]), "body": body}
     if p.get("dimension_semantics") is not None:
@@ -156,28 +156,38 @@ def _cut_mapping(m: BlockMapping, t: Any, mine: dict, n_grid: int, n_new: int) -
 
 # -- the body ---------------------------------------------------------------------------------------------
 
-def _factor_lookup(an: Analysis, factors: dict) -> Callable:
-    def factor_of(v: Any, k: int) -> int:
+def _part_lookup(an: Analysis, factors: dict) -> Callable:
+    """(factor, new grid axis) of a value's mode: (1, None) where its class is not split."""
+    axis = {cid: a for a, cid in enumerate(factors)}
+
+    def part_of(v: Any, k: int) -> tuple:
         c = an.class_of_mode(v, k)
-        return factors.get(c.id, 1) if c is not None else 1
-    return factor_of
+        return (factors[c.id], axis[c.id]) if c is not None and c.id in factors else (1, None)
+    return part_of
 
 
-def _shape_hook(factor_of: Callable) -> Callable:
+def _shape_hook(part_of: Callable, n_grid: int) -> Callable:
     """Equations whose params carry a shape along a split class get it cut: broadcasts (``zeros`` and ``full``
-    among them) and copies into a given layout."""
+    among them), iotas (counting from their part's offset along the mode they count) and copies into a given
+    layout."""
     def hook(e: Any, vals: list) -> list | None:
         name = e.prim.name
-        if name not in ("broadcast", "copy"):
+        if name not in ("broadcast", "copy", "iota"):
             return None
         out = e.outputs[0]
-        parts = {k: f for k in range(out.type.rank) if (f := factor_of(out, k)) > 1}
+        parts = {k: f for k in range(out.type.rank) if (f := part_of(out, k)[0]) > 1}
         if not parts:
             return None
-        if name == "broadcast":
+        if name in ("broadcast", "iota"):
             ms = list(modes_of(e.params["shape"]))
             shape = shape_of_modes([n // parts[k] if k in parts else n for k, n in enumerate(ms)])
-            return bind_multi(e.prim, *vals, **{**e.params, "shape": shape})
+            outs = bind_multi(e.prim, *vals, **{**e.params, "shape": shape})
+            d = e.params.get("dimension")
+            if name == "broadcast" or d not in parts:
+                return outs
+            f, a = part_of(out, d)
+            start = program_id(n_grid + a) * (ms[d] // f)       # the part's first coordinate along the counted mode
+            return [outs[0] + start.astype(out.type.dtype)]
         lay = e.params["layout"]
         if lay is None:
             return None
