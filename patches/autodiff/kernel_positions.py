@@ -29,6 +29,7 @@ from ..staging.kernel.control import n_bounds
 from ..staging.primitives import argmax_p, argmin_p, astype_p, matmul_p
 from ..staging.types import mode_layouts, mode_size, modes_of
 from .kernel_eval import PARTIAL
+from .kernel_masks import masks_padding
 from .kernel_padding import padded_shape
 from .transpose import UndefinedPrimal, is_linear
 
@@ -199,11 +200,13 @@ class _Scan:
     {label: block mode}, ``sinks`` the output Refs with theirs: a decided value may be stored only where each
     label it carries lands on the same label of the output, whose padded positions the forward pass drops."""
 
-    def __init__(self, tainted: set, sinks: dict, refs: dict, record: dict | None = None) -> None:
+    def __init__(self, tainted: set, sinks: dict, refs: dict, record: dict | None = None, masks: Any = None) -> None:
         self.tainted, self.sinks, self.refs = tainted, sinks, refs
         self.conf: dict = {}
         self.decided: dict = {}
         self.record = {} if record is None else record   # every tainted variable's positions, nested bodies too
+        self.masks = masks          # (where eqn, confs, producers) -> whether it masks the padding (top level only)
+        self.producers: dict = {}
 
     def state(self, v: Any) -> tuple:
         return id(v) in self.tainted, self.conf.get(id(v)), self.decided.get(id(v))
@@ -227,6 +230,7 @@ class _Scan:
         return s
 
     def run(self, prog: Any) -> str | None:
+        self.producers = {id(o): e for e in prog.eqns for o in e.outputs}
         for e in prog.eqns:
             why = self.eqn(e)
             if why:
@@ -307,6 +311,9 @@ class _Scan:
             first = 2 if name in _STORES else 1
             if any(hot[first:]):
                 return f"a dynamic index of {name}"
+        if name == "where" and self.masks is not None and any(hot) and not hot[0] and \
+                self.masks(e, {k: self.conf.get(id(a)) for k, a in enumerate(e.inputs) if hot[k]}, self.producers):
+            return None             # a mask from positions alone: its padded positions hold the other operand
         if e.prim in (argmax_p, argmin_p) and hot[0]:
             return f"an {name}"
         if e.prim is astype_p and hot[0] and not dtypes.is_float(e.params["dtype"]) \
@@ -342,7 +349,8 @@ class _Scan:
         return None
 
 
-def decisions(prog: Any, refs: dict, sinks: dict | None = None, record: dict | None = None) -> str | None:
+def decisions(prog: Any, refs: dict, sinks: dict | None = None, record: dict | None = None,
+              masks: Any = None) -> str | None:
     """The first discrete decision ``prog`` makes from a value derived from a padded read (``refs``: the padded
     Refs with their {label: mode}) that could change its outputs or gradients at valid positions, or None.
 
@@ -352,8 +360,9 @@ def decisions(prog: Any, refs: dict, sinks: dict | None = None, record: dict | N
     element's position (a reduction over a padded mode, a matmul contracting one, a view that moves one, a loop
     carry that mixes positions, a store anywhere but the same positions of an output padded alike):
     ``NaN <= 0`` is False in the forward pass and ``0 <= 0`` True in the backward kernels. ``record`` receives
-    every derived variable's positions ({label: mode}, None where they mix)."""
-    return _Scan(set(refs), sinks or {}, dict(refs), record).run(prog)
+    every derived variable's positions ({label: mode}, None where they mix); ``masks`` decides whether a top-level
+    ``where`` masks the padding (kernel_masks), making its result underived."""
+    return _Scan(set(refs), sinks or {}, dict(refs), record, masks).run(prog)
 
 
 class PaddedPositions:
@@ -418,7 +427,7 @@ def _sources(operands: list, in_specs: tuple) -> dict:
 
 
 def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out_specs: tuple = (),
-                      out_types: tuple = ()) -> PaddedPositions | None:
+                      out_types: tuple = (), grid: tuple | None = None) -> PaddedPositions | None:
     """Refuse to transpose a kernel whose body makes a discrete decision from data read past a padded edge:
     there the forward pass read NaN and the backward kernels read zeros, so they could take different paths
     and the gradient would be silently wrong. Integer operands read past the edge are refused as well (the
@@ -442,10 +451,12 @@ def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out
     sinks = {id(p): {label: j for j, label in padded_labels(t, m).items()}
              for p, m, t in zip(body.params[len(operands):], out_specs, out_types)}
     record: dict = {}
-    why = decisions(body, refs, sinks, record)
+    sources = _sources(operands, in_specs)
+    why = decisions(body, refs, sinks, record,
+                    lambda e, confs, producers: masks_padding(e, confs, producers, sources, grid))
     if why:
         raise fail("grad", f"kernel {name}: {why} depends on data read from the padded edge blocks of "
                            f"{', '.join(labels)} (NaN past the edge in the forward pass, zeros in the backward kernels, "
                            "so the two could decide differently); decide from program_id and iota only, or pad the "
                            "operand to whole blocks")
-    return PaddedPositions(record, _sources(operands, in_specs))
+    return PaddedPositions(record, sources)

@@ -370,7 +370,7 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
     body = _without_dead_outputs(body, len(operands), cts)
-    padded = check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types)
+    padded = check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types, grid)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
     PADDED.append(padded)           # partial functions stay finite past the padded edges (PaddedPositions)
     try:

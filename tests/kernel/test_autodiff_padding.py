@@ -166,3 +166,55 @@ def test_batched_padded_kernels_keep_their_padded_axes_apart():
                     lambda: pt.grad(lambda v: pt.reduce_sum(pt.vmap(f)(v)))(xs)):
         with pytest.raises(pt.StagingError, match="col_count: the result of le of f64.*reaches reduce_sum"):
             grad_of()
+
+
+def _masked_softmax(limit, dtype="f64", rows=16, cols=20, block=(8, 24)):
+    spec = pt.BlockSpec(block, lambda i: (i, 0))
+
+    def msm(x_ref, o_ref):
+        v = pt.where(pt.iota("i32", block, 1) < limit, x_ref[...], -np.inf)
+        e = pt.exp(v - pt.max(v, axis=1, keepdims=True))
+        o_ref[...] = e / pt.sum(e, axis=1, keepdims=True)
+    return pt.kernel(msm, pt.tensor(dtype, (rows, cols)), grid=(rows // block[0],), in_specs=[spec], out_specs=spec)
+
+
+def test_a_softmax_masked_with_iota_past_its_padded_columns_differentiates():
+    """``where(col < N, x, -inf)`` (Pallas's idiom): the predicate, from positions alone, is False at every padded
+    column, so the row max's ties and sums see the same values in the forward and backward kernels."""
+    x, w = rng.standard_normal((16, 20)), rng.standard_normal((16, 20))
+    k = _masked_softmax(20)
+    loss = lambda v: pt.reduce_sum(k(v) * w)  # noqa: E731
+    np.testing.assert_allclose(pt.grad(loss)(x), fd_grad(loss, [x], 0), rtol=1e-6, atol=1e-8)
+    k = _masked_softmax(22)                   # a mask that lets two padded columns through is refused
+    with pytest.raises(pt.StagingError, match="grad: kernel msm: the result of eq.*reaches reduce_sum"):
+        pt.grad(lambda v: pt.reduce_sum(k(v) * w))(x)
+
+
+def test_a_mask_of_padded_rows_from_program_id_lets_decisions_sum_over_rows():
+    """Rows padded (13 in blocks of 4), masked with ``program_id(0) * 4 + iota < 13``; each block sums its positive
+    entries per column, a sum of comparisons over the padded rows. A mask computed from data is not a mask of
+    positions, and stays refused."""
+    spec, row = pt.BlockSpec((4, 6), lambda i: (i, 0)), pt.BlockSpec((1, 6), lambda i: (i, 0))
+
+    def body(by_data):
+        def counts(x_ref, o_ref):
+            x = x_ref[...]
+            keep = (x > -100.0) if by_data else (pt.program_id(0) * 4 + pt.iota("i32", (4, 6), 0) < 13)
+            v = pt.where(keep, x, 0.0)
+            o_ref[...] = pt.sum(v * pt.astype(v > 0.0, "f64"), axis=0, keepdims=True)
+        return pt.kernel(counts, pt.tensor("f64", (4, 6)), grid=(4,), in_specs=[spec], out_specs=row)
+    x = rng.standard_normal((13, 6))
+    loss = lambda v: pt.reduce_sum(body(False)(v))  # noqa: E731
+    np.testing.assert_allclose(loss(x), np.where(x > 0, x, 0).sum(), rtol=1e-12)
+    np.testing.assert_allclose(pt.grad(loss)(x), (x > 0).astype(float), rtol=1e-12)
+    with pytest.raises(pt.StagingError, match="grad: kernel counts: the result of gt"):
+        pt.grad(lambda v: pt.reduce_sum(body(True)(v)))(x)
+
+
+def test_the_masked_softmax_gradient_lowers_and_matches_the_interpreter():
+    from .test_lower_simt import check_against_interpreter
+
+    k = _masked_softmax(200, "f32", 16, 200, (8, 256))
+    prog = pt.stage(pt.grad(lambda v: pt.reduce_sum(k(v) * v)), pt.tensor("f32", (16, 200)))
+    assert sum(kk.kind == "kernel" for kk in pt.lower(prog).kernels) == 2
+    check_against_interpreter(prog, rtol=1e-4, atol=1e-5)
