@@ -56,7 +56,7 @@ def _evaluate(eqns: list, v: Any, point: tuple, grid: tuple) -> np.ndarray:
     return np.asarray(env[id(v)].logical())
 
 
-def masks_padding(e: Any, confs: list, producers: dict, sources: dict, grid: tuple | None) -> bool:
+def masks_padding(e: Any, confs: dict, producers: dict, sources: dict, grid: tuple | None) -> bool:
     """Whether ``where`` equation ``e`` selects, at every padded position of each operand derived from a padded
     read (``confs``: its {label: mode}, None when mixed, absent when not derived), the other operand, which is not
     derived from one: its result then holds the same values in the forward pass and the backward kernels."""

@@ -87,22 +87,27 @@ def test_backward_kernels_without_partial_functions_are_unchanged():
     assert "iota" in text and "where" in text
 
 
-def test_the_guarded_backward_kernels_lower_and_match_the_interpreter():
-    """rmsnorm without eps and a shared gain, 100 rows in blocks of 8: the guarded backward kernels lower, and the
-    emitted kernels' model equals the interpreter, whose gain gradient is finite and right."""
-    from .test_lower_simt import check_against_interpreter
-
-    R, C = 100, 128
-
+def rms_grad(R=36, C=128):
+    """rmsnorm without eps and a shared gain, R rows in blocks of 8: (its gradient, the staged gradient program)."""
     def rms(x_ref, g_ref, o_ref):
         v = x_ref[...]
         o_ref[...] = g_ref[...] * v / pt.sqrt(pt.sum(v * v, axis=1, keepdims=True))
-    k = pt.kernel(rms, pt.tensor("f32", (R, C)), grid=(13,), in_specs=[_rows((R, C)), _whole((1, C))],
+    k = pt.kernel(rms, pt.tensor("f32", (R, C)), grid=(-(-R // B),), in_specs=[_rows((R, C)), _whole((1, C))],
                   out_specs=_rows((R, C)))
     grad = pt.grad(lambda u, s: pt.reduce_sum(k(u, s)), (0, 1))
-    x, g = rng.standard_normal((R, C)).astype(np.float32), rng.standard_normal((1, C)).astype(np.float32)
+    return grad, pt.stage(grad, pt.tensor("f32", (R, C)), pt.tensor("f32", (1, C)))
+
+
+def test_the_guarded_backward_kernels_lower_and_match_the_interpreter():
+    """The guarded backward kernels of rmsnorm without eps lower; the emitted kernels verify from their own code
+    and their model equals the interpreter, whose gain gradient is finite and right."""
+    from .test_lower_simt import check_against_interpreter
+
+    grad, prog = rms_grad()
+    x, g = rng.standard_normal((36, 128)).astype(np.float32), rng.standard_normal((1, 128)).astype(np.float32)
     _, gg = grad(x, g)
     np.testing.assert_allclose(gg, (x / np.linalg.norm(x, axis=1, keepdims=True)).sum(0, keepdims=True), rtol=1e-4)
-    prog = pt.stage(grad, pt.tensor("f32", (R, C)), pt.tensor("f32", (1, C)))
-    assert sum(kk.kind == "kernel" for kk in pt.lower(prog).kernels) == 2
+    mod = pt.lower(prog)
+    assert sum(kk.kind == "kernel" for kk in mod.kernels) == 2
+    mod.verify()
     check_against_interpreter(prog, rtol=1e-4, atol=1e-5)

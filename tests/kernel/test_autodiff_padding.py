@@ -211,10 +211,17 @@ def test_a_mask_of_padded_rows_from_program_id_lets_decisions_sum_over_rows():
         pt.grad(lambda v: pt.reduce_sum(body(True)(v)))(x)
 
 
-def test_the_masked_softmax_gradient_lowers_and_matches_the_interpreter():
+def masked_softmax_grad():
+    """The staged gradient of a masked softmax over 200 of 256 columns (f32)."""
+    k = _masked_softmax(200, "f32", 16, 200, (8, 256))
+    return pt.stage(pt.grad(lambda v: pt.reduce_sum(k(v) * v)), pt.tensor("f32", (16, 200)))
+
+
+def test_the_masked_softmax_gradient_lowers_verifies_and_matches_the_interpreter():
     from .test_lower_simt import check_against_interpreter
 
-    k = _masked_softmax(200, "f32", 16, 200, (8, 256))
-    prog = pt.stage(pt.grad(lambda v: pt.reduce_sum(k(v) * v)), pt.tensor("f32", (16, 200)))
-    assert sum(kk.kind == "kernel" for kk in pt.lower(prog).kernels) == 2
+    prog = masked_softmax_grad()
+    mod = pt.lower(prog)
+    assert sum(kk.kind == "kernel" for kk in mod.kernels) == 2
+    mod.verify()
     check_against_interpreter(prog, rtol=1e-4, atol=1e-5)

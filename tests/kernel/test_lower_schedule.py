@@ -121,18 +121,24 @@ def test_a_transposed_operand_is_copied_into_a_buffer_first():
     np.testing.assert_allclose(mod.simulate_kernels(x.T), pt.evaluate(prog, x.T), rtol=1e-6)
 
 
-def test_a_sliced_operand_is_copied_into_a_buffer_of_its_own_layout():
-    """A kernel on a window of a larger array (and on a transpose of one): the view is copied into a buffer of the
-    view's layout (a buffer with holes), which the kernel reads as it would the view."""
+def sliced_operand(view):
+    """A kernel (x * 3 in 16x16 blocks) on ``view`` of a row-major 64x64 input, staged."""
     spec = pt.BlockSpec((16, 16), lambda i, j: (i, j))
     k = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 3.0), pt.tensor("f32", (32, 32)),
                   grid=(2, 2), in_specs=[spec], out_specs=spec)
+    return pt.stage(lambda v: k(view(v)), pt.tensor("f32", make_layout((64, 64), (64, 1))))
+
+
+def test_a_sliced_operand_is_copied_into_a_buffer_of_its_own_layout():
+    """A kernel on a window of a larger array (and on a transpose of one): the view is copied into a buffer of the
+    view's layout (a buffer with holes), which the kernel reads as it would the view."""
     x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    row = pt.tensor("f32", make_layout((64, 64), (64, 1)))
-    for f in (lambda v: k(v[16:48, 8:40]), lambda v: k(v[0:32, 8:40].T)):
-        mod = pt.lower(pt.stage(f, row))
+    for view in (lambda v: v[16:48, 8:40], lambda v: v[0:32, 8:40].T):
+        prog = sliced_operand(view)
+        mod = pt.lower(prog)
         assert [kk.fuses for kk in mod.kernels] == [("copy",), ("<lambda>",)]
-        np.testing.assert_allclose(mod.simulate_kernels(x), np.asarray(f(x)), rtol=1e-6)
+        mod.verify()
+        np.testing.assert_allclose(mod.simulate_kernels(x), 3 * np.asarray(view(x)), rtol=1e-6)
 
 
 @pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")

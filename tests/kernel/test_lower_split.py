@@ -52,19 +52,22 @@ def test_an_elementwise_block_is_split_and_simulates_as_the_interpreter():
     check_against_interpreter(prog, atol=1e-6)
 
 
-@pytest.mark.parametrize("M, block, grid", [(300, (256, 128), (2, 2)), (40, (16, 2048), (3, 2))])
-def test_a_split_iota_counts_from_its_parts_offset(M, block, grid):
-    """A block masked with iota past its padded edge (Pallas's idiom), too large for the registers: the split cuts
-    the iota too, each part counting from its own first coordinate along the mode it counts."""
-    N = block[1]
-
+def masked_iota(M, block):
+    """A block masked with iota past its padded edge (Pallas's idiom), staged."""
     def masked(x_ref, o_ref):
         rows = pt.program_id(0) * block[0] + pt.iota("i32", block, 0)
         cols = pt.iota("f32", block, 1)
         o_ref[...] = pt.where(rows < M, x_ref[...] * 2.0 + cols + rows.astype("f32") * 1000.0, 0.0)
     spec = pt.BlockSpec(block, lambda i: (i, 0))
-    k = pt.kernel(masked, pt.tensor("f32", (M, N)), grid=(-(-M // block[0]),), in_specs=[spec], out_specs=spec)
-    prog = pt.stage(k, pt.tensor("f32", (M, N)))
+    k = pt.kernel(masked, pt.tensor("f32", (M, block[1])), grid=(-(-M // block[0]),), in_specs=[spec], out_specs=spec)
+    return pt.stage(k, pt.tensor("f32", (M, block[1])))
+
+
+@pytest.mark.parametrize("M, block, grid", [(300, (256, 128), (2, 2)), (40, (16, 2048), (3, 2))])
+def test_a_split_iota_counts_from_its_parts_offset(M, block, grid):
+    """Too large for the registers, the block is split, and so is its iota: each part counts from its own first
+    coordinate along the mode it counts."""
+    prog = masked_iota(M, block)
     mod = pt.lower(prog)
     assert mod.spec.grid == grid
     check_against_interpreter(prog)
