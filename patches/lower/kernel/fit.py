@@ -10,6 +10,7 @@ value, its axis and why that axis cannot be cut.
 
 from __future__ import annotations
 
+from math import gcd
 from typing import Any
 
 from ...layouts import inttuple as it
@@ -18,6 +19,7 @@ from ...staging.ir import Literal, Program
 from ...staging.kernel.chunk import chunk_kernel, chunk_reason, pick_chunk
 from ...staging.kernel.refs import KernelError, is_ref
 from ...staging.kernel.split import analyze, factor_reason, split_kernel
+from ...staging.kernel.widen import widen_kernel, widen_reason, widening_analysis
 from ...staging.types import modes_of
 from ..errors import LoweringError
 from .values import MAX_PER_THREAD, THREADS, owners
@@ -58,10 +60,67 @@ def _over(body: Program, cut: Any = None) -> list:
 
 def fit_registers(e: Any) -> Any:
     """The kernel equation ``e``, rewritten so that every block value fits the register budget (``e`` itself when
-    it already does)."""
-    body = e.params["body"]
-    if not _over(body):
+    it already does). A block of an odd extent, held by few threads, is first tried as is, then widened to an extent
+    all threads share (``patches.staging.kernel.widen``)."""
+    if not _over(e.params["body"]):
+        return _widen_idle(e)
+    try:
+        return _chunk_and_split(e)
+    except LoweringError as err:
+        widths = _widths(e, _over(e.params["body"]))
+        if not widths:
+            raise
+        try:
+            wide = widen_kernel(e, widths)
+        except (StagingError, KernelError):
+            raise err from None
+        return wide if not _over(wide.params["body"]) else _chunk_and_split(wide)
+
+
+IDLE_OWNERS, IDLE_VALUES = 32, 16     # a block this few threads hold, this many values each, is widened
+
+
+def _widen_idle(e: Any) -> Any:
+    """``e`` with the blocks that fit but leave most threads idle (at most a warp holding 16 or more values
+    each, as an odd row of 1000 elements) widened to spread over the CTA; ``e`` when none can."""
+    idle = [(v, w) for v, w in _values(e.params["body"], "body") if (n := _size(v)) is not None
+            and owners(n) <= IDLE_OWNERS and per_thread(n) >= IDLE_VALUES]
+    widths = _widths(e, idle) if idle else {}
+    if not widths:
         return e
+    try:
+        wide = widen_kernel(e, widths)
+    except (StagingError, KernelError):
+        return e
+    return e if _over(wide.params["body"]) else wide
+
+
+def _widths(e: Any, values: list) -> dict:
+    """{class id: extent} widening, for each of ``values`` (pairs from ``_values``) whose modes leave threads idle,
+    its largest mode that can widen: to the smallest extent making its element count a multiple of the CTA size."""
+    an = widening_analysis(e)
+    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
+    widths: dict = {}
+    for v, _ in values:
+        n = _size(v)
+        if n is None or owners(n) == THREADS:
+            continue
+        ranked = sorted(range(v.type.rank), key=lambda k: -_size_of_mode(v, k))
+        for k in ranked:
+            c = an.class_of_mode(v, k)
+            ext = _size_of_mode(v, k)
+            if c is None or type(ext) is not int or ext < 2:
+                continue
+            step = THREADS // gcd(n // ext, THREADS)
+            width = max(widths.get(c.id, 0), -(-ext // step) * step)
+            if width != ext and widen_reason(an, c, width, types) is None:
+                widths[c.id] = width
+                break
+    return widths
+
+
+def _chunk_and_split(e: Any) -> Any:
+    body = e.params["body"]
     over_ids = {id(v) for v, _ in _over(body)}
     chunks = {}
     for n, x in enumerate(body.eqns):

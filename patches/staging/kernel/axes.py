@@ -49,10 +49,15 @@ class AxisClass:
 
 
 class Analysis:
-    """The union-find over a kernel body's modes, and the classes of its Ref parameters' modes."""
+    """The union-find over a kernel body's modes, and the classes of its Ref parameters' modes.
 
-    def __init__(self, params: dict) -> None:
+    ``widening``: the question is whether a class can be padded (``widen.py``) rather than split: reductions over it
+    and contractions of it are then allowed (masked past the old extent), a contraction ties its two modes, and an
+    output need not hold a mode along it."""
+
+    def __init__(self, params: dict, widening: bool = False) -> None:
         self.params = params
+        self.widening = widening
         self.body: Program = params["body"]
         self.parent: dict = {}
         self.extent: dict = {}
@@ -137,15 +142,21 @@ class Analysis:
             axes = e.params["axes"]
             kept = [k for k in range(_rank(ins[0])) if k not in axes]
             for k in axes:
-                self.refuse(ins[0], k, f"{w} reduces it")
+                if self.widening:
+                    self.node(ins[0], k)
+                else:
+                    self.refuse(ins[0], k, f"{w} reduces it")
             for j, k in enumerate(kept):
                 self.union(outs[0], j, ins[0], k)
         elif name == "matmul" and all(type(a) is not Literal and _rank(a) == 2 for a in ins):
             a, b = ins
             self.union(outs[0], 0, a, 0)
             self.union(outs[0], 1, b, 1)
-            self.refuse(a, 1, f"{w} contracts it")
-            self.refuse(b, 0, f"{w} contracts it")
+            if self.widening:
+                self.union(a, 1, b, 0)
+            else:
+                self.refuse(a, 1, f"{w} contracts it")
+                self.refuse(b, 0, f"{w} contracts it")
         elif name == "concatenate":
             axis = e.params["axis"]
             for a in ins:
@@ -240,7 +251,7 @@ class Analysis:
                 why = _block_mode_reason(specs[j], k) if j < len(specs) else _buffer_reason(self.body.params[j].type)
                 if why and c.reason is None:
                     c.reason = f"{self.labels[j]} mode {k}: {why}"
-            if c.reason is None:
+            if c.reason is None and not self.widening:
                 have = {j for j, _ in c.ref_dims}
                 for j in range(n_in, len(specs)):
                     if j not in have:

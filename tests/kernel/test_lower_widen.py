@@ -1,0 +1,161 @@
+"""Blocks of odd extents (a row of 129 or 1001 elements) are widened before lowering (patches.staging.kernel.widen):
+the widened kernel interprets to the original's outputs, reductions and contractions reading their identity past
+the old extent; the lowered kernels spread such rows over all 128 threads, compute what the interpreter does, and
+verify from their own code; a class that cannot widen keeps the refusal naming why."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.lower.kernel.fit import _values, fit_registers, owners, per_thread
+from patches.lower.module import tool
+from patches.staging.kernel.widen import widen_kernel, widen_reason, widening_analysis
+
+from . import lower_cases as C
+from .test_lower_simt import check_against_interpreter
+
+needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+
+
+def _rows(dtype, shape):
+    return pt.tensor(dtype, pt.Layout(tuple(shape), (shape[1], 1)))
+
+
+def _softmax(x_ref, o_ref):
+    x = x_ref[...]
+    e = pt.exp(x - pt.max(x, axis=1, keepdims=True))
+    o_ref[...] = e / pt.sum(e, axis=1, keepdims=True)
+
+
+def odd_softmax(m, n, bm, dtype="f32"):
+    """A row softmax over whole rows of ``n`` elements, ``bm`` rows a block (the last block padded when ``bm`` does
+    not divide ``m``)."""
+    s = pt.BlockSpec((bm, n), lambda i: (i, 0))
+    k = pt.kernel(_softmax, pt.tensor(dtype, (m, n)), grid=(-(-m // bm),), in_specs=[s], out_specs=s)
+    return pt.stage(k, _rows(dtype, (m, n)))
+
+
+def _stats(x_ref, g_ref, o_ref, mu_ref, am_ref, lo_ref):
+    x = x_ref[...]
+    mu = pt.mean(x, axis=1)
+    xc = x - mu[:, None]
+    o_ref[...] = xc * pt.rsqrt(pt.mean(xc * xc, axis=1) + 1e-5)[:, None] * g_ref[...][None, :]
+    mu_ref[...] = mu
+    am_ref[...] = pt.argmax(x, axis=1).astype("i32")
+    lo_ref[...] = pt.min(x, axis=1) + pt.argmin(x, axis=1).astype("f32")
+
+
+def odd_layernorm(m=24, n=1001, bm=8):
+    """A layernorm over rows of ``n`` with a gain of ``n``, also giving the mean, argmax and min + argmin per row."""
+    s, g, r = pt.BlockSpec((bm, n), lambda i: (i, 0)), pt.BlockSpec((n,), lambda i: (0,)), pt.BlockSpec((bm,), lambda i: (i,))
+    outs = (pt.tensor("f32", (m, n)), pt.tensor("f32", (m,)), pt.tensor("i32", (m,)), pt.tensor("f32", (m,)))
+    k = pt.kernel(_stats, outs, grid=(m // bm,), in_specs=[s, g], out_specs=(s, r, r, r))
+    return pt.stage(k, _rows("f32", (m, n)), pt.tensor("f32", (n,)))
+
+
+def _kernel_eqn(prog):
+    (e,) = [q for q in prog.eqns if q.prim.name == "kernel"]
+    return e
+
+
+def _run(e, *xs):
+    """Interpret one kernel equation on numpy operands."""
+    from patches.staging.ir import Program
+    sub = Program([], [], list(e.inputs), [e], list(e.outputs), None, None, "k")
+    return [np.asarray(o) for o in sub(*xs)] if len(e.outputs) > 1 else [np.asarray(sub(*xs))]
+
+
+def _block_shapes(e):
+    return [m.ref_type.layout.shape for m in tuple(e.params["in_specs"]) + tuple(e.params["out_specs"])]
+
+
+@pytest.mark.parametrize("m,n,bm", [(32, 129, 8), (32, 1001, 8), (30, 1001, 8), (16, 3000, 2)])
+def test_odd_rows_are_widened_over_all_threads_and_match_the_interpreter(m, n, bm):
+    prog = odd_softmax(m, n, bm)
+    wide = fit_registers(_kernel_eqn(prog))
+    (shape,) = {s for s in _block_shapes(wide)}
+    assert shape[0] == bm and shape[1] > n and (bm * shape[1]) % 128 == 0, shape     # every thread holds a part
+    rows = [v for v, _ in _values(wide.params["body"], "body") if v.type.layout.shape == shape]
+    assert rows and all(owners(bm * shape[1]) == 128 for v in rows)
+    check_against_interpreter(prog, atol=1e-6, rtol=1e-5)
+    pt.lower(prog).verify()
+
+
+def test_a_row_held_by_one_thread_is_widened_even_when_it_fits():
+    prog = odd_softmax(32, 127, 1)       # 127 values on a single thread before
+    e = _kernel_eqn(prog)
+    assert per_thread(127) == 127
+    assert _block_shapes(fit_registers(e)) == [(1, 128), (1, 128)]
+    check_against_interpreter(prog, atol=1e-6, rtol=1e-5)
+    pt.lower(prog).verify()
+
+
+def test_reductions_of_every_kind_read_their_identity_past_the_old_extent():
+    prog = odd_layernorm()
+    e = _kernel_eqn(prog)
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == 1001]
+    wide = widen_kernel(e, {c.id: 1024})
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((24, 1001)).astype(np.float32), rng.standard_normal(1001).astype(np.float32)
+    x[3, 1000] = 9.0      # the argmax of a row at the last old coordinate, the argmin at the first
+    x[5, 0] = -9.0
+    want, got = _run(e, x, g), _run(wide, x, g)
+    for w, h in zip(want, got):
+        np.testing.assert_allclose(h, w, rtol=1e-6, atol=1e-6)
+    assert got[2][3] == 1000 and got[3][5] == -9.0
+    check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
+    pt.lower(prog).verify()
+
+
+def test_a_contraction_of_a_widened_axis_reads_zeros_past_it():
+    def proj(x_ref, w_ref, o_ref):
+        o_ref[...] = pt.matmul(pt.exp(x_ref[...]), w_ref[...]) / pt.sum(x_ref[...], axis=1, keepdims=True)
+    k = pt.kernel(proj, pt.tensor("f32", (16, 8)), grid=(2,),
+                  in_specs=[pt.BlockSpec((8, 133), lambda i: (i, 0)), pt.BlockSpec((133, 8), lambda i: (0, 0))],
+                  out_specs=pt.BlockSpec((8, 8), lambda i: (i, 0)))
+    e = _kernel_eqn(pt.stage(k, pt.tensor("f32", (16, 133)), pt.tensor("f32", (133, 8))))
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == 133]
+    assert sorted(c.ref_dims) == [(0, 1), (1, 0)]        # the contraction ties the two modes
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((16, 133)).astype(np.float32), rng.standard_normal((133, 8)).astype(np.float32)
+    np.testing.assert_allclose(_run(widen_kernel(e, {c.id: 144}), x, w)[0], _run(e, x, w)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_gradient_of_an_odd_softmax_lowers():
+    s = pt.BlockSpec((8, 1000), lambda i: (i, 0))
+    k = pt.kernel(_softmax, pt.tensor("f32", (24, 1000)), grid=(3,), in_specs=[s], out_specs=s)
+    prog = pt.stage(pt.grad(lambda x, w: pt.reduce_sum(k(x) * w)), _rows("f32", (24, 1000)), _rows("f32", (24, 1000)))
+    check_against_interpreter(prog, atol=1e-6, rtol=1e-5)
+    pt.lower(prog).verify()
+
+
+def test_a_class_that_cannot_widen_keeps_its_refusal():
+    # the block holds 129 of 258 columns: widening would move the second block's columns
+    s = pt.BlockSpec((8, 129), lambda i, j: (i, j))
+    k = pt.kernel(_softmax, pt.tensor("f32", (32, 258)), grid=(4, 2), in_specs=[s], out_specs=s)
+    e = _kernel_eqn(pt.stage(k, _rows("f32", (32, 258))))
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == 129]
+    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
+    assert "spanning the operand's whole mode" in widen_reason(an, c, 144, types)
+    with pytest.raises(pt.LoweringError, match="129 values per thread"):
+        fit_registers(e)
+    # a pt.ds slice along the axis mixes coordinates the widening would move
+    def sliced(x_ref, o_ref):
+        o_ref[...] = x_ref[:, pt.ds(1, 128)] * 2.0
+    k2 = pt.kernel(sliced, pt.tensor("f32", (32, 128)), grid=(4,), in_specs=[pt.BlockSpec((8, 129), lambda i: (i, 0))],
+                   out_specs=pt.BlockSpec((8, 128), lambda i: (i, 0)))
+    e2 = _kernel_eqn(pt.stage(k2, _rows("f32", (32, 129))))
+    an2 = widening_analysis(e2)
+    (c2,) = [c for c in an2.classes if c.extent == 129]
+    assert "indexes it" in widen_reason(an2, c2, 144, [a.type for a in e2.inputs] + list(e2.params["_out_types"]))
+
+
+@needs_sass
+def test_widened_kernels_compile_for_sm90a_without_spills():
+    pytest.importorskip("cutlass")
+    for prog in (odd_softmax(32, 1001, 8), odd_layernorm()):
+        for sub in C.kernel_programs(prog):
+            assert pt.lower(sub).compile().resources["spills"] == 0
