@@ -349,11 +349,13 @@ def test_bad_arguments_name_the_function():
         (lambda: pt.clip("x", 0, 1), "clip"), (lambda: pt.sigmoid("x"), "sigmoid"), (lambda: pt.reshape("a", 3), "reshape"),
         (lambda: pt.mean(a, dtype="x"), "mean"), (lambda: pt.max(a, axis=1.0), "max"), (lambda: pt.min([a]), "min"),
         (lambda: pt.Array.from_numpy(a).sum(axis=[0, "x"]), "sum"), (lambda: pt.BlockSpec(block_shape="x"), "BlockSpec"),
+        (lambda: pt.associative_scan(pt.add, "x"), "associative_scan"), (lambda: pt.cumsum(a, axis=2), "cumsum"),
+        (lambda: pt.cummax(a, dtype="x"), "cummax"),
     ]
     for bad in ["a", None, [1.0], {}]:
         for name in pt.staging.primitives.NUMPY_OPS:
             fn = getattr(pt, name)
-            if name in ("arange", "iota", "einsum", "concatenate"):
+            if name in ("arange", "iota", "einsum", "concatenate", "associative_scan"):
                 continue
             two = ("floordiv", "mod", "logical_and", "logical_or", "logical_xor", "dot", "power", "remainder",
                    "floor_divide", "logaddexp", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")

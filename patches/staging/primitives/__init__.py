@@ -119,6 +119,7 @@ from .reductions import (
     reduce_sum,
     reduce_sum_p,
 )
+from .scan import associative_scan, cummax, cummin, cumprod, cumsum
 from .special import concatenate, concatenate_p, erf, erf_p, stop_gradient, stop_gradient_p
 from .views import (
     Span,
@@ -156,7 +157,8 @@ COMPARE_NAMES = sorted(COMPARE)
 
 # The numpy/JAX-style functions (listed in docs/staging.md).
 NUMPY_OPS = [
-    "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "arange", "argmax", "argmin", "associative_scan", "clip", "concatenate", "cummax", "cummin", "cumprod", "cumsum",
+    "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
@@ -174,7 +176,8 @@ __all__ = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
-    "arange", "argmax", "argmin", "clip", "concatenate", "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "arange", "argmax", "argmin", "associative_scan", "clip", "concatenate", "cummax", "cummin", "cumprod", "cumsum",
+    "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     "arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p", "log2",
