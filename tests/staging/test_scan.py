@@ -102,3 +102,6 @@ def test_bad_scans_are_staging_errors_naming_the_problem():
     n = pt.Sym("n")
     with pytest.raises(pt.StagingError, match="static extent"):
         pt.stage(lambda v: pt.cumsum(v, axis=0), pt.tensor("f32", (n, 4)))
+    with pytest.raises(pt.StagingError, match="symbolic"):
+        pt.stage(lambda v: pt.cumsum(v), pt.tensor("f32", (n, 4)))
+    np.testing.assert_array_equal(np.asarray(pt.cumsum(np.float64(3.0))), [3.0])      # numpy: a 0-d scans as (1,)

@@ -99,8 +99,10 @@ def _cumulative(name: str, op: Callable, bool_as: str | None) -> Callable:
         elif t.dtype == "bool" and bool_as is not None:
             x = astype(x, bool_as)
         if axis is None:      # numpy's: over the flattened tensor
-            x = reshape(x, (int(np.prod([mode_size(m) for m in modes_of(t.shape)])) if t.rank else 1,)) \
-                if t.rank != 1 else x
+            sizes = [mode_size(m) for m in modes_of(t.shape)] if t.rank else [1]
+            if any(type(n) is not int for n in sizes):
+                raise fail(name, f"scans a tensor of static extents; {t} has symbolic ones", t)
+            x = reshape(x, (int(np.prod(sizes)),)) if t.rank != 1 else x
             axis = 0
         try:
             return associative_scan(op, x, reverse=reverse, axis=axis)
