@@ -20,10 +20,11 @@ from .errors import LoweringError
 DSL_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32",
               "f64": "cutlass.Float64", "bool": "cutlass.Boolean", "i8": "cutlass.Int8", "u8": "cutlass.Uint8",
               "i16": "cutlass.Int16", "u16": "cutlass.Uint16", "i32": "cutlass.Int32", "u32": "cutlass.Uint32",
-              "i64": "cutlass.Int64"}
+              "i64": "cutlass.Int64", "u64": "cutlass.Uint64"}
 FLOATS = ("bf16", "f16", "f32", "f64")
 INT_RANGES = {"i8": (-2**7, 2**7 - 1), "u8": (0, 2**8 - 1), "i16": (-2**15, 2**15 - 1), "u16": (0, 2**16 - 1),
-              "i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1)}
+              "i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1),
+              "u64": (0, 2**64 - 1)}
 
 # Templates over operand code {0}, {1}; {one} is the literal 1 of the compute dtype.
 UNARY = {

@@ -112,12 +112,14 @@ def test_what_cannot_be_lowered_is_named():
     with pytest.raises(pt.LoweringError, match="block shape M is symbolic"):
         pt.lower(pt.stage(k, pt.tensor("f32", M), pt.tensor("f32", M)))
 
-    def imax(x_ref, o_ref):
-        o_ref[0] = pt.reduce_max(x_ref[...], 0)
-    k = pt.kernel(imax, pt.tensor("u32", 2), grid=(2,), in_specs=[pt.BlockSpec((128,), lambda i: (i,))],
-                  out_specs=pt.BlockSpec((1,), lambda i: (i,)))
-    with pytest.raises(pt.LoweringError, match=r"body equation 1 \(reduce_max\): moving u32 elements between thr"):
-        pt.lower(pt.stage(k, pt.tensor("u32", 256)))
+    def scale(x_ref, o_ref):     # a swizzled staging layout (u32 and i64 blocks lower: test_lower_wide_ints.py)
+        o_ref[...] = x_ref[...] * 1.5
+    sw = pt.make_composed_layout(pt.make_swizzle(3, 3, 3), 0, pt.make_layout((16, 64), (64, 1)))
+    spec = pt.BlockSpec((16, 64), lambda i: (i, 0), memory_space=pt.SMEM, layout=sw)
+    k = pt.kernel(scale, pt.tensor("f32", (64, 64)), grid=(4,), in_specs=[spec],
+                  out_specs=pt.BlockSpec((16, 64), lambda i: (i, 0)))
+    with pytest.raises(pt.LoweringError, match=r"staged block of x_ref: a swizzled layout S<3,3,3>"):
+        pt.lower(pt.stage(k, pt.tensor("f32", (64, 64))))
 
 
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")

@@ -38,7 +38,7 @@ class KernelModule(Module):
         out = []
         syms: dict = {}
         for a in self.spec.args:
-            name = CUTLASS_DTYPE.get(a.dtype) or {"i32": "Int32", "f64": "Float64", "i64": "Int64"}.get(a.dtype)
+            name = CUTLASS_DTYPE.get(a.dtype) or {"i32": "Int32", "f64": "Float64", "i64": "Int64", "u64": "Uint64"}.get(a.dtype)
             if name is None:
                 raise LoweringError(f"argument {a.label}: dtype {a.dtype} has no fake tensor")
             if symbols_of(a.layout):    # run-time extents: a compact tensor of dynamic shape (sym_int, divisibility)

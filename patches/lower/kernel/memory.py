@@ -311,9 +311,9 @@ def compute_dtype(dtype: str) -> str:
 def exchange_dtype(dtype: str) -> str:
     if dtype in ("bf16", "f16", "f32"):
         return "f32"
-    if dtype in ("f64", "i32"):
+    if dtype in ("f64", "i32", "i64", "u32", "u64"):     # 32- and 64-bit words move as they are
         return dtype
-    if dtype in ("bool", "i8", "i16", "u8"):       # exact in i32, converted back on the way out
+    if dtype in ("bool", "i8", "i16", "u8", "u16"):       # exact in i32, converted back on the way out
         return "i32"
     raise LoweringError(f"moving {dtype} elements between threads is not lowered")
 

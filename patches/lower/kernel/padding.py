@@ -24,7 +24,7 @@ from ...staging import dtypes
 from ...staging.kernel.refs import Dyn
 from ..errors import LoweringError
 from .context import Ctx
-from .values import RefVal, Scalar, dsl_dtype
+from .values import ITEM_BYTES, RefVal, Scalar, dsl_dtype
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def predicated(w: Any, pad: str, p: Pad, e: str | None, line: str) -> None:
     w.emit(f"{pad}{'    ' * depth}{line}")
 
 
-BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "i16": 2, "i8": 1, "u8": 1}
+BYTES = ITEM_BYTES
 
 
 def chunks(ctx: Ctx, sel: Any, tv: Any, p: Pad, dtype: str) -> tuple[int, Any] | None:

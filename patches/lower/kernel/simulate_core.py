@@ -42,7 +42,7 @@ class _DType:
 
     def __call__(self, x: Any) -> SSA:
         a = np.asarray(x)
-        if self.name in ("i32", "i64", "u32") and a.dtype.kind == "f":     # cvt.rzi: toward zero, saturating, NaN to 0
+        if self.name in ("i32", "i64", "u32", "u16", "u64") and a.dtype.kind == "f":   # cvt.rzi: to zero, saturating, NaN to 0
             info = np.iinfo(self.np)
             t = np.trunc(a.astype(np.float64))
             with np.errstate(invalid="ignore"):
@@ -52,11 +52,12 @@ class _DType:
         return np.asarray(out).view(SSA)
 
 
-_DTYPES = {n: _DType(n) for n in ("f32", "f64", "bf16", "f16", "i32", "i64", "i16", "i8", "u8", "u32", "bool")}
+_DTYPES = {n: _DType(n) for n in ("f32", "f64", "bf16", "f16", "i32", "i64", "i16", "i8", "u8", "u16", "u32", "u64",
+                                          "bool")}
 cutlass = SimpleNamespace(
     Float32=_DTYPES["f32"], Float64=_DTYPES["f64"], BFloat16=_DTYPES["bf16"], Float16=_DTYPES["f16"],
     Int32=_DTYPES["i32"], Int64=_DTYPES["i64"], Int16=_DTYPES["i16"], Int8=_DTYPES["i8"], Uint8=_DTYPES["u8"],
-    Uint32=_DTYPES["u32"], Boolean=_DTYPES["bool"],
+    Uint16=_DTYPES["u16"], Uint32=_DTYPES["u32"], Uint64=_DTYPES["u64"], Boolean=_DTYPES["bool"],
     range=lambda *a, unroll=None, unroll_full=None: map(_DTYPES["i32"], range(*(int(x) for x in a))),
     range_constexpr=lambda *a: range(*(int(x) for x in a)),
     select_=lambda p, a, b: np.where(np.asarray(p, bool), a, b).view(SSA),

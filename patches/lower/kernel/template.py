@@ -21,7 +21,7 @@ from .interchange import interchange
 from .memory import add_offsets, fill, load, store
 from .symbolic import active, arg_layout, code, host_lines, multiple, table
 from .tma import choose_stages, ctas_per_sm
-from .values import Origin, RefVal, Scalar, dsl_dtype, threads
+from .values import ITEM_BYTES, Origin, RefVal, Scalar, dsl_dtype, threads
 
 
 @dataclass(frozen=True)
@@ -281,8 +281,7 @@ def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
 
 
 def _bytes(layout: Any, dtype: str) -> int:
-    return int(cosize(layout)) * {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "u32": 4, "bf16": 2, "f16": 2, "i16": 2}.get(
-        dtype, 1)
+    return int(cosize(layout)) * ITEM_BYTES.get(dtype, 1)
 
 
 def _origin(m: Any, t: Any, coords: list, k: int) -> Origin | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ...layouts import Layout, LayoutError, composition, make_layout, make_layout_tv
 from ...layouts import inttuple as it
+from ..elementwise_rules import DSL_DTYPES as ELEMENTWISE_DTYPES
 from ..errors import LoweringError
 
 THREADS = 128            # one warpgroup: the CTA size of kernels without a wgmma of M >= 128 (and the default)
@@ -41,9 +42,9 @@ def cta_threads(n: int) -> Iterator[None]:
         yield
     finally:
         _CTA_THREADS.reset(token)
-DSL_DTYPES = {"bf16": "cutlass.BFloat16", "f16": "cutlass.Float16", "f32": "cutlass.Float32", "f64": "cutlass.Float64",
-              "i32": "cutlass.Int32", "i64": "cutlass.Int64", "i16": "cutlass.Int16", "i8": "cutlass.Int8",
-              "u8": "cutlass.Uint8", "u32": "cutlass.Uint32", "bool": "cutlass.Boolean"}
+DSL_DTYPES = ELEMENTWISE_DTYPES        # one table of CuTe DSL dtype names for every emitter
+ITEM_BYTES = {"f64": 8, "i64": 8, "u64": 8, "f32": 4, "i32": 4, "u32": 4, "bf16": 2, "f16": 2, "i16": 2, "u16": 2,
+              "i8": 1, "u8": 1, "bool": 1}
 NARROW = ("bf16", "f16")          # computed in f32, rounded once per equation (the interpreter's semantics)
 
 

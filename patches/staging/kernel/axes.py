@@ -16,6 +16,7 @@ from typing import Any
 
 from ...layouts import ComposedLayout, Layout
 from ...layouts import inttuple as it
+from ..errors import fail
 from ..ir import Literal, Program
 from ..primitives import BITWISE, UNARY
 from ..types import compact, mode_size, modes_of
@@ -264,6 +265,23 @@ class Analysis:
     def class_of_mode(self, var: Any, k: int) -> AxisClass | None:
         """The class a value's or Ref's mode belongs to (None when no Ref parameter's mode is in it)."""
         return self.by_root.get(self.node(var, k))
+
+
+def class_parts(an: Analysis, choices: dict, reason: Any, verb: Any, what: str) -> dict:
+    """{(parameter, mode): choice} for every Ref mode of each class ``choices`` names (class id -> choice), after
+    ``reason(class, choice)`` (None: allowed) lets it; a refusal is a StagingError ``verb(choice)`` phrases."""
+    name = an.params["name"]
+    parts: dict = {}
+    for cid, x in choices.items():
+        if not 0 <= cid < len(an.classes):
+            raise fail(what, f"kernel {name} has no axis class {cid}")
+        c = an.classes[cid]
+        why = reason(c, x)
+        if why is not None:
+            raise fail(what, f"kernel {name}: {c.describe()} cannot {verb(x)}: {why}")
+        for jk in c.ref_dims:
+            parts[jk] = x
+    return parts
 
 
 def _rank(v: Any) -> int:

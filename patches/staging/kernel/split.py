@@ -23,7 +23,7 @@ from ..ir import Eqn, Program
 from ..pytree import tree_flatten
 from ..tracing import stage_flat
 from ..types import compact, is_compact, layout_of_modes, mode_layouts, modes_of, shape_of_modes
-from .axes import Analysis, cut_layout, tile_modes
+from .axes import Analysis, class_parts, cut_layout, tile_modes
 from .blockspec import BlockMapping, padding_extents
 from .control import program_id
 from .refs import GMEM, RefType
@@ -65,16 +65,9 @@ def split_kernel(e: Eqn, factors: dict) -> Eqn:
     an = analyze(e)
     p = e.params
     types = [a.type for a in e.inputs] + list(p["_out_types"])
-    parts: dict = {}    # (parameter, mode) -> (factor, new grid axis)
-    for a, (cid, s) in enumerate(factors.items()):
-        if not 0 <= cid < len(an.classes):
-            raise fail("split", f"kernel {p['name']} has no axis class {cid}")
-        c = an.classes[cid]
-        why = factor_reason(an, c, s, types)
-        if why is not None:
-            raise fail("split", f"kernel {p['name']}: {c.describe()} cannot be split {s} ways: {why}")
-        for jk in c.ref_dims:
-            parts[jk] = (s, a)
+    choices = {cid: (s, a) for a, (cid, s) in enumerate(factors.items())}     # (factor, new grid axis)
+    parts = class_parts(an, choices, lambda c, sa: factor_reason(an, c, sa[0], types),
+                        lambda sa: f"be split {sa[0]} ways", "split")
     grid = tuple(p["grid"])
     new_grid = grid + tuple(factors.values())
     specs = tuple(p["in_specs"]) + tuple(p["out_specs"])

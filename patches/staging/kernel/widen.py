@@ -23,7 +23,7 @@ from ..core import bind_multi, get_aval
 from ..errors import fail
 from ..ir import Eqn
 from ..types import compact, layout_of_modes, mode_layouts, modes_of, shape_of_modes
-from .axes import REDUCTIONS, Analysis, tile_modes
+from .axes import REDUCTIONS, Analysis, class_parts, tile_modes
 from .blockspec import BlockMapping, padding_extents
 from .refs import GMEM, RefType
 from .restage import restage_body
@@ -62,16 +62,7 @@ def widen_kernel(e: Eqn, widths: dict) -> Eqn:
     an = widening_analysis(e)
     p = e.params
     types = [a.type for a in e.inputs] + list(p["_out_types"])
-    parts: dict = {}    # (parameter, mode) -> new extent
-    for cid, width in widths.items():
-        if not 0 <= cid < len(an.classes):
-            raise fail("widen", f"kernel {p['name']} has no axis class {cid}")
-        c = an.classes[cid]
-        why = widen_reason(an, c, width, types)
-        if why is not None:
-            raise fail("widen", f"kernel {p['name']}: {c.describe()} cannot widen to {width}: {why}")
-        for jk in c.ref_dims:
-            parts[jk] = width
+    parts = class_parts(an, widths, lambda c, w: widen_reason(an, c, w, types), lambda w: f"widen to {w}", "widen")
     specs = tuple(p["in_specs"]) + tuple(p["out_specs"])
     maps = []
     for j, (m, t) in enumerate(zip(specs, types)):
