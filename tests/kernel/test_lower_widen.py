@@ -159,3 +159,20 @@ def test_widened_kernels_compile_for_sm90a_without_spills():
     for prog in (odd_softmax(32, 1001, 8), odd_layernorm()):
         for sub in C.kernel_programs(prog):
             assert pt.lower(sub).compile().resources["spills"] == 0
+
+
+def test_a_widening_the_lowering_refuses_falls_back_to_the_kernel_as_written(monkeypatch):
+    """The (1, 127) row fits unwidened; were its widened form refused, the kernel would lower as written."""
+    from patches.lower.kernel import api
+    real = api.lower_kernel_eqn
+
+    def refuse_widened(e, name):
+        if _block_shapes(e)[0] != (1, 127):
+            raise pt.LoweringError("refused for the test")
+        return real(e, name)
+    monkeypatch.setattr(api, "lower_kernel_eqn", refuse_widened)
+    prog = odd_softmax(32, 127, 1)
+    check_against_interpreter(prog, atol=1e-6, rtol=1e-5)
+    assert ".reshape((127,))" in pt.lower(prog).source
+    with pytest.raises(pt.LoweringError, match="refused for the test"):    # an oversize block has no fallback
+        pt.lower(odd_softmax(32, 129, 8))

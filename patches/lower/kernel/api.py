@@ -11,7 +11,7 @@ from ...staging import Program, Var
 from ..errors import LoweringError
 from ..module import CUTLASS_DTYPE, Module
 from ..names import kernel_name
-from .fit import fit_registers
+from .fit import fitted_kernels
 from .rules_mma import warpgroups
 from .symbolic import fake_symbolic, symbols_of
 from .template import lower_kernel_eqn
@@ -83,7 +83,13 @@ def lower_kernel_call(e: Any) -> KernelModule:
         raise LoweringError("the kernel's operands must be the program's parameters (no literals or computed values)")
     t0 = time.perf_counter()
     name = kernel_name(next(_ids), "kernel")
-    e = fit_registers(e)    # blocks past the register budget: chunk contractions, split parallel axes (fit.py)
-    with cta_threads(WARPGROUP * warpgroups(e.params["body"])):     # two warpgroups for wgmmas of M >= 128
-        source, spec = lower_kernel_eqn(e, name)
+    tries = fitted_kernels(e)   # blocks past the register budget or held by a warp: widen, chunk, split (fit.py)
+    for k, e in enumerate(tries):
+        try:
+            with cta_threads(WARPGROUP * warpgroups(e.params["body"])):     # two warpgroups for wgmmas of M >= 128
+                source, spec = lower_kernel_eqn(e, name)
+            break
+        except LoweringError:
+            if k + 1 == len(tries):
+                raise
     return KernelModule(spec, source, time.perf_counter() - t0, kind="kernel")

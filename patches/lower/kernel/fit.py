@@ -58,6 +58,14 @@ def _over(body: Program, cut: Any = None) -> list:
     return [(v, w) for v, w in _values(body, "body") if (n := _size(v, cut)) is not None and per_thread(n) > MAX_PER_THREAD]
 
 
+def fitted_kernels(e: Any) -> list:
+    """The kernel equations to lower ``e`` as, in order of preference: ``fit_registers(e)``, then ``e`` itself when
+    that only widened blocks which fit already (so a widening the lowering refuses never costs a kernel that
+    lowered before)."""
+    fitted = fit_registers(e)
+    return [fitted, e] if fitted is not e and not _over(e.params["body"]) else [fitted]
+
+
 def fit_registers(e: Any) -> Any:
     """The kernel equation ``e``, rewritten so that every block value fits the register budget (``e`` itself when
     it already does). A block of an odd extent, held by few threads, is first tried as is, then widened to an extent
