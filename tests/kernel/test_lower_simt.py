@@ -112,14 +112,26 @@ def test_what_cannot_be_lowered_is_named():
     with pytest.raises(pt.LoweringError, match="block shape M is symbolic"):
         pt.lower(pt.stage(k, pt.tensor("f32", M), pt.tensor("f32", M)))
 
-    def scale(x_ref, o_ref):     # a swizzled staging layout (u32 and i64 blocks lower: test_lower_wide_ints.py)
-        o_ref[...] = x_ref[...] * 1.5
-    sw = pt.make_composed_layout(pt.make_swizzle(3, 3, 3), 0, pt.make_layout((16, 64), (64, 1)))
-    spec = pt.BlockSpec((16, 64), lambda i: (i, 0), memory_space=pt.SMEM, layout=sw)
+
+
+def test_swizzled_staging_layouts_lower_as_their_outer_layouts():
+    """An SMEM block and a scratch buffer with swizzled layouts are private buffers: allocated at the outer layout's
+    offsets (the source says the swizzle is not applied), the kernel computes what the interpreter does."""
+    def scale(x_ref, o_ref, acc_ref):
+        acc_ref[...] = x_ref[...] * 1.5
+        o_ref[...] = acc_ref[...] + x_ref[...].T.T
+    rows = pt.make_layout((16, 64), (64, 1))
+    spec = pt.BlockSpec((16, 64), lambda i: (i, 0), memory_space=pt.SMEM,
+                        layout=pt.make_composed_layout(pt.make_swizzle(3, 3, 3), 0, rows))
     k = pt.kernel(scale, pt.tensor("f32", (64, 64)), grid=(4,), in_specs=[spec],
-                  out_specs=pt.BlockSpec((16, 64), lambda i: (i, 0)))
-    with pytest.raises(pt.LoweringError, match=r"staged block of x_ref: a swizzled layout S<3,3,3>"):
-        pt.lower(pt.stage(k, pt.tensor("f32", (64, 64))))
+                  out_specs=pt.BlockSpec((16, 64), lambda i: (i, 0)),
+                  scratch=[pt.Scratch(pt.make_composed_layout(pt.make_swizzle(2, 2, 3), 0, rows), "f32", pt.SMEM)])
+    prog = pt.stage(k, pt.tensor("f32", pt.make_layout((64, 64), (64, 1))))
+    check_against_interpreter(prog)
+    mod = pt.lower(prog)
+    mod.verify()
+    assert "its layout S<3,3,3> o 0 o (16,64):(64,1) is allocated as (16,64):(64,1)" in mod.source
+    assert "its inner function S<2,2,3> is not applied" in mod.source
 
 
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")

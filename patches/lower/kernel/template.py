@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...layouts import Layout, arith, cosize, size
+from ...layouts import ComposedLayout, Layout, arith, cosize, size
+from ...layouts import inttuple as it
 from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
-from ...staging.types import mode_layouts
+from ...staging.types import compact, mode_layouts
 from .. import elementwise_rules as R
 from ..errors import LoweringError
 from ..names import comment_block, sanitize
@@ -180,10 +181,11 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
             ref = window
         else:
             name = f"s{k}"
-            lay = w.layout(m.ref_type.layout, f"staged block of {m.label}", "smem")
+            buf = _unswizzled(ctx, m.ref_type.layout, f"the staged block of {m.label}")
+            lay = w.layout(buf, f"staged block of {m.label}", "smem")
             w.alloc(name, f"smem.allocate_tensor({dsl_dtype(t.dtype, 'smem')}, {lay}, 16)",
-                    f"{m.label} staged in {m.ref_type.space}", _bytes(m.ref_type.layout, t.dtype))
-            ref = RefVal(f"{name}.iterator", "0", m.ref_type.layout, t.dtype, "smem")
+                    f"{m.label} staged in {m.ref_type.space}", _bytes(buf, t.dtype))
+            ref = RefVal(f"{name}.iterator", "0", buf, t.dtype, "smem")
             if role == "in" or k in moving:     # a moving output's block holds what earlier points left in it
                 store(ctx, ref, "0", ref.layout, load(ctx, window, window.off, window.layout, "stage in"), "stage in")
             if role == "out":
@@ -199,10 +201,11 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         if st.space == GMEM:
             raise ctx.fail(f"scratch {j} is in GMEM; give scratch buffers SMEM or RMEM")
         name = f"scratch{j}"
-        lay = w.layout(st.layout, f"scratch {j}", "smem")
+        buf = _unswizzled(ctx, st.layout, f"scratch {j}")
+        lay = w.layout(buf, f"scratch {j}", "smem")
         w.alloc(name, f"smem.allocate_tensor({dsl_dtype(st.dtype, 'smem')}, {lay}, 16)", f"scratch {st}",
-                _bytes(st.layout, st.dtype))
-        refs.append(RefVal(f"{name}.iterator", "0", st.layout, st.dtype, "smem"))
+                _bytes(buf, st.dtype))
+        refs.append(RefVal(f"{name}.iterator", "0", buf, st.dtype, "smem"))
     if zero_outputs or any(m.ref_type.space != GMEM for m in specs):
         w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
     if not zero_outputs:
@@ -278,6 +281,21 @@ def _bounds(ctx: Ctx, m: Any, extents: tuple, coords: list) -> tuple:
                            "inside it")
         out.append((b, lim))
     return tuple(out)
+
+
+def _unswizzled(ctx: Ctx, layout: Any, what: str) -> Any:
+    """The layout a buffer of its own is allocated in: a swizzled one (a ComposedLayout) as its outer layout, the
+    same coordinates at unswizzled offsets. Nothing the body computes depends on where a private buffer keeps an
+    element, so only the bank pattern differs; the source says so."""
+    if not isinstance(layout, ComposedLayout):
+        return layout
+    outer = layout.outer
+    if any(type(d) is not int or d < 0 for d in it.flatten(outer.stride) if type(outer.stride) is tuple) or \
+            type(outer.stride) is int and outer.stride < 0:
+        outer = compact(outer.shape)
+    ctx.w.comment(f"{what}: its layout {layout} is allocated as {outer} (its inner function {layout.inner} is not "
+                  "applied); the values are the same")
+    return outer
 
 
 def _bytes(layout: Any, dtype: str) -> int:
