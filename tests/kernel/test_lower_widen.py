@@ -176,3 +176,54 @@ def test_a_widening_the_lowering_refuses_falls_back_to_the_kernel_as_written(mon
     assert ".reshape((127,))" in pt.lower(prog).source
     with pytest.raises(pt.LoweringError, match="refused for the test"):    # an oversize block has no fallback
         pt.lower(odd_softmax(32, 129, 8))
+
+
+def _odd_kernel(rng):
+    """A random kernel over whole rows of an odd extent: elementwise ops, a broadcast row vector, reductions of
+    every kind broadcast back, an optional transposed output, staged input and scratch."""
+    R, Cn, BR = int(rng.choice([8, 20, 24])), int(rng.choice([37, 129, 255])), int(rng.choice([4, 8]))
+    space = pt.SMEM if rng.random() < 0.3 else pt.GMEM
+    ops = [str(o) for o in rng.choice(["exp", "tanh", "row", "sum", "max", "min", "argmax", "argmin"], size=4)]
+    transposed, use_scratch = rng.random() < 0.3, rng.random() < 0.4
+
+    def body(x_ref, r_ref, *outs):
+        y = x_ref[...]
+        for o in ops:
+            if o == "row":
+                y = y * r_ref[...][None, :]
+            elif o in ("sum", "max", "min"):
+                y = y - getattr(pt, o)(y, axis=1, keepdims=True)
+            elif o in ("argmax", "argmin"):
+                y = y + getattr(pt, o)(y, axis=1).astype("f32")[:, None]
+            else:
+                y = getattr(pt, o)(y)
+        if use_scratch:
+            outs[-1][...] = y
+            y = outs[-1][...] * 2.0
+        outs[0][...] = pt.transpose(y, (1, 0)) if transposed else y
+        outs[1][...] = pt.sum(y * y, axis=1)
+    x = pt.BlockSpec((BR, Cn), lambda i: (i, 0), memory_space=space)
+    o = pt.BlockSpec((Cn, BR), lambda i: (0, i)) if transposed else pt.BlockSpec((BR, Cn), lambda i: (i, 0))
+    out_t = (pt.tensor("f32", (Cn, R) if transposed else (R, Cn)), pt.tensor("f32", R))
+    k = pt.kernel(body, out_t, grid=(-(-R // BR),), in_specs=[x, pt.BlockSpec((Cn,), lambda i: (0,))],
+                  out_specs=(o, pt.BlockSpec((BR,), lambda i: (i,))),
+                  scratch=[pt.Scratch((BR, Cn), "f32", pt.RMEM)] if use_scratch else [])
+    return pt.stage(k, pt.tensor("f32", (R, Cn)), pt.tensor("f32", Cn)), (R, Cn)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_odd_kernels_widen_to_the_same_outputs(seed):
+    rng = np.random.default_rng(seed)
+    prog, (R, Cn) = _odd_kernel(rng)
+    e = _kernel_eqn(prog)
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == Cn and (0, 1) in c.ref_dims]     # x_ref's rows
+    width = Cn + int(rng.integers(1, 40))
+    wide = widen_kernel(e, {c.id: width})
+    x, r = rng.uniform(-1, 1, (R, Cn)).astype(np.float32), rng.uniform(0.5, 1.5, Cn).astype(np.float32)
+    for w, h in zip(_run(e, x, r), _run(wide, x, r)):
+        np.testing.assert_array_equal(np.isnan(h), np.isnan(w))
+        np.testing.assert_allclose(h, w, rtol=2e-5, atol=2e-5)
+    if seed < 4:        # lowered: the fit widens the rows over all threads
+        check_against_interpreter(prog, atol=1e-4, rtol=1e-4)
+        pt.lower(prog).verify()
