@@ -22,7 +22,7 @@ def _convert(src, dst, via=None):
 
 
 @pytest.mark.parametrize("src", ["f32", "f64", "bf16"])
-@pytest.mark.parametrize("dst", ["i32", "i64", "u32", "u8", "i8", "i16"])
+@pytest.mark.parametrize("dst", ["i32", "i64", "u32", "u64", "u8", "i8", "i16", "u16"])
 def test_float_to_integer_saturates_as_the_interpreter_does(src, dst):
     kern, t = _convert(src, dst)
     prog = pt.stage(kern, t)

@@ -48,6 +48,6 @@ def test_wide_and_unsigned_integer_blocks_move_between_threads_exactly(dt, name)
 def test_wide_integer_kernels_compile_for_sm90a_without_spills():
     pytest.importorskip("cutlass")
     for dt in ("i64", "u64", "u32", "u16"):
-        for name in ("transpose", "rowmax"):
+        for name in ("transpose", "rowmax", "rowmin"):
             (sub,) = C.kernel_programs(_program(dt, name))
             assert pt.lower(sub).compile().resources["spills"] == 0

@@ -185,7 +185,7 @@ def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
 
 
 FLOATS = ("f32", "bf16", "f16", "f64")
-NARROW_INTS = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767)}
+NARROW_INTS = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535)}
 
 
 def _narrowing(v: str, dt: str, tensor: bool) -> str:

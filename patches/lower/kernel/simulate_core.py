@@ -42,7 +42,7 @@ class _DType:
 
     def __call__(self, x: Any) -> SSA:
         a = np.asarray(x)
-        if self.name in ("i32", "i64", "u32", "u16", "u64") and a.dtype.kind == "f":   # cvt.rzi: to zero, saturating, NaN to 0
+        if self.name in ("i32", "i64", "u32", "u64") and a.dtype.kind == "f":   # cvt.rzi: to zero, saturating, NaN to 0
             info = np.iinfo(self.np)
             t = np.trunc(a.astype(np.float64))
             with np.errstate(invalid="ignore"):
