@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import fail
 from ..staging.ir import Literal, Program
@@ -128,8 +130,48 @@ def _jvp_cond(e: Any, ps: list, ts: list) -> list:
 TANGENT_LOOP = "fori_tangent"  # the name of a tangent-only loop body: all its carries are linear
 
 
+def _peel_epilogue(lower: Any, upper: Any, body: Program, n_consts: int) -> tuple | None:
+    """A loop body ending in ``pt.when(i == upper - 1)`` over loop constants (Pallas's epilogue on the last K step,
+    ``o_ref[...] = act(o_ref[...])``) as (the body without it, the branch, its operands: a loop constant's
+    position, or a value), when the loop surely runs (static bounds, ``lower < upper``); else None. The branch then
+    runs once after the loop, where it read what the whole loop left, so its derivative needs no state of an
+    iteration."""
+    if type(lower) is not int or type(upper) is not int or lower >= upper or not body.eqns:
+        return None
+    e = body.eqns[-1]
+    if e.prim is not cond_p or e.outputs or e.params["false"].eqns or type(e.inputs[0]) is Literal:
+        return None
+    i, pred = body.params[0], e.inputs[0]
+    test = [q for q in body.eqns if pred in q.outputs]
+    if len(test) != 1 or test[0].prim.name != "eq" or not (
+            any(a is i for a in test[0].inputs) and any(type(a) is Literal and a.value == upper - 1 for a in test[0].inputs)):
+        return None
+    consts = {id(v): k for k, v in enumerate(body.params[1:1 + n_consts])}
+    args: list = []
+    for a in e.inputs[1:1 + e.params["n_true"]]:
+        if type(a) is Literal:
+            args.append(("value", a.bound()))
+        elif a is i:
+            args.append(("value", np.int32(upper - 1)))
+        elif id(a) in consts:
+            args.append(("const", consts[id(a)]))
+        else:
+            return None      # a value of the iteration: only there
+    rest = Program(body.consts, body.const_values, body.params, body.eqns[:-1], body.outputs, body.in_tree,
+                   body.out_tree, body.name)
+    return rest, e.params["true"], args
+
+
 def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
-    """A loop with tangents: every float carry gets one; split into primal + tangent loops when possible."""
+    """A loop with tangents: every float carry gets one; split into primal + tangent loops when possible. An
+    epilogue on the last iteration runs after the loop (``_peel_epilogue``)."""
+    peeled = _peel_epilogue(lower, upper, body, n_consts)
+    if peeled is not None:
+        rest, epilogue, args = peeled
+        outs = _jvp_fori(ps, ts, lower=lower, upper=upper, body=rest, n_consts=n_consts)
+        jvp_body(epilogue, [x if kind == "value" else ps[x] for kind, x in args],
+                 [None if kind == "value" else ts[x] for kind, x in args])
+        return outs
     cp, ct = ps[:n_consts], ts[:n_consts]
     carry = ps[n_consts:]
     lo, hi = loop_bounds({"lower": lower, "upper": upper}, cp)

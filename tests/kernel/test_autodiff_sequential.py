@@ -143,11 +143,17 @@ def test_bf16_k_grid_matmul_backward_kernels_compile_to_hgmma_without_spills():
     mod = pt.lower(prog)
     mod.verify()
     exes = mod.compile().executables
-    names = [k.name for k in mod.kernels]
+    names = [_kernel_name(k) for k in mod.kernels]
+    assert sum("_bwd_" in name for name in names) == 2, names
     for name, kexe in zip(names, exes):
         assert kexe.resources["spills"] == 0, (name, kexe.resources)
         if "_bwd_" in name:        # dA = dC B^T and dB = A^T dC, MN-major operands: wgmma all the same
             assert kexe.counts("HGMMA")["HGMMA"] > 0, name
+
+
+def _kernel_name(k):
+    """The name of the pt.kernel a scheduled kernel lowers ('' for the schedule's own SIMT kernels)."""
+    return " ".join(e.params["name"] for e in k.program.eqns if e.prim.name == "kernel")
 
 
 @pytest.mark.parametrize("variant", ["output", "scratch"])
@@ -163,3 +169,80 @@ def test_the_transpose_rule_takes_a_kernel_with_arbitrary_axes_directly(variant)
     def dA(y, ct):
         return transpose_rules[kernel_p]([ct], UndefinedPrimal(pt.tensor("f32", (M, K))), y, **eqn.params)[0]
     np.testing.assert_allclose(pt.stage(dA, b, w)(b, w), w @ b.T, rtol=1e-4, atol=1e-4)
+
+
+def epilogue_kernel(dtype, act, bm=BM, bn=BN, bk=BK, m=M, n=N, k=K, acc_dtype=None):
+    """The Pallas K-grid matmul whose epilogue rewrites its output block in place on the last K step:
+    ``o = act(o + bias)``, the accumulator being the output block itself."""
+    acc_dtype = acc_dtype or dtype
+
+    def body(x_ref, y_ref, c_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((bm, bn), acc_dtype)
+        o_ref[...] += pt.matmul(x_ref[...], y_ref[...], preferred_element_type=acc_dtype)
+
+        @pt.when(pt.program_id(2) == pt.num_programs(2) - 1)
+        def _():
+            o_ref[...] = act(o_ref[...] + c_ref[...])
+    specs = dict(in_specs=[pt.BlockSpec((bm, bk), lambda i, j, q: (i, q)), pt.BlockSpec((bk, bn), lambda i, j, q: (q, j)),
+                           pt.BlockSpec((1, bn), lambda i, j, q: (0, j))],
+                 out_specs=pt.BlockSpec((bm, bn), lambda i, j, q: (i, j)))
+    return pt.kernel(body, pt.tensor(acc_dtype, (m, n)), grid=(m // bm, n // bn, k // bk), dimension_semantics=SEQ, **specs)
+
+
+@pytest.mark.parametrize("act,dact", [(pt.tanh, lambda z: 1 - np.tanh(z) ** 2), (pt.relu, lambda z: (z > 0) * 1.0)])
+def test_grad_of_an_in_place_epilogue_on_the_output_block(act, dact):
+    """The epilogue's derivative needs the accumulator before the activation overwrote it: the last K step's
+    branch runs after the loop in the derivative, where the whole sum is there."""
+    kern = epilogue_kernel("f64", act)
+    a, b, w = _data()
+    c = rng.standard_normal((1, N))
+    d = dact(a @ b + c) * w
+    ga, gb, gc = pt.grad(lambda x, y, z: pt.reduce_sum(kern(x, y, z) * w), (0, 1, 2))(a, b, c)
+    np.testing.assert_allclose(ga, d @ b.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ d, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gc, d.sum(0, keepdims=True), rtol=1e-12, atol=1e-12)
+    da = rng.standard_normal((M, K))
+    np.testing.assert_allclose(pt.jvp(lambda x: kern(x, b, c), (a,), (da,))[1], dact(a @ b + c) * (da @ b), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_backward_kernels_of_an_in_place_epilogue_lower_and_agree_with_the_interpreter():
+    kern = epilogue_kernel("f32", pt.tanh)
+    types = [pt.tensor("f32", s) for s in [(M, K), (K, N), (1, N), (M, N)]]
+    prog = pt.stage(pt.grad(lambda x, y, z, v: pt.reduce_sum(kern(x, y, z) * v), (0, 1, 2)), *types)
+    check_against_interpreter(prog, atol=1e-3)
+    pt.lower(prog).verify()
+
+
+def test_an_epilogue_reading_a_value_of_the_iteration_is_still_refused_by_name():
+    def body(x_ref, y_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((BM, BN), "f64")
+        p = x_ref[...] @ y_ref[...]
+        o_ref[...] += p
+
+        @pt.when(pt.program_id(2) == pt.num_programs(2) - 1)
+        def _():
+            o_ref[...] = pt.tanh(o_ref[...] + p)         # the last step's product: a value of that iteration only
+    kern = pt.kernel(body, pt.tensor("f64", (M, N)), grid=(M // BM, N // BN, K // BK), dimension_semantics=SEQ, **SPECS)
+    a, b, _ = _data()
+    with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
+        pt.grad(lambda x: pt.reduce_sum(kern(x, b)))(a)
+
+
+@needs_sass
+def test_bf16_in_place_epilogue_backward_kernels_compile_to_hgmma_without_spills():
+    kern = epilogue_kernel("bf16", pt.relu, bm=64, bn=64, bk=64, m=256, n=256, k=256, acc_dtype="f32")
+    types = [pt.tensor("bf16", (256, 256)), pt.tensor("bf16", (256, 256)), pt.tensor("f32", (1, 256)),
+             pt.tensor("f32", (256, 256))]
+    prog = pt.stage(pt.grad(lambda x, y, z, v: pt.reduce_sum(kern(x, y, z) * v), (0, 1)), *types)
+    mod = pt.lower(prog)
+    mod.verify()
+    exes = mod.compile().executables
+    for k, exe in zip(mod.kernels, exes):
+        assert exe.resources["spills"] == 0, (k.name, exe.resources)
+    bwd = [exe for k, exe in zip(mod.kernels, exes) if "_bwd_" in _kernel_name(k)]
+    assert len(bwd) == 2 and all(exe.counts("HGMMA")["HGMMA"] > 0 for exe in bwd)       # dA and dB: wgmma
