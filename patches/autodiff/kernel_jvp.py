@@ -172,6 +172,22 @@ def _jvp_fori(ps: list, ts: list, *, lower: Any, upper: Any, body: Program, n_co
         jvp_body(epilogue, [x if kind == "value" else ps[x] for kind, x in args],
                  [None if kind == "value" else ts[x] for kind, x in args])
         return outs
+    carry_vars = body.params[1 + n_consts:]
+    fixed = [k for k, (v, o) in enumerate(zip(carry_vars, body.outputs)) if o is v]
+    if fixed:       # a carry the body returns unchanged is a loop constant (the cotangent a transposed loop carries)
+        moving = [k for k in range(len(carry_vars)) if k not in fixed]
+        new = Program(body.consts, body.const_values,
+                      [body.params[0], *body.params[1:1 + n_consts], *[carry_vars[k] for k in fixed + moving]],
+                      body.eqns, [body.outputs[k] for k in moving], None, None, body.name)
+        order = list(range(n_consts)) + [n_consts + k for k in fixed + moving]
+        outs = _jvp_fori([ps[k] for k in order], [ts[k] for k in order], lower=lower, upper=upper, body=new,
+                         n_consts=n_consts + len(fixed))
+        res: list = [None] * len(carry_vars)
+        for k in fixed:
+            res[k] = (ps[n_consts + k], ts[n_consts + k])
+        for k, o in zip(moving, outs):
+            res[k] = o
+        return res
     cp, ct = ps[:n_consts], ts[:n_consts]
     carry = ps[n_consts:]
     lo, hi = loop_bounds({"lower": lower, "upper": upper}, cp)

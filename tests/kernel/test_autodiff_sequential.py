@@ -246,3 +246,49 @@ def test_bf16_in_place_epilogue_backward_kernels_compile_to_hgmma_without_spills
         assert exe.resources["spills"] == 0, (k.name, exe.resources)
     bwd = [exe for k, exe in zip(mod.kernels, exes) if "_bwd_" in _kernel_name(k)]
     assert len(bwd) == 2 and all(exe.counts("HGMMA")["HGMMA"] > 0 for exe in bwd)       # dA and dB: wgmma
+
+
+def _k_looped(dtype="f64", act=None):
+    """The K-looped tiled matmul (a fori_loop carrying the accumulator), with an optional activation."""
+    def body(a_ref, b_ref, c_ref):
+        def step(k, acc):
+            return acc + a_ref[:, pt.ds(k * BK, BK)] @ b_ref[pt.ds(k * BK, BK), :]
+        acc = pt.fori_loop(0, K // BK, step, pt.zeros((BM, BN), dtype))
+        c_ref[...] = act(acc) if act else acc
+    return pt.kernel(body, pt.tensor(dtype, (M, N)), grid=(M // BM, N // BN),
+                     in_specs=[pt.BlockSpec((BM, K), lambda i, j: (i, 0)), pt.BlockSpec((K, BN), lambda i, j: (0, j))],
+                     out_specs=pt.BlockSpec((BM, BN), lambda i, j: (i, j)))
+
+
+def test_grad_of_grad_through_a_k_looped_matmul():
+    """The backward kernels carry the output's cotangent unchanged through their loops: a loop constant for the
+    second derivative. d/da <grad_b L, v> = w v^T for L = sum(mm(a, b) * w), and through a tanh epilogue against
+    finite differences. (The K-grid form's backward kernels keep that cotangent in a register Ref they rewrite at
+    every step: its grad of grad is refused by name; jvp of grad works, above.)"""
+    a, b, w = _data()
+    v = rng.standard_normal((K, N))
+
+    def loss(x, y):
+        return pt.reduce_sum(_k_looped()(x, y) * w)
+    h = pt.grad(lambda x: pt.reduce_sum(pt.grad(loss, 1)(x, b) * v))(a)
+    np.testing.assert_allclose(h, w @ v.T, rtol=1e-10, atol=1e-10)
+    k32 = _k_looped("f32")
+
+    def g32(x, y, u, t):
+        return pt.reduce_sum(pt.grad(lambda q: pt.reduce_sum(k32(x, q) * u))(y) * t)
+    prog = pt.stage(pt.grad(g32), *(pt.tensor("f32", s) for s in [(M, K), (K, N), (M, N), (K, N)]))
+    assert "body_bwd_b_ref_bwd_a_ref" in [e.params.get("name") for e in prog.eqns]     # a backward kernel's backward
+    check_against_interpreter(prog, atol=1e-3, rtol=1e-4)
+    pt.lower(prog).verify()
+    kgrid = _kernel("output", "f64")
+    with pytest.raises(pt.StagingError, match="updates a primal Ref its derivative reads"):
+        pt.grad(lambda x: pt.reduce_sum(pt.grad(lambda p, q: pt.reduce_sum(kgrid(p, q) * w), 1)(x, b) * v))(a)
+    kern = _k_looped(act=pt.tanh)
+
+    def g(x):
+        return pt.reduce_sum(pt.grad(lambda y: pt.reduce_sum(kern(x, y) * w))(b) * v)
+    h = np.asarray(pt.grad(g)(a))
+    da = rng.standard_normal((M, K))
+    eps = 1e-6
+    fd = (float(np.asarray(g(a + eps * da))) - float(np.asarray(g(a - eps * da)))) / (2 * eps)
+    np.testing.assert_allclose(np.sum(h * da), fd, rtol=1e-6)
