@@ -42,7 +42,9 @@ def restricted(m: BlockMapping, axes: list, ngrid: int) -> BlockMapping:
 def _panel(m: BlockMapping, t: Any, par: list, ngrid: int, sub: tuple) -> BlockMapping | None:
     """The block of ``m``'s operand that one parallel point walks along the arbitrary axes: ``m``'s block in the
     modes whose coordinate reads only parallel axes, the whole mode in the others (for the K-grid matmul's A:
-    the (BM, K) row panel of program i). None where the tiler is not one int per mode."""
+    the (BM, K) row panel of program i), rounded up to whole blocks where the last one pads the edge (the panel
+    is then the operand's one padded block along that mode, its blocks carved whole). None where the tiler is not
+    one int per mode."""
     tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
     if m.squeezed or not all(type(b) is int for b in tiler) or len(tiler) != t.rank:
         return None
@@ -55,7 +57,7 @@ def _panel(m: BlockMapping, t: Any, par: list, ngrid: int, sub: tuple) -> BlockM
             point[a] = x
         coords = eval_program(m.index_map, point)
         return [c if o else np.int32(0) for c, o in zip(coords, own)]
-    block = tuple(b if o else n for b, o, n in zip(tiler, own, extents))
+    block = tuple(b if o else -(-n // b) * b for b, o, n in zip(tiler, own, extents))
     return resolve(BlockSpec(block, index_map), t, sub, m.label)
 
 
@@ -105,11 +107,9 @@ def sequential_form(types: list, *, name: str, grid: tuple, in_specs: tuple, out
             carve.append(None)
             continue
         outer = _panel(m, t, par, len(grid), sub)
-        rounded = padded_shape(t, m)
-        if rounded is not None and (outer is None or any(
-                r != e and b == e for r, e, b in zip(rounded, _extents(t), _extents(outer.ref_type)))):
+        if outer is None and padded_shape(t, m) is not None:
             raise fail("jvp", f"kernel {name}: {m.label} has padded blocks along a mode an arbitrary grid axis "
-                              "walks; differentiating that is not supported yet")
+                              f"walks, carved by the tiler {m.tiler} (one int per mode pads)")
         maps.append(outer if outer is not None else resolve(None, t, sub, m.label))
         carve.append((m, outer is not None))
     n_io = len(maps)

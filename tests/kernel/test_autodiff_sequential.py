@@ -109,11 +109,40 @@ def test_padded_blocks_along_a_parallel_mode_differentiate():
     ga, gb = pt.grad(lambda x, y: pt.reduce_sum(kern(x, y) * w), (0, 1))(a, b)
     np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12, atol=1e-12)
-    # padded along K, the mode the arbitrary axis walks: refused by name
-    kk = 100
-    kern = pt.kernel(body, pt.tensor("f64", (m, n)), grid=(2, 2, 4), dimension_semantics=SEQ, **specs)
-    with pytest.raises(pt.StagingError, match="padded blocks along a mode an arbitrary grid axis walks"):
-        pt.grad(lambda x, y: pt.reduce_sum(kern(x, y)), (0, 1))(rng.standard_normal((m, kk)), rng.standard_normal((kk, n)))
+
+
+def _padded_k_grid(dtype, m=100, n=72, kk=100, bm=64, bn=64, bk=32):
+    """The K-grid matmul over K = 100 in blocks of 32: the last K block pads the edge, masked as in Pallas."""
+    def body(x_ref, y_ref, o_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            o_ref[...] = pt.zeros((bm, bn), dtype)
+        q = pt.program_id(2)
+        x = pt.where(q * bk + pt.iota("i32", (bm, bk), 1) < kk, x_ref[...], 0.0)
+        y = pt.where(q * bk + pt.iota("i32", (bk, bn), 0) < kk, y_ref[...], 0.0)
+        o_ref[...] += x @ y
+    specs = dict(in_specs=[pt.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pt.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+                 out_specs=pt.BlockSpec((bm, bn), lambda i, j, k: (i, j)))
+    return pt.kernel(body, pt.tensor(dtype, (m, n)), grid=(-(-m // bm), -(-n // bn), -(-kk // bk)),
+                     dimension_semantics=SEQ, **specs)
+
+
+def test_padded_blocks_along_the_mode_an_arbitrary_axis_walks_differentiate():
+    """Each parallel point's panel of A (its rows, all of K) is rounded up to whole K blocks: the operand's one
+    padded block along K, its blocks carved whole, so jvp and grad run as for a K-looped matmul over padded K."""
+    kern = _padded_k_grid("f64")
+    a, b, w = rng.standard_normal((100, 100)), rng.standard_normal((100, 72)), rng.standard_normal((100, 72))
+    np.testing.assert_allclose(kern(a, b), a @ b, rtol=1e-12, atol=1e-12)
+    ga, gb = pt.grad(lambda x, y: pt.reduce_sum(kern(x, y) * w), (0, 1))(a, b)
+    np.testing.assert_allclose(ga, w @ b.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gb, a.T @ w, rtol=1e-12, atol=1e-12)
+    da = rng.standard_normal((100, 100))
+    np.testing.assert_allclose(pt.jvp(lambda x: kern(x, b), (a,), (da,))[1], da @ b, rtol=1e-12, atol=1e-12)
+    k32 = _padded_k_grid("f32")
+    prog = pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(k32(x, y) * v), (0, 1)),
+                    *(pt.tensor("f32", s) for s in [(100, 100), (100, 72), (100, 72)]))
+    check_against_interpreter(prog, atol=1e-3)
+    pt.lower(prog).verify()
 
 
 def test_grad_of_a_parallel_kernel_with_scratch():
