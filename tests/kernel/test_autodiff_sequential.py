@@ -322,3 +322,26 @@ def test_grad_of_grad_through_a_k_looped_matmul():
     eps = 1e-6
     fd = (float(np.asarray(g(a + eps * da))) - float(np.asarray(g(a - eps * da)))) / (2 * eps)
     np.testing.assert_allclose(np.sum(h * da), fd, rtol=1e-6)
+
+
+@needs_sass
+def test_this_rounds_backward_kernels_compile_for_sm90a_without_spills():
+    """The backward kernels of the padded K-grid matmul, the in-place epilogue, and the second-order kernel of the
+    K-looped matmul."""
+    from . import lower_cases as C
+
+    pytest.importorskip("cutlass")
+    kp = _padded_k_grid("f32", m=40, n=24, kk=40, bm=16, bn=16, bk=16)
+    ke = epilogue_kernel("f32", pt.tanh, bm=16, bn=16, bk=16, m=32, n=32, k=48)
+    kl = _k_looped("f32")
+
+    def second(x, y, u, t):
+        return pt.reduce_sum(pt.grad(lambda q: pt.reduce_sum(kl(x, q) * u))(y) * t)
+    progs = [pt.stage(pt.grad(lambda x, y, v: pt.reduce_sum(kp(x, y) * v), (0, 1)),
+                      *(pt.tensor("f32", s) for s in [(40, 40), (40, 24), (40, 24)])),
+             pt.stage(pt.grad(lambda x, y, z, v: pt.reduce_sum(ke(x, y, z) * v), (0, 1, 2)),
+                      *(pt.tensor("f32", s) for s in [(32, 48), (48, 32), (1, 32), (32, 32)])),
+             pt.stage(pt.grad(second), *(pt.tensor("f32", s) for s in [(M, K), (K, N), (M, N), (K, N)]))]
+    for prog in progs:
+        for sub in C.kernel_programs(prog):
+            assert pt.lower(sub).compile().resources["spills"] == 0

@@ -3,6 +3,8 @@ uses (patches.lower.kernel.simulate: one Python thread per CUDA thread, real bar
 answer; representative kernels compile for sm_90a with no spills; what cannot be lowered is a LoweringError that
 names the equation."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -132,6 +134,8 @@ def test_swizzled_staging_layouts_lower_as_their_outer_layouts():
     mod.verify()
     assert "its layout S<3,3,3> o 0 o (16,64):(64,1) is allocated as (16,64):(64,1)" in mod.source
     assert "its inner function S<2,2,3> is not applied" in mod.source
+    if tool("cuobjdump") is not None and importlib.util.find_spec("cutlass") is not None:
+        assert pt.lower(C.kernel_programs(prog)[0]).compile().resources["spills"] == 0
 
 
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
