@@ -99,3 +99,19 @@ def test_scan_kernels_compile_for_sm90a_without_spills():
     for prog in (pt.stage(row_scan(), _rows("f32", (32, 64))), pt.stage(column_prefix_sum(), pt.tensor("f32", (96, 32)))):
         for sub in C.kernel_programs(prog):
             assert pt.lower(sub).compile().resources["spills"] == 0
+
+
+def test_a_scan_along_columns_leaves_the_rows_splittable():
+    """A slice keeps the modes it takes whole apart: a (512, 64) block scanned along its columns (32768 values,
+    past the register budget) is split along its rows into grid points of their own."""
+    from patches.lower.kernel.fit import fit_registers
+
+    def body(x_ref, o_ref):
+        o_ref[...] = pt.cumsum(x_ref[...], axis=1)
+    s = pt.BlockSpec((512, 64), lambda i: (i, 0))
+    prog = pt.stage(pt.kernel(body, pt.tensor("f32", (1024, 64)), grid=(2,), in_specs=[s], out_specs=s),
+                    _rows("f32", (1024, 64)))
+    (e,) = [q for q in prog.eqns if q.prim.name == "kernel"]
+    assert fit_registers(e).params["grid"] == (2, 2)
+    check_against_interpreter(prog, atol=1e-4, rtol=1e-4)
+    pt.lower(prog).verify()

@@ -139,6 +139,18 @@ class Analysis:
         elif name == "transpose":
             for i, p in enumerate(e.params["perm"]):
                 self.union(outs[0], i, ins[0], p)
+        elif name == "slice":      # a value's modes kept whole tie; a range or an index along a mode refuses it
+            j = 0
+            for k, ix in enumerate(e.params["index"]):
+                if isinstance(ix, int):             # the mode is dropped
+                    self.refuse(ins[0], k, f"{w} indexes it")
+                    continue
+                if ix is None:
+                    self.union(outs[0], j, ins[0], k)
+                else:
+                    self.refuse(ins[0], k, f"{w} slices it")
+                    self.refuse(outs[0], j, f"{w} slices it")
+                j += 1
         elif name in REDUCTIONS:
             axes = e.params["axes"]
             kept = [k for k in range(_rank(ins[0])) if k not in axes]
