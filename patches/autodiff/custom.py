@@ -22,8 +22,8 @@ from ..staging.core import Tracer, bind_multi, get_aval, to_user
 from ..staging.errors import fail, name_of
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
-from ..staging.jit import _call_abstract as jit_abstract
-from ..staging.jit import _call_impl as jit_impl
+from ..staging.jit import call_abstract as jit_abstract
+from ..staging.jit import call_impl as jit_impl
 from ..staging.primitives.registry import primitive
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.tracing import stage_flat

@@ -21,18 +21,20 @@ from .tracing import stage_flat
 from .types import TensorType
 
 
-def _call_abstract(*types: TensorType, program: Program, name: str) -> list:
+def call_abstract(*types: TensorType, program: Program, name: str) -> list:
+    """The output types of a call of ``program``, refusing operands of other types than it was staged for."""
     want = program.in_types
     if len(types) != len(want) or any(a != b for a, b in zip(types, want)):
         raise fail("call", f"{name} was staged for ({', '.join(map(str, want))})", *types)
     return program.out_types
 
 
-def _call_impl(*args: Array, program: Program, name: str) -> list:
+def call_impl(*args: Array, program: Program, name: str) -> list:
+    """A call of ``program``, run by the interpreter."""
     return run(program, list(args))
 
 
-call_p = primitive("call", _call_abstract, _call_impl, multiple_results=True, is_call=True)
+call_p = primitive("call", call_abstract, call_impl, multiple_results=True, is_call=True)
 
 
 class Jitted:

@@ -9,6 +9,11 @@ from patches.layouts import make_layout
 from patches.lower.kernel import KernelModule
 
 
+def row_major(dtype, shape):
+    """An operand type of ``shape`` (rank 2) stored row by row."""
+    return pt.tensor(dtype, pt.Layout(tuple(shape), (shape[1], 1)))
+
+
 def kernel_programs(prog):
     """The programs of the ``pt.kernel`` calls that ``pt.lower(prog)`` schedules (each one call on buffers), in run
     order; a program that is one call on its parameters is its own."""

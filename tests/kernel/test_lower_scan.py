@@ -15,8 +15,7 @@ from .test_lower_simt import check_against_interpreter
 needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
 
 
-def _rows(dtype, shape):
-    return pt.tensor(dtype, pt.Layout(tuple(shape), (shape[1], 1)))
+_rows = C.row_major
 
 
 def row_scan(m=32, n=64, bm=8, reverse=False):
