@@ -131,3 +131,12 @@ def test_bad_bounds_are_refused_by_name():
         kern = pt.kernel(k, pt.tensor("f32", (S, W)), grid=(S // B,), in_specs=[spec], out_specs=spec)
         with pytest.raises(pt.StagingError, match=why):
             pt.stage(kern, pt.tensor("f32", (S, W)))
+
+
+def test_the_jvp_of_causal_flash_attention_lowers_with_q_as_its_own_tangent():
+    """``jvp(attention, (q,), (q,))`` passes one buffer as two operands of the jvp kernel: each kernel of the
+    schedule, fed its operands (q twice), equals the interpreter, and the schedule verifies."""
+    k, types = C.causal_flash_attention(S=64, D=16, BQ=16, BKV=16)
+    prog = pt.stage(lambda q, kk, v: pt.jvp(lambda q: k(q, kk, v), (q,), (q,)), *types)
+    check_against_interpreter(prog, atol=1e-2)
+    pt.lower(prog).verify()
