@@ -110,17 +110,18 @@ class Kernel:
         """cute.compile this kernel for ``arch`` (no GPU needed)."""
         return self.module.compile(arch)
 
-    def verify(self, seed: int = 0, movement: bool = True) -> float:
+    def verify(self, seed: int = 0, movement: bool = True, sizes: dict | None = None) -> float:
         """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
         emitted data movement, element by element); then the kernel's tile-level numpy model against the
-        interpreter on random data. Returns the numeric error; raises LoweringError on a mismatch."""
+        interpreter on random data (symbols bound by ``sizes``, else each at twice its least value). Returns the
+        numeric error; raises LoweringError on a mismatch."""
         mv = getattr(self.module, "verify", None)
         if movement and callable(mv):
             mv()
-        args = random_args(self.program, seed)
-        want = evaluate(self.program, *args)
-        want = list(want) if isinstance(want, (tuple, list)) else [want]
-        got = self.run_model(args)
+        sizes = sizes if sizes is not None else default_bindings(self.program)
+        args = random_args(self.program, seed, sizes)
+        want = _evaluate(self.program, args, sizes)
+        got = self.run_model(args, sizes)
         if self.kind == "gemm":
             got, want = [got[self.spec.out_index]], [want[self.spec.out_index]]
         worst = 0.0
@@ -163,6 +164,16 @@ def _error(got: np.ndarray, want: np.ndarray, nan_free: bool = False) -> float:
     scale = max(1.0, float(np.abs(want[fin]).max()))
     err = np.sort(np.abs(got[fin] - want[fin]).ravel()) / scale
     return float(err[min(len(err) - 1, int(len(err) * 0.999))])
+
+
+def default_bindings(prog: Program) -> dict:
+    """Sizes for checking a symbolic program: each symbol of its parameters at twice its least value (at least
+    two blocks of any block it is a multiple of), within its bound; empty for a concrete program."""
+    if not prog.symbolic:
+        return {}
+    from .kernel.symbolic import checking_size, symbols_of
+
+    return {x: checking_size(x) for x in set().union(*(symbols_of(p.type.layout) for p in prog.params))}
 
 
 def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list:
@@ -293,7 +304,8 @@ class Schedule:
         if len(self.kernels) == 1 and movement and callable(getattr(self.kernels[0].module, "verify", None)):
             self.kernels[0].verify(movement=False)
             return self.kernels[0].module.verify()
-        return max(k.verify(movement=movement) for k in self.kernels)
+        sizes = default_bindings(self.program)
+        return max(k.verify(movement=movement, sizes=sizes) for k in self.kernels)
 
 
 def format_schedule(s: Schedule, exes: list | None = None) -> str:

@@ -252,15 +252,18 @@ def substitute(x: Any, env: dict) -> Any:
 
 def default_sizes(syms: tuple) -> dict:
     """Bindings for checks that need some: each symbol at twice its least value (at least two of any block)."""
-    out = {}
-    for s in syms:
-        lo, div, hi = getattr(s.sym, "lo", 1), getattr(s.sym, "divisor", 1), getattr(s.sym, "hi", None)
-        v = max(lo, 2 * div)
-        out[s.sym] = lo if hi is not None and v > hi else v
-    return out
+    return {s.sym: checking_size(s.sym) for s in syms}
 
 
-__all__ = ["Symbol", "active", "arg_layout", "at_least", "bind", "code", "fake_symbolic", "host_lines", "layout_code", "multiple",
+def checking_size(sym: Any) -> int:
+    """One symbol's size for checks: twice its least value (two of any block it is a multiple of), within its bound."""
+    lo, div, hi = getattr(sym, "lo", 1), getattr(sym, "divisor", 1), getattr(sym, "hi", None)
+    v = max(lo, 2 * div)
+    return lo if hi is not None and v > hi else v
+
+
+__all__ = ["Symbol", "active", "arg_layout", "at_least", "bind", "checking_size", "code",
+           "fake_symbolic", "host_lines", "layout_code", "multiple",
            "params_of", "substitute", "symbols_of", "table", "trips"]
 
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...layouts import ComposedLayout, Layout, arith, size, zipped_divide
+from ...layouts import ComposedLayout, Layout, UndecidableError, arith, size, zipped_divide
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
@@ -111,9 +111,11 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
         carved = zipped_divide(t.layout, tiler)
     except Exception as e:  # a LayoutError or a tiler the algebra refuses
         raise fail("kernel", f"{label}: cannot carve {t} by the block {tiler}: {e}") from None
-    if not arith.eq(size(carved), size(t.layout)) and padding_extents(t.layout, tiler, carved) is None:
+    if not _divides(carved, t.layout) and padding_extents(t.layout, tiler, carved) is None:
+        symbolic = "" if all(type(m) is int for m in it.flatten(t.layout.shape)) else (
+            " (a symbolic extent must be declared a multiple of its block: Sym(name, divisible_by=block))")
         raise fail("kernel", f"{label}: the block {tiler} does not divide {t}, and only a block of one int per mode "
-                             "over modes of concrete, flat extents can pad the edge blocks")
+                             f"over modes of concrete, flat extents can pad the edge blocks{symbolic}")
     tile = mode_layouts(carved)[0] if carved.rank else carved
     nblock = len(modes_of(mode_layouts(carved)[1].shape)) if carved.rank == 2 else 0
     index_map = spec.index_map
@@ -149,6 +151,14 @@ def resolve(spec: BlockSpec | None, t: TensorType, grid: tuple, label: str) -> B
         check_buffer_layout(layout, f"kernel: {label}: the staging layout")
         ref = RefType(t.dtype, layout, spec.memory_space)
     return BlockMapping(carved, tiler, prog, ref, label, squeezed)
+
+
+def _divides(carved: Layout, layout: Layout) -> bool:
+    """Whether the carving covers the operand exactly; False where the facts on its symbols do not say."""
+    try:
+        return bool(arith.eq(size(carved), size(layout)))
+    except UndecidableError:
+        return False
 
 
 def padding_extents(layout: Layout, tiler: Any, carved: Layout) -> tuple | None:
