@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..layouts import flatten
 from ..staging import Var
 from ..staging.types import modes_of
+from .run_schedule import stored_bytes
 
 RUNNER = '''"""Run an exported patches schedule with torch CUDA tensors (no CuTe DSL): build each kernel's loader first
 (sh <kernel>/build.sh), then run(*tensors) returns the program's outputs. Static shapes only."""
@@ -20,12 +23,13 @@ import json
 import math
 import os
 
+import numpy
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAN = json.load(open(os.path.join(HERE, "schedule.json")))
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "bool": torch.bool,
-          "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8}
+          "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i64": torch.int64}
 
 
 def _binding(name):
@@ -54,11 +58,15 @@ def _view(t, perm, batched, flat=None, groups=None):
 
 def run(*tensors):
     vals = {f"in{i}": t for i, t in enumerate(tensors)}
-    device = tensors[0].device
+    device = tensors[0].device if tensors else torch.device("cuda")
     for v in PLAN["values"]:
         if v["name"] not in vals:
             shape, stride = [int(x) for x in v["shape"]], [int(x) for x in v["stride"]]
-            vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
+            if "file" in v:              # a constant the program captured: its stored bytes
+                raw = torch.from_numpy(numpy.load(os.path.join(HERE, v["file"]))).to(device)
+                vals[v["name"]] = torch.as_strided(raw.view(DTYPES[v["dtype"]]), shape, stride)
+            else:
+                vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
     for k in PLAN["kernels"]:
         views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat"), a.get("groups"))
                  for a in k["args"]]
@@ -92,14 +100,17 @@ def export_schedule(exe: Any, directory: Path) -> Path:
     """Write every kernel's export, schedule.json and runner.py into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     s = exe.schedule
-    names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
-    names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
-    names.update({id(b.var): b.name for b in s.buffers})
+    names = s.value_names()
     values = []
     for v in [b.var for b in s.buffers] + [o for o in s.program.outputs if isinstance(o, Var)]:
         lay = flatten(v.type.layout)                   # hierarchical modes: one dimension per leaf
         values.append({"name": names[id(v)], "dtype": v.type.dtype, "shape": [str(x) for x in modes_of(lay.shape)],
                        "stride": [str(x) for x in modes_of(lay.stride)]})
+    for i, (p, x) in enumerate(zip(s.program.params, s.constants)):   # captured constants: their stored bytes
+        lay = flatten(p.type.layout)
+        np.save(directory / f"const{i}.npy", stored_bytes(p, x))
+        values.append({"name": f"const{i}", "dtype": p.type.dtype, "shape": [str(x) for x in modes_of(lay.shape)],
+                       "stride": [str(x) for x in modes_of(lay.stride)], "file": f"const{i}.npy"})
     kernels = []
     for k, kexe in zip(s.kernels, exe.executables):
         kexe.export(directory / k.name)

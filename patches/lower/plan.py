@@ -206,6 +206,11 @@ def evaluate_shape(v: Any, x: Any) -> np.ndarray:
     return np.empty(np.shape(x) if modes_of(v.type.shape) else ())
 
 
+def _logical_value(x: Any) -> np.ndarray:
+    """A captured constant as the logical numpy array a parameter takes."""
+    return np.asarray(x.logical()) if hasattr(x, "logical") else np.asarray(x)
+
+
 def _logical(t: Any) -> tuple:
     from ..staging.types import logical_shape
 
@@ -219,6 +224,11 @@ class Schedule:
     def __init__(self, prog: Program, config: TileConfig | None = None, via: str = "template") -> None:
         t0 = time.perf_counter()
         self.source_program = prog
+        self.constants = []
+        if isinstance(prog, Program) and prog.consts:      # captured arrays: leading buffers the schedule supplies
+            prog = prog.dce()
+            self.constants = [_logical_value(x) for x in prog.const_values]
+            prog = prog.closed_over()
         self.program, plans, self.buffers, _ = build(prog, config)
         if check_via(via) == "kernel":
             plans = route(plans, config)
@@ -226,7 +236,7 @@ class Schedule:
         self.schedule_seconds = time.perf_counter() - t0
 
     # -- the one-kernel view: the Module API of a single kernel --------------------------------------------
-    _OWN = ("source_program", "program", "buffers", "kernels", "schedule_seconds")
+    _OWN = ("source_program", "program", "buffers", "kernels", "schedule_seconds", "constants")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._OWN or name.startswith("_") or "kernels" not in self.__dict__ or len(self.kernels) != 1:
@@ -259,14 +269,29 @@ class Schedule:
     def __str__(self) -> str:
         return format_schedule(self)
 
+    def value_names(self) -> dict:
+        """Names of the values kernels pass, by id: captured constants ``const<i>``, the caller's arguments
+        ``in<i>``, outputs ``out<i>``, intermediate buffers by their own names."""
+        n = len(self.constants)
+        names = {id(p): f"const{i}" if i < n else f"in{i - n}" for i, p in enumerate(self.program.params)}
+        names.update({id(o): f"out{i}" for i, o in enumerate(self.program.outputs) if isinstance(o, Var)})
+        names.update({id(b.var): b.name for b in self.buffers})
+        return names
+
     # -- running --------------------------------------------------------------------------------------------
+    def arguments(self, args: tuple) -> list:
+        """The program's parameters from the caller's arguments: the captured constants, then the arguments' leaves."""
+        leaves, _ = tree_flatten(args)
+        want = len(self.program.params) - len(self.constants)
+        if len(leaves) != want:
+            raise LoweringError(f"the program takes {want} arrays, got {len(leaves)}")
+        return [*self.constants, *leaves]
+
     def simulate(self, *args: Any) -> Any:
         """Run the schedule on the CPU kernel by kernel (each kernel's program through the interpreter), passing
         buffers between them; returns the outputs in the program's output pytree."""
-        leaves, _ = tree_flatten(args)
+        leaves = self.arguments(args)
         prog = self.program
-        if len(leaves) != len(prog.params):
-            raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
         env: dict[int, Any] = {id(p): x for p, x in zip(prog.params, leaves)}
         syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
         for k in self.kernels:
@@ -281,10 +306,8 @@ class Schedule:
         and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype; a
         ``pt.kernel`` call's emitted source through patches.lower.kernel.simulate), passing buffers between them:
         what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
-        leaves, _ = tree_flatten(args)
+        leaves = self.arguments(args)
         prog = self.program
-        if len(leaves) != len(prog.params):
-            raise LoweringError(f"the program takes {len(prog.params)} arrays, got {len(leaves)}")
         env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
         syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
         for k in self.kernels:
@@ -311,9 +334,7 @@ class Schedule:
 def format_schedule(s: Schedule, exes: list | None = None) -> str:
     """The schedule as text: kernels in order (kind, what each fuses, its inputs and outputs, configuration, and
     with ``exes`` registers, spills and instruction counts), then the buffers."""
-    names = {id(p): f"in{i}" for i, p in enumerate(s.program.params)}
-    names.update({id(o): f"out{i}" for i, o in enumerate(s.program.outputs) if isinstance(o, Var)})
-    names.update({id(b.var): b.name for b in s.buffers})
+    names = s.value_names()
     lines = [f"schedule of {sanitize(s.program.name)}: {len(s.program.eqns)} equations -> {len(s.kernels)} kernel(s), "
              f"{len(s.buffers)} buffer(s) in {len({b.slot for b in s.buffers})} slot(s)"]
     for i, k in enumerate(s.kernels):
@@ -364,8 +385,9 @@ class ScheduleExecutable:
 
     def export(self, directory: str | os.PathLike) -> Path:
         """Every kernel's ahead-of-time export (header, object, loader) in a subdirectory, ``schedule.json`` (run
-        order, buffers, argument bindings) and ``runner.py``; a one-kernel schedule exports as its kernel did."""
-        if len(self.executables) == 1:
+        order, buffers, argument bindings, captured constants) and ``runner.py``; a one-kernel schedule without
+        constants exports as its kernel did."""
+        if len(self.executables) == 1 and not self.schedule.constants:
             return self.executables[0].export(Path(directory))
         from .export_schedule import export_schedule
 

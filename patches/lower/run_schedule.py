@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..layouts import flatten
+from ..staging.array import Array
 from ..staging.pytree import tree_unflatten
 from ..staging.types import modes_of
 from .errors import LoweringError
@@ -51,6 +54,18 @@ def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
     return torch.as_strided(storage.view(dtype), shape, stride)
 
 
+def stored_bytes(var: Any, value: Any) -> np.ndarray:
+    """A captured constant's bytes as its parameter's layout stores them."""
+    return np.ascontiguousarray(Array.from_logical(value, var.type.layout, var.type.dtype).storage).view(np.uint8)
+
+
+def constant_tensor(var: Any, value: Any, device: Any) -> Any:
+    """A captured constant on the device, stored with its parameter's layout (bytes copied from the host)."""
+    import torch
+
+    return _empty(var, {}, device, torch.from_numpy(stored_bytes(var, value).copy()).to(device))
+
+
 def _gemm_args(spec: Any, ins: list, outs: list) -> list:
     a = kernel_view(ins[spec.a.param], spec.a.perm, spec.batched, spec.a.groups)
     b = kernel_view(ins[spec.b.param], spec.b.perm, spec.batched, spec.b.groups)
@@ -84,11 +99,14 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
 
     s = exe.schedule
     prog = s.program
-    if len(tensors) != len(prog.params):
-        raise LoweringError(f"the schedule takes {len(prog.params)} tensors (the program's parameters), got {len(tensors)}")
+    n_const = len(s.constants)
+    if len(tensors) != len(prog.params) - n_const:
+        raise LoweringError(f"the schedule takes {len(prog.params) - n_const} tensors (the program's parameters), "
+                            f"got {len(tensors)}")
     if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
         raise LoweringError("call a compiled schedule with CUDA torch tensors")
-    device = tensors[0].device
+    device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
+    tensors = (*(constant_tensor(v, x, device) for v, x in zip(prog.params, s.constants)), *tensors)
     env = _bind(prog, tensors)
     vals: dict[int, Any] = {id(p): t for p, t in zip(prog.params, tensors)}
     slots: dict[int, Any] = {}

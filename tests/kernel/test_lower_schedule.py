@@ -15,6 +15,7 @@ from patches.lower.kernel import KernelModule
 from patches.lower.module import tool
 from patches.lower.plan import Schedule, random_args
 from patches.lower.simulate import round_to
+from patches.staging import dtypes
 
 from . import lower_cases as C
 
@@ -208,3 +209,43 @@ def test_a_kernel_call_on_reordered_or_repeated_parameters_is_scheduled_by_the_p
         for g, w in zip(direct, alone):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert isinstance(pt.lower(pt.stage(k, t, t)), KernelModule)
+
+
+def test_a_program_capturing_arrays_lowers_with_them_as_constant_buffers():
+    """A loss that closes over a numpy weight (and a kernel body's captured bias) stages with constants; the
+    schedule takes them as leading buffers of its own (``const<i>``): the caller passes only the arguments,
+    ``simulate_kernels`` equals the program on them and ``verify`` passes."""
+    rng = np.random.default_rng(3)
+    k, types = C.tiled_matmul(32, 32, 32, 16, 16, 16)
+    w = rng.standard_normal((32, 32)).astype(np.float32)
+    prog = pt.stage(pt.grad(lambda a, b, c: pt.sum(k(a, b, c).astype("f32") * w), argnums=(0, 1)), *types)
+    assert len(prog.consts) == 1
+    s = pt.lower(prog)
+    assert "const0" in str(s) and len(s.constants) == 1
+    xs = [dtypes.cast(rng.standard_normal((32, 32)), "bf16"), dtypes.cast(rng.standard_normal((32, 32)), "bf16"),
+          dtypes.cast(rng.standard_normal(32), "bf16")]
+    for got, want in zip(s.simulate_kernels(*xs), prog(*xs)):
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-2, atol=1e-2)
+    assert s.verify() < 2e-2
+    with pytest.raises(pt.LoweringError, match="takes 3 arrays, got 2"):
+        s.simulate(*xs[:2])
+
+
+@pytest.mark.slow
+def test_an_exported_schedule_stores_its_constants_in_their_layouts(tmp_path):
+    """A one-kernel program capturing a constant exports as a schedule: the constant's bytes in its parameter's
+    layout (const0.npy, read back by the strides schedule.json gives) beside the argument ``in0``."""
+    pytest.importorskip("cutlass")
+    rng = np.random.default_rng(3)
+    t = pt.tensor("f32", make_layout((64, 96), (1, 64)))
+    v = rng.standard_normal((64, 96)).astype(np.float32)
+    small = pt.lower(pt.stage(lambda x: pt.exp(x) * v + 1.0, t))
+    np.testing.assert_allclose(small.simulate_kernels(v), np.exp(v) * v + 1.0, rtol=1e-6)
+    small.compile().export(tmp_path)
+    plan = json.loads((tmp_path / "schedule.json").read_text())
+    const = next(x for x in plan["values"] if x["name"] == "const0")
+    assert const["file"] == "const0.npy" and const["shape"] == ["64", "96"]
+    stored = np.load(tmp_path / "const0.npy").view(np.float32)
+    stride = tuple(4 * int(d) for d in const["stride"])
+    np.testing.assert_array_equal(np.lib.stride_tricks.as_strided(stored, (64, 96), stride), v)
+    assert all(a["value"] != "in1" for k in plan["kernels"] for a in k["args"])

@@ -56,3 +56,17 @@ def test_simt_softmax_on_gpu():
     y = exe(x)
     assert y.shape == (r, c) and torch.isfinite(y).all()
     torch.testing.assert_close(y.double(), torch.softmax(x.double(), dim=1), rtol=2e-2, atol=1e-3)
+
+
+def test_a_schedule_with_captured_constants_on_gpu():
+    """A loss closing over a numpy weight: the compiled schedule uploads the constant itself."""
+    import numpy as np
+    import torch
+
+    from patches.layouts import make_layout
+
+    w = np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32)
+    prog = pt.stage(lambda x: pt.exp(x) * w + 1.0, pt.tensor("f32", make_layout((64, 96), (96, 1))))
+    exe = pt.lower(prog).compile()
+    x = torch.randn(64, 96, device="cuda", dtype=torch.float32)
+    torch.testing.assert_close(exe(x), torch.exp(x) * torch.from_numpy(w).cuda() + 1.0)
