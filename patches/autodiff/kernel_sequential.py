@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..layouts import arith
 from ..staging.errors import fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
@@ -57,7 +58,7 @@ def _panel(m: BlockMapping, t: Any, par: list, ngrid: int, sub: tuple) -> BlockM
             point[a] = x
         coords = eval_program(m.index_map, point)
         return [c if o else np.int32(0) for c, o in zip(coords, own)]
-    block = tuple(b if o else -(-n // b) * b for b, o, n in zip(tiler, own, extents))
+    block = tuple(b if o else arith.ceil_div(n, b) * b for b, o, n in zip(tiler, own, extents))
     return resolve(BlockSpec(block, index_map), t, sub, m.label)
 
 
