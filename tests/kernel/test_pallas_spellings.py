@@ -250,3 +250,17 @@ def test_num_programs_converts_like_an_i32_scalar_and_stays_a_static_loop_bound(
     x = rng.standard_normal(32).astype(np.float32)
     np.testing.assert_allclose(kern(x), 4 * x + 4, rtol=1e-6)
     assert pt.num_programs.__doc__ and "upper=4" in str(pt.stage(kern, pt.tensor("f32", 32)))
+
+
+def test_arithmetic_on_num_programs_still_converts_like_an_i32_scalar():
+    """``(pl.num_programs(0) * BN).astype(jnp.float32)``: int arithmetic on the static extent keeps ``.astype``
+    (it gave a bare int), and the results stay static ints (a loop bound of ``n - 1`` is still static)."""
+    def k(x_ref, o_ref):
+        n = pt.num_programs(0)
+        o_ref[...] = (x_ref[...] / (n * 8).astype("f32") + (n - 1 - pt.program_id(0)).astype("f32")
+                      + (2 * n // 3 % 5).astype("f32") + pt.fori_loop(0, n - 1, lambda i, c: c + 1.0, 0.0))
+    spec = pt.BlockSpec((8,), lambda i: (i,))
+    kern = pt.kernel(k, pt.tensor("f32", 32), grid=(4,), in_specs=[spec], out_specs=spec)
+    x = rng.standard_normal(32).astype(np.float32)
+    np.testing.assert_allclose(kern(x), x / 32 + (3 - np.arange(32) // 8) + 2 + 3, rtol=1e-6)
+    assert "upper=3" in str(pt.stage(kern, pt.tensor("f32", 32)))

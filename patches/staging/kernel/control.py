@@ -73,6 +73,23 @@ class GridExtent(int):
         return bind(extent_p, value=int(self)).astype(dtype)
 
 
+def _stays_extent(name: str) -> Any:
+    """int's operator ``name``, its int results GridExtents again (``(num_programs(0) * BN).astype(...)``)."""
+    op = getattr(int, name)
+
+    def f(self: GridExtent, *other: Any) -> Any:
+        r = op(self, *other)
+        return GridExtent(r) if type(r) is int else r
+    f.__name__ = name
+    return f
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__neg__", "__pos__", "__abs__", "__lshift__", "__rshift__", "__and__", "__or__",
+              "__xor__"):
+    setattr(GridExtent, _name, _stays_extent(_name))
+
+
 def num_programs(axis: int) -> Any:
     """The extent of the grid along ``axis``: an int when static (a GridExtent), else a staged i32 scalar."""
     n = current_grid_spec()[_axis("num_programs", axis)]
