@@ -17,16 +17,17 @@ from typing import Any
 from ..staging import primitives as P
 from ..staging.core import bind, bind_multi, get_aval
 from ..staging.errors import fail
-from ..staging.interpreter import eval_program
+from ..staging.interpreter import eval_program, injective
 from ..staging.ir import Program
 from ..staging.kernel import addupdate_p, cond, cond_p, fori_p, get_p, kernel_p, program_id, ref_slice_p, set_p
-from ..staging.kernel.blockspec import BlockMapping, resolve
+from ..staging.kernel.blockspec import BlockMapping, BlockSpec, resolve
 from ..staging.kernel.control import I32, bind_loop, extent, is_static_bound, loop_bounds, stage_body
 from ..staging.kernel.kernel import stage_kernel_body
 from ..staging.kernel.refs import Ref, is_ref
 from ..staging.kernel.tile import ref_tile, ref_tile_p
 from ..staging.pytree import tree_flatten
 from ..staging.tracing import stage_flat
+from ..staging.types import TensorType, compact
 from .kernel_coverage import covers, visits_each_block_once, writes_once
 from .kernel_eval import (
     PADDED,
@@ -369,6 +370,7 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
     if all(c is None for c in cts):
         return [None] * len(operands)
     base = name[:-4] if name.endswith("_jvp") else name
+    operands, in_specs = _writable(list(operands), list(in_specs), grid)
     body = _without_dead_outputs(body, len(operands), cts)
     padded = check_padded_body(body, list(operands), in_specs, base, out_specs, _out_types, grid)
     ops, cts, in_specs, out_specs, crop = unpadded(list(operands), cts, in_specs, out_specs, _out_types, grid)
@@ -378,6 +380,22 @@ def _kernel_transpose(cts: list, *operands: Any, name: str, grid: tuple, in_spec
                 if is_linear(x) else None for k, x in enumerate(operands)]
     finally:
         PADDED.pop()
+
+
+def _writable(operands: list, in_specs: list, grid: tuple) -> tuple:
+    """A linear operand read through an overlapping view (a broadcast's stride 0) gets its cotangent in a compact
+    layout of its shape, its blocks carved anew by the same block and index map: grid points that read one element
+    then write distinct ones, and the view's own transpose (a broadcast's sum) folds them."""
+    for k, (x, m) in enumerate(zip(operands, in_specs)):
+        if not is_linear(x) or injective(x.type.layout):
+            continue
+        t = TensorType(x.type.dtype, compact(x.type.layout.shape))
+        tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
+        block = tuple(None if j in m.squeezed else b for j, b in enumerate(tiler)) if m.squeezed else m.tiler
+        operands[k] = UndefinedPrimal(t)
+        in_specs[k] = resolve(BlockSpec(block, lambda *ids, m=m: eval_program(m.index_map, list(ids))), t, grid,
+                              m.label)
+    return operands, tuple(in_specs)
 
 
 def _without_dead_outputs(body: Program, n_in: int, cts: list) -> Program:

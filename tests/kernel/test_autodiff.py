@@ -401,3 +401,22 @@ def test_reverse_mode_through_an_online_softmax_loop_is_refused_by_name_and_jvp_
     assert [e.prim.name for e in prog.eqns].count("kernel") == 2          # the kernel and its jvp kernel
     with pytest.raises(pt.StagingError, match="online softmax's running max and sum"):
         pt.stage(pt.grad(lambda q, kk, v: pt.sum(f(q, kk, v))), *types)
+
+
+def test_grad_through_a_broadcast_operand_sums_the_blocks_that_read_each_element():
+    """A kernel reading a broadcast view (``broadcast_to(v[None, :])``, stride 0 along its rows): the backward
+    kernel writes the operand's cotangent in a compact layout of its shape (grid points reading one element write
+    distinct ones, where the view's own layout made them race), and the broadcast's transpose sums it: grad equals
+    R (1 - tanh(v)^2) eagerly and staged, with a SMEM-staged block too."""
+    R, C = 16, 16
+    v = rng.standard_normal(C)
+    for space in (pt.GMEM, pt.SMEM):
+        sp = pt.BlockSpec((8, 8), lambda i, j: (i, j), memory_space=space)
+        k = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., pt.tanh(x_ref[...])), pt.tensor("f64", (R, C)),
+                      grid=(2, 2), in_specs=[sp], out_specs=pt.BlockSpec((8, 8), lambda i, j: (i, j)))
+
+        def f(v, k=k):
+            return pt.sum(k(pt.broadcast_to(v[None, :], (R, C))) * pt.arange(C).astype("f64"))
+        want = R * (1 - np.tanh(v) ** 2) * np.arange(C)
+        np.testing.assert_allclose(pt.grad(f)(v), want, rtol=1e-12)
+        np.testing.assert_allclose(pt.stage(pt.grad(f), pt.tensor("f64", C))(v), want, rtol=1e-12)
