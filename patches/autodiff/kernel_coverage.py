@@ -24,7 +24,7 @@ import numpy as np
 
 from ..layouts.symbols import bounds
 from ..staging.array import to_array
-from ..staging.interpreter import eval_program, run
+from ..staging.interpreter import run
 from ..staging.ir import Literal
 from ..staging.kernel import addupdate_p, cond_p, fori_p, set_p
 from ..staging.kernel.blockspec import exact_index
@@ -232,9 +232,8 @@ def _once(m: Any, grid: tuple, axes: list, sub: list, blocks: list, env: dict | 
             point[a] = x
         coords = exact_index(m.index_map, tuple(point)) if env is None else None
         if coords is None:
-            coords = [int(np.asarray(x.logical() if hasattr(x, "logical") else x))
-                      for x in (eval_program(m.index_map, [np.int32(p) for p in point]) if env is None else
-                                run(m.index_map, [to_array(np.int32(p)) for p in point], env))]
+            coords = [int(np.asarray(x.logical()))      # the numpy interpreter: concrete even under a staging trace
+                      for x in run(m.index_map, [to_array(np.int32(p)) for p in point], env)]
         c = tuple(coords)
         if c in seen or not all(0 <= x < n for x, n in zip(c, blocks)):
             return False

@@ -420,3 +420,17 @@ def test_grad_through_a_broadcast_operand_sums_the_blocks_that_read_each_element
         want = R * (1 - np.tanh(v) ** 2) * np.arange(C)
         np.testing.assert_allclose(pt.grad(f)(v), want, rtol=1e-12)
         np.testing.assert_allclose(pt.stage(pt.grad(f), pt.tensor("f64", C))(v), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("index_map", [lambda i: (i // 2, i % 2), lambda i: (pt.where(i < 2, i, 5 - i) // 2, i % 2),
+                                       lambda i: ((i * 3) % 4 // 2, (i * 3) % 2)])
+def test_staged_grad_through_index_maps_of_div_mod_and_where(index_map):
+    """Bijective index maps written with //, % and where: whether the backward kernel may keep the grid is decided
+    by evaluating the map on concrete points, also under a staging trace (it raised there)."""
+    sp = pt.BlockSpec((8, 8), index_map)
+    k = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., pt.tanh(x_ref[...])), pt.tensor("f32", (16, 16)),
+                  grid=(4,), in_specs=[sp], out_specs=sp)
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    prog = pt.stage(pt.grad(lambda x: pt.sum(k(x) * x)), pt.tensor("f32", (16, 16)))
+    np.testing.assert_allclose(prog(x), np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-5, atol=1e-6)
+    assert "_bwd_x_ref, grid=(4)," in str(prog)              # each block visited once: the backward keeps the grid
