@@ -192,6 +192,11 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         if o.is_row:
             idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in o.coords)
             out[idx] = val[:, 0] if idx else val[0, 0]
+        elif not o.coords:            # a 0-d output: every element writes it, the same value
+            flat = val.reshape(-1)
+            if not np.array_equal(flat, np.broadcast_to(flat[0], flat.shape), equal_nan=flat.dtype.kind == "f"):
+                raise LoweringError(f"{spec.name}: threads write different values to the 0-d output {o.dtype}")
+            out[()] = flat[0]
         else:
             out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)] = val
         results.append(wrap(out, o.dtype) if out.dtype == np.int64 else round_to(out, o.dtype))

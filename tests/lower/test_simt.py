@@ -151,3 +151,18 @@ def test_new_canonical_forms_compile_without_spills(which):
         exe = low.compile()
         assert len(exe.executables) == 2
         assert all(x.resources["spills"] == 0 and x.counts("SHFL")["SHFL"] >= 5 for x in exe.executables)
+
+
+def test_a_0d_output_beside_a_tensor_output_is_modelled():
+    """A SIMT kernel writing a (16, 16) output and 0-d ones (the glue grad of a kernel with a scalar output makes):
+    every thread writes the scalar, the same value; the model returns it as a 0-d array and the schedule
+    verifies (the model raised ValueError). A model that found different values would refuse by name."""
+    for dt in ("f32", "i32"):
+        prog = pt.stage(lambda v, w: (w * 2, v * 3, v + 1), pt.tensor(dt, ()), pt.tensor(dt, (16, 16)))
+        m = pt.lower(prog)
+        assert m.verify() is not None
+        npd = {"f32": np.float32, "i32": np.int32}[dt]
+        v, w = np.array(2, npd), np.ones((16, 16), npd)
+        outs = m.simulate_kernels(v, w)
+        assert [np.shape(o) for o in outs] == [(16, 16), (), ()] and [int(outs[1]), int(outs[2])] == [6, 3]
+        np.testing.assert_array_equal(outs[0], 2 * w)
