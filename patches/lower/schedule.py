@@ -97,8 +97,8 @@ def prepare(prog: Program) -> Program:
 def kernel_operands(eqns: list) -> list:
     """A ``pt.kernel`` call reads whole buffers: an operand that is a view (transpose, slice, ...) or a generator
     (iota) is first copied into a buffer of the operand's own layout (a ``copy`` equation, fused into its
-    producer's kernel where it can be; a slice's buffer has the slice's holes); a literal, or a broadcast or
-    overlapping view, is refused."""
+    producer's kernel where it can be; a slice's buffer has the slice's holes), as is a literal (the constant
+    cotangent grad feeds a kernel with a 0-d output); a broadcast or overlapping view is refused."""
     producer = {id(v): e for e in eqns for v in e.outputs}
     out = []
     for e in eqns:
@@ -113,7 +113,7 @@ def kernel_operands(eqns: list) -> list:
                 continue
             what = "a literal" if not isinstance(x, Var) else f"a {p.prim.name} of another value"
             lay = x.type.layout
-            if not isinstance(x, Var) or not _injective(lay):
+            if not _injective(lay):
                 raise LoweringError(f"equation {_eqn_text(e)}: operand {i} is {what} ({x.type}), which a kernel cannot "
                                     "read as a buffer; pass a tensor with a compact layout")
             y = Var(TensorType(x.type.dtype, lay))

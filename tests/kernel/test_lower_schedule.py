@@ -249,3 +249,20 @@ def test_an_exported_schedule_stores_its_constants_in_their_layouts(tmp_path):
     stride = tuple(4 * int(d) for d in const["stride"])
     np.testing.assert_array_equal(np.lib.stride_tricks.as_strided(stored, (64, 96), stride), v)
     assert all(a["value"] != "in1" for k in plan["kernels"] for a in k["args"])
+
+
+def test_the_constant_cotangent_of_a_kernels_0d_output_becomes_a_buffer():
+    """grad of a kernel with a 0-d output feeds its backward kernel the literal cotangent 1.0: the schedule
+    writes it into a 0-d buffer first (it was refused as a literal operand), and the gradient, also scaled by a
+    second call, equals the closed form."""
+    def body(x_ref, s_ref):
+        x = x_ref[...]
+        s_ref[...] = pt.reduce_sum(x * x)
+    k = pt.kernel(body, pt.tensor("f32", ()), grid=(1,), in_specs=[pt.BlockSpec((16, 16), lambda i: (0, 0))],
+                  out_specs=None)
+    x = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    for f, scale in [(pt.grad(k), 2), (lambda x: pt.grad(k)(x) + pt.grad(lambda x: 3.0 * k(x))(x), 8)]:
+        s = pt.lower(pt.stage(f, pt.tensor("f32", (16, 16))))
+        assert any(q.fuses == ("copy",) for q in s.kernels)
+        np.testing.assert_allclose(s.simulate_kernels(x), scale * x, rtol=1e-5)
+        assert s.verify() < 1e-5
