@@ -2,9 +2,9 @@
 ``program_id``, literals) and that selects a constant at every padded position of its data operand.
 
 Such a ``where`` (``where(col < N, x, -inf)`` before a row max, Pallas's idiom for a padded block) holds the same
-values in the forward pass (NaN read past the edge) and the backward kernels (zeros): its padded positions hold the
-other operand. The predicate is evaluated on concrete grid points, every one of a static grid, and checked at
-the padded positions of each padded label the data operand carries.
+values in the forward pass (NaN read past the edge) and the backward kernels (zeros) along each padded label it
+masks: its padded positions there hold the other operand. The predicate is evaluated on concrete grid points,
+every one of a static grid, and checked at the padded positions of each padded label the data operand carries.
 """
 
 from __future__ import annotations
@@ -56,33 +56,37 @@ def _evaluate(eqns: list, v: Any, point: tuple, grid: tuple) -> np.ndarray:
     return np.asarray(env[id(v)].logical())
 
 
-def masks_padding(e: Any, confs: dict, producers: dict, sources: dict, grid: tuple | None) -> bool:
-    """Whether ``where`` equation ``e`` selects, at every padded position of each operand derived from a padded
-    read (``confs``: its {label: mode}, None when mixed, absent when not derived), the other operand, which is not
-    derived from one: its result then holds the same values in the forward pass and the backward kernels."""
+def masks_padding(e: Any, confs: dict, producers: dict, sources: dict, grid: tuple | None) -> frozenset:
+    """The padded labels of the operand derived from a padded read (``confs``: its {label: mode}, None when mixed,
+    absent when not derived) at whose every padded position ``where`` equation ``e`` selects the other operand,
+    which is not derived from one: along those labels its result holds the same values in the forward pass and the
+    backward kernels (a column mask of a block padded along rows and columns masks the columns only)."""
+    none: frozenset = frozenset()
     if grid is None or not all(type(n) is int for n in grid) or int(np.prod(grid, dtype=np.int64)) > MAX_POINTS:
-        return False
+        return none
     pred, hot = e.inputs[0], [k for k in (1, 2) if k in confs]
     if len(hot) != 1 or not confs[hot[0]] or 0 in confs:
-        return False
+        return none
     eqns = _slice(pred, producers)
     if eqns is None:
-        return False
+        return none
     picked_when = hot[0] == 1          # the data operand is picked where the predicate holds
     shape = e.outputs[0].type.layout.shape
     shape = shape if type(shape) is tuple else (shape,)
+    masked = {label for label in confs[hot[0]] if sources.get(label) is not None}
     for point in itertools.product(*(range(n) for n in grid)):
         p = np.broadcast_to(_evaluate(eqns, pred, point, grid), shape)
         for label, mode in confs[hot[0]].items():
-            src = sources.get(label)
-            if src is None:
-                return False
-            index_map, k, tile, extent = src
+            if label not in masked:
+                continue
+            index_map, k, tile, extent = sources[label]
             block = int(np.asarray(run(index_map, [to_array(np.int32(i)) for i in point])[k].logical()))
             first = extent - block * tile             # the block's first padded coordinate along ``mode``
             if first >= shape[mode]:
                 continue
             past = p[(slice(None),) * mode + (slice(max(first, 0), None),)]
             if (past == picked_when).any():
-                return False
-    return True
+                masked.discard(label)
+        if not masked:
+            return none
+    return frozenset(masked)

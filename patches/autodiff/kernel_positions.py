@@ -205,7 +205,7 @@ class _Scan:
         self.conf: dict = {}
         self.decided: dict = {}
         self.record = {} if record is None else record   # every tainted variable's positions, nested bodies too
-        self.masks = masks          # (where eqn, confs, producers) -> whether it masks the padding (top level only)
+        self.masks = masks          # (where eqn, confs, producers) -> the labels it masks (top level only)
         self.producers: dict = {}
 
     def state(self, v: Any) -> tuple:
@@ -311,9 +311,15 @@ class _Scan:
             first = 2 if name in _STORES else 1
             if any(hot[first:]):
                 return f"a dynamic index of {name}"
-        if name == "where" and self.masks is not None and any(hot) and not hot[0] and \
-                self.masks(e, {k: self.conf.get(id(a)) for k, a in enumerate(e.inputs) if hot[k]}, self.producers):
-            return None             # a mask from positions alone: its padded positions hold the other operand
+        kept: dict = {}             # a where's data operand with the labels it masks dropped
+        if name == "where" and self.masks is not None and any(hot) and not hot[0]:
+            confs = {k: self.conf.get(id(a)) for k, a in enumerate(e.inputs) if hot[k]}
+            masked = self.masks(e, confs, self.producers)
+            if masked:               # a mask from positions alone: its padded positions hold the other operand
+                (k, conf), = confs.items()
+                kept = {k: {label: m for label, m in conf.items() if label not in masked}}
+                if not kept[k]:
+                    return None
         if e.prim in (argmax_p, argmin_p) and hot[0]:
             return f"an {name}"
         if e.prim is astype_p and hot[0] and not dtypes.is_float(e.params["dtype"]) \
@@ -332,7 +338,8 @@ class _Scan:
             c = _selected(self.refs[id(e.inputs[0])], e.params.get("index", ())) if id(e.inputs[0]) in self.refs \
                 else None
         else:
-            c = _moved(e, [self.conf.get(id(a)) if h else _COLD for a, h in zip(e.inputs, hot)]) if any(hot) else None
+            c = _moved(e, [kept.get(k, self.conf.get(id(a))) if h else _COLD
+                           for k, (a, h) in enumerate(zip(e.inputs, hot))]) if any(hot) else None
         if made:
             if name not in _ELEMENTWISE and c is None:
                 return f"the result of {made[0]} (a per-element decision) reaches {name}, which moves it to other " \
@@ -360,8 +367,8 @@ def decisions(prog: Any, refs: dict, sinks: dict | None = None, record: dict | N
     element's position (a reduction over a padded mode, a matmul contracting one, a view that moves one, a loop
     carry that mixes positions, a store anywhere but the same positions of an output padded alike):
     ``NaN <= 0`` is False in the forward pass and ``0 <= 0`` True in the backward kernels. ``record`` receives
-    every derived variable's positions ({label: mode}, None where they mix); ``masks`` decides whether a top-level
-    ``where`` masks the padding (kernel_masks), making its result underived."""
+    every derived variable's positions ({label: mode}, None where they mix); ``masks`` gives the padded labels a
+    top-level ``where`` masks (kernel_masks): its result no longer carries them (underived when none is left)."""
     return _Scan(set(refs), sinks or {}, dict(refs), record, masks).run(prog)
 
 
