@@ -74,6 +74,25 @@ def test_a_split_iota_counts_from_its_parts_offset(M, block, grid):
     mod.verify()
 
 
+def test_an_output_of_positions_alone_splits_with_the_rows_its_grid_axis_carves():
+    """A row-id output (``program_id * BM + iota``) shares nothing with x's rows in the body, but its block is
+    carved by the same extent at the same grid axis: the two split together (it blocked the split: "the output
+    i_ref has no mode along it"), each part's iota counting from its offset."""
+    M, N, BM = 128, 1024, 64
+
+    def rows(x_ref, y_ref, i_ref):
+        y_ref[...] = x_ref[...] * 2.0
+        i_ref[...] = pt.program_id(0) * BM + pt.iota("i32", BM)
+    s, s1 = pt.BlockSpec((BM, N), lambda i: (i, 0)), pt.BlockSpec((BM,), lambda i: (i,))
+    k = pt.kernel(rows, (pt.tensor("f32", (M, N)), pt.tensor("i32", M)), grid=(M // BM,), in_specs=[s], out_specs=[s, s1])
+    prog = pt.stage(k, pt.tensor("f32", (M, N)))
+    mod = pt.lower(prog)
+    assert mod.spec.grid[0] == 2 and len(mod.spec.grid) == 2
+    check_against_interpreter(prog)
+    mod.verify()
+    assert np.array_equal(prog(np.zeros((M, N), np.float32))[1], np.arange(M))
+
+
 def test_a_block_oversize_along_a_reduced_or_contracted_axis_is_named():
     def total(x_ref, o_ref):
         o_ref[0] = pt.reduce_sum(x_ref[...])

@@ -67,6 +67,8 @@ class Analysis:
         n_io = len(self.labels)
         self.labels += [f"scratch {k}" for k in range(len(self.body.params) - n_io)]
         self._walk(self.body, "body")
+        if not widening:
+            self._tie_generated_outputs()
         self._no_two_modes_of_one_block()
         self.classes = self._classes()
 
@@ -231,6 +233,34 @@ class Analysis:
         for k in range(len(index)):
             self.node(ref, k)
 
+    def _tie_generated_outputs(self) -> None:
+        """An output block mode computed from positions alone (``program_id * BM + iota``: no input or scratch mode
+        in its class) joins the class of an input mode carved by the same block extent at the same bare grid axis,
+        when its output has no mode in that class: the two are then split together, part ``s`` of each on the
+        new grid point ``s`` (the split offsets the iota), where the output alone would block the split."""
+        p = self.params
+        specs = tuple(p["in_specs"]) + tuple(p["out_specs"])
+        n_in, params = len(p["in_specs"]), self.body.params
+        fed = {self.node(v, k) for v in params[:n_in] + params[len(specs):] for k in range(_rank(v))}
+        keyed: dict = {}
+        for j in range(n_in):
+            for k in range(_rank(params[j])):
+                key = _grid_key(specs[j], k)
+                if key is not None:
+                    keyed.setdefault(key, self.node(params[j], k))
+        for j in range(n_in, len(specs)):
+            v = params[j]
+            for k in range(_rank(v)):
+                key, r = _grid_key(specs[j], k), self.node(v, k)
+                target = keyed.get(key)
+                if key is None or r in fed or target is None:
+                    continue
+                if any(self.node(v, q) == self._find(target) for q in range(_rank(v))):
+                    continue
+                self.parent[r] = self._find(target)
+                if r in self.bad:
+                    self.bad.setdefault(self._find(target), self.bad[r])
+
     def _no_two_modes_of_one_block(self) -> None:
         """A class holding two modes of one Ref or value cannot be split: one new grid axis would give those modes
         the same part (only the diagonal parts of a block would be computed)."""
@@ -307,6 +337,18 @@ def tile_modes(m: Any) -> list:
     tile = mode_layouts(m.carved)[0] if m.carved.rank == 2 else m.carved
     n = len(modes_of(tile.shape)) if tile.shape != () else 0
     return [k for k in range(n) if k not in m.squeezed]
+
+
+def _grid_key(m: Any, k: int) -> tuple | None:
+    """(grid axis, block extent) of body mode ``k`` of a mapping whose index map gives that mode's block coordinate
+    as the bare grid index; None otherwise."""
+    tiler = m.tiler if isinstance(m.tiler, tuple) else (m.tiler,)
+    modes = tile_modes(m)
+    if k >= len(modes) or modes[k] >= len(tiler) or type(tiler[modes[k]]) is not int:
+        return None
+    out = m.index_map.outputs[modes[k]] if modes[k] < len(m.index_map.outputs) else None
+    axis = next((a for a, q in enumerate(m.index_map.params) if q is out), None)
+    return None if axis is None else (axis, tiler[modes[k]])
 
 
 def _block_mode_reason(m: Any, k: int) -> str | None:
