@@ -55,7 +55,7 @@ def jvp_body(prog: Program, primals: list, tangents: list) -> tuple[list, list]:
             outs = [(p, None if ts[0] is None else bind(prim, ts[0], *ps[1:], **e.params))]
         elif prim in (set_p, addupdate_p):
             bind_multi(prim, *ps, **e.params)
-            if ts[0] is not None and (ts[1] is not None or prim is set_p):
+            if ts[0] is not None:         # a zero tangent still writes: the tangent output is then written zeros
                 tv = ts[1] if ts[1] is not None else _zeros(ps[1])
                 bind_multi(prim, ts[0], tv, *ps[2:], **e.params)
             outs = []

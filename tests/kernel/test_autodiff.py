@@ -434,3 +434,29 @@ def test_staged_grad_through_index_maps_of_div_mod_and_where(index_map):
     prog = pt.stage(pt.grad(lambda x: pt.sum(k(x) * x)), pt.tensor("f32", (16, 16)))
     np.testing.assert_allclose(prog(x), np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-5, atol=1e-6)
     assert "_bwd_x_ref, grid=(4)," in str(prog)              # each block visited once: the backward keeps the grid
+
+
+def test_an_output_accumulating_a_value_without_derivative_has_a_zero_tangent():
+    """``c_ref.accumulate(..., where(x > 0, 1, 0))`` (a count): its tangent is zero, written as zeros by the tangent
+    kernel (nothing wrote it, and the interpreter refused the unwritten output); jvp, grad and jvp of grad (whose
+    backward kernel's tangent is identically zero, ``floor(x) * y``) give the dense program's answers."""
+    row = pt.BlockSpec((4, 16), lambda i: (i, 0))
+
+    def body(x_ref, o_ref, c_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.tanh(x)
+        c_ref.accumulate(..., pt.where(x > 0, 1.0, 0.0).astype("f64"))
+    k = pt.kernel(body, (pt.tensor("f64", (8, 16)), pt.tensor("f64", (8, 16))), grid=(2,), in_specs=[row],
+                  out_specs=[row, row])
+    x = rng.standard_normal((8, 16))
+    (o, c), (do, dc) = pt.jvp(k, (x,), (x,))
+    np.testing.assert_allclose(do, x * (1 - np.tanh(x) ** 2), rtol=1e-12)
+    np.testing.assert_array_equal(dc, np.zeros((8, 16)))
+    np.testing.assert_allclose(pt.grad(lambda x: pt.sum(k(x)[1]) + pt.sum(x))(x), np.ones((8, 16)))
+    fl = pt.kernel(lambda x_ref, y_ref, o_ref: o_ref.__setitem__(..., pt.floor(x_ref[...]) * y_ref[...]),
+                   pt.tensor("f64", (8, 16)), grid=(2,), in_specs=[row, row], out_specs=row)
+    y = rng.standard_normal((8, 16))
+    g = lambda x, y: pt.grad(lambda x, y: pt.sum(fl(x, y)), 1)(x, y)  # noqa: E731
+    gv, dg = pt.jvp(g, (x, y), (x, y))
+    np.testing.assert_array_equal(gv, np.floor(x))
+    np.testing.assert_array_equal(dg, np.zeros((8, 16)))
