@@ -166,6 +166,8 @@ def normalize_index(t: RefType, index: Any) -> tuple[tuple, list]:
                 raise fail("ref", f"ds size must be static (an int or a Sym expression), got {ix.size!r}", t)
             out.append(Idx("ds", start_of(ix.start), ix.size if not _static_int(ix.size) else int(ix.size)))
         else:
+            if _static_int(ix) and ix < 0 and type(n) is int and ix >= -n:    # numpy's negative index
+                ix = int(ix) + n
             out.append(Idx("at", start_of(ix)))
     return tuple(out), dyn
 
@@ -305,6 +307,14 @@ class Ref:
     @property
     def shape(self) -> Any:
         return self.type.layout.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.type.rank
+
+    @property
+    def size(self) -> Any:
+        return it.product(self.type.layout.shape) if self.type.rank else 1
 
     @property
     def layout(self) -> Any:

@@ -166,8 +166,12 @@ slice_p = _view("slice", _slice_rule)
 
 def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
     n = mode_size(mode)
+    if type(ix).__name__ == "ds" and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                         for v in (ix.start, ix.size)):
+        ix = slice(int(ix.start), int(ix.start) + int(ix.size))       # a static pt.ds is a plain range
     if isinstance(ix, Tracer):
-        raise fail("slice", "indices must be Python integers or slices, not traced values", t)
+        raise fail("slice", "indices must be Python integers or slices, not traced values (a value's slice is static; "
+                            "in a kernel, index the Ref instead: x_ref[i], x_ref[pt.ds(start, size)])", t)
     if isinstance(ix, (int, np.integer)) and not isinstance(ix, bool):
         ix = int(ix)
         if type(n) is int:
@@ -195,7 +199,8 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
         if (start, stop, step) == (0, n, 1):
             return None
         return Span(start, min(stop, start + step * (len(range(start, stop, step)) - 1) + 1), step)
-    raise fail("slice", f"unsupported index {ix!r} (use integers, slices and ...)", t)
+    hint = "; a traced ds indexes a Ref (x_ref[pt.ds(start, size)]), not a value" if type(ix).__name__ == "ds" else ""
+    raise fail("slice", f"unsupported index {ix!r} (use integers, slices and ...){hint}", t)
 
 
 def _symbolic_span(ix: slice, n: Any, pos: int, t: TensorType) -> Any:
