@@ -191,8 +191,11 @@ def _transpose_fori(e: Any, env: dict, lrefs: dict, lin: set, cts: dict, acc: An
     roots, _, writes = ref_uses(body)
     primal = {id(p) for p, a in zip(body.params[1:1 + n], ins[:n]) if id(a) not in lrefs and is_ref(p.type)}
     if writes & primal:   # a joint loop: its derivative reads primal state that the loop itself updates
+        static = type(lower) is int and type(upper) is int
         raise _unsupported("a loop that updates a primal Ref its derivative reads (reverse mode would need the "
-                           "Ref's value at every iteration; jvp works)")
+                           "Ref's value at every iteration; jvp works)" + ("" if static else
+                           "; an epilogue on the last iteration (pt.when(i == n - 1)) runs after the loop only when "
+                           "the trip count is static, and this one is not (a symbolic grid extent or run-time bounds)"))
     consts = [lrefs[id(a)] if id(a) in lrefs else LIN if id(a) in lin else read_env(env, a) for a in ins[:n]]
     lin_consts = [k for k, c in enumerate(consts) if c is LIN]
     carry_types = [v.type for v in body.params[1 + n:]]

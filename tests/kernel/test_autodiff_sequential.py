@@ -147,7 +147,8 @@ def test_padded_blocks_along_the_mode_an_arbitrary_axis_walks_differentiate():
 
 def test_a_k_grid_matmul_over_a_symbolic_k_differentiates():
     """K = Sym("K", divisible_by=BK): each parallel point's panel is all of K (whole blocks, no rounding left in
-    the carving), so the gradient stages once, equals the closed form at two sizes and its schedule verifies."""
+    the carving), so the gradient stages once, equals the closed form at two sizes and its schedule verifies. An
+    epilogue on the last K step of a symbolic trip count is refused, saying so."""
     kk = pt.Sym("K", divisible_by=8)
 
     def body(x_ref, y_ref, o_ref):
@@ -168,6 +169,23 @@ def test_a_k_grid_matmul_over_a_symbolic_k_differentiates():
         np.testing.assert_allclose(ga, w @ b.T, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(gb, a.T @ w, rtol=1e-4, atol=1e-4)
     assert pt.lower(prog).verify() < 1e-4
+
+    def epilogue(x_ref, y_ref, o_ref, acc_ref):
+        @pt.when(pt.program_id(2) == 0)
+        def _():
+            acc_ref[...] = pt.zeros((16, 16), "f32")
+        acc_ref[...] += x_ref[...] @ y_ref[...]
+
+        @pt.when(pt.program_id(2) == pt.num_programs(2) - 1)
+        def _():
+            o_ref[...] = pt.tanh(acc_ref[...])
+    kern = pt.kernel(epilogue, pt.tensor("f32", (32, 32)), grid=(2, 2, kk // 8), dimension_semantics=SEQ,
+                     in_specs=[pt.BlockSpec((16, 8), lambda i, j, k: (i, k)),
+                               pt.BlockSpec((8, 16), lambda i, j, k: (k, j))],
+                     out_specs=pt.BlockSpec((16, 16), lambda i, j, k: (i, j)),
+                     scratch=[pt.Scratch((16, 16), "f32", pt.RMEM)])
+    with pytest.raises(pt.StagingError, match="only when the trip count is static"):   # the symbolic trip count
+        pt.stage(pt.grad(lambda a, b: pt.sum(kern(a, b)), (0, 1)), pt.tensor("f32", (32, kk)), pt.tensor("f32", (kk, 32)))
 
 
 def test_grad_of_a_parallel_kernel_with_scratch():
