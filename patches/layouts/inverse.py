@@ -63,8 +63,8 @@ def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]
         cotarget = cosize(layout)
     _check_cotarget(cotarget)
     if not modes:                                    # nothing but size-1 / stride-0 modes
-        n = it.product(cotarget)
-        return Layout._make(n, 0 if arith.eq(n, 1) else 1), True
+        n = it.product(cotarget)                     # n:1, or 1:0 where n is surely 1 (the same function at n = 1)
+        return Layout._make(n, 0 if arith.known(arith.eq, n, 1) else 1), True
     for d, _ in modes:
         if arith.lt(d, 0):
             raise LayoutError(f"complement: {layout} has a negative stride ({d}); complement needs strides >= 0")

@@ -298,3 +298,20 @@ def test_a_glue_kernel_whose_symbolic_extents_no_argument_gives_takes_them_from_
     for got in (sched.simulate(*xs), sched.simulate_kernels(*xs)):
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-2, atol=2e-2)
+
+
+def test_a_symbolic_batch_carved_one_at_a_time_covers_a_batch_of_one():
+    """``BlockSpec((None, 32, S), lambda b, i: (b, i, 0))`` over a batch B with no facts (it asked whether B == 1):
+    one module, right at B = 1 and B = 3, interpreted and simulated, and verified."""
+    B, S = Sym("B"), 64
+    s = pt.BlockSpec((None, 32, S), lambda b, i: (b, i, 0))
+    ty = pt.tensor("f32", make_layout((B, S, S), (S * S, S, 1)))
+    k = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2.0), ty, grid=(B, S // 32),
+                  in_specs=[s], out_specs=s)
+    prog = pt.stage(k, ty)
+    mod = pt.lower(prog)
+    for b in (1, 3):
+        x = np.random.default_rng(b).standard_normal((b, S, S)).astype(np.float32)
+        np.testing.assert_array_equal(prog(x), 2 * x)
+        np.testing.assert_array_equal(simulate_module(mod, x)[0], 2 * x)
+    assert verify_kernel(mod, sizes={"B": 1}).ok and verify_kernel(mod).ok

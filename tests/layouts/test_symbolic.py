@@ -126,6 +126,17 @@ def test_complement_of_a_static_tile_in_a_symbolic_cotarget():
     commutes(pl.complement, (make_layout((4, 8), (1, 4)), (M, N)), V)
 
 
+def test_complement_of_nothing_in_a_cotarget_that_may_be_one():
+    """A layout of size-1 / stride-0 modes in a cotarget B with no facts: B:1, the same function as 1:0 at B = 1
+    (it asked whether B == 1), so a per-batch block of 1 carves a symbolic batch of any size."""
+    B = Sym("B")
+    at = [{B: 1}, {B: 2}, {B: 5}]
+    assert str(pl.complement(make_layout(1, 0), B)) == "B:1"
+    commutes(pl.complement, (make_layout(1, 0), B), at)
+    commutes(pl.complement, (make_layout((1, 1), (0, 7)), B), at)
+    commutes(pl.zipped_divide, (make_layout((B, 64, 64), (4096, 64, 1)), (1, 32, 64)), at)
+
+
 def test_products_with_a_symbolic_grid():
     tile = make_layout((64, 32))
     grid = make_layout((M // 64, N // 32))
