@@ -113,6 +113,13 @@ def test_a_block_oversize_along_a_reduced_or_contracted_axis_is_named():
                                                r"\(body equation 3: its lhs is not read straight from a Ref\)"):
         pt.lower(pt.stage(k, pt.tensor("f32", (8, 32768)), pt.tensor("f32", (32768, 64))))
 
+    def shift(x_ref, o_ref):                       # x[i] + x[i - 1]: a 255-element slice lands on one thread
+        v = x_ref[...]
+        o_ref[...] = v + pt.concatenate([v[:1], v[:-1]], axis=0)
+    k = pt.kernel(shift, pt.tensor("f32", 256), grid=(1,), in_specs=[None], out_specs=None)
+    with pytest.raises(pt.LoweringError, match=r"255 elements are dealt evenly to gcd\(255, 128\) = 1 thread"):
+        pt.lower(pt.stage(k, pt.tensor("f32", 256)))
+
 
 def _compiled(prog):
     pytest.importorskip("cutlass")

@@ -202,10 +202,14 @@ def _cannot_fit(e: Any, an: Any, item: tuple, cut: Any, types: list, factors: di
     mm = [f"body equation {j}: {chunk_reason(body, j)}" for j, x in enumerate(body.eqns)
           if x.prim.name == "matmul" and chunk_reason(body, j) is not None]
     extra = f"; the matmul contraction cannot be chunked ({'; '.join(mm)})" if mm else ""
+    few = gcd(n, THREADS)
+    spread = "" if few == THREADS else (
+        f" (a value's {n} elements are dealt evenly to gcd({n}, {THREADS}) = {few} thread(s): an extent with few "
+        "factors of two, as a slice one shorter than its block makes, lands on few threads)")
     return LoweringError(
         f"kernel {e.params['name']} / {w}: a block value of {shape} {v.type.dtype} elements needs {per_thread(n)} "
-        f"values per thread ({THREADS} threads; at most {MAX_PER_THREAD} fit in registers), and no grid split makes "
-        f"it fit: {'; '.join(whys)}{extra}")
+        f"values per thread ({THREADS} threads; at most {MAX_PER_THREAD} fit in registers){spread}, and no grid split "
+        f"makes it fit: {'; '.join(whys)}{extra}")
 
 
 def _refusal(an: Any, c: Any, f: int, types: list) -> str:
