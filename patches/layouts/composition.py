@@ -11,7 +11,7 @@ from . import inttuple as it
 from .basis import component, has_basis, paths
 from .coalesce import _show, coalesce_flat, join
 from .errors import LayoutError, UndecidableError
-from .layout import MAX_VALUE, Layout, fits
+from .layout import MAX_VALUE, Layout, extent_layout, fits
 from .scaled_basis import ScaledBasis, as_coord, plain
 
 
@@ -36,9 +36,7 @@ def composition(a: Layout, b: Any) -> Layout:
         # CuTe drops the modes of A that a by-mode tiler does not reach.
         return join([composition(a[i], t) for i, t in enumerate(b)])
     if arith.is_value(b) and not isinstance(b, bool):
-        if type(b) is int and b <= 0:
-            raise LayoutError(f"composition: a tile extent must be positive, got {b}")
-        return _compose(a, Layout._make(b, 0 if arith.eq(b, 1) else 1))
+        return _compose(a, extent_layout(b, "composition: a tile extent"))
     raise LayoutError(f"composition: a tiler must be a Layout, an int, None or a tuple of those, got {b!r}")
 
 

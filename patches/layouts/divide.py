@@ -9,7 +9,7 @@ from .coalesce import _flat, _need_layout, _show, by_mode, coalesce_flat
 from .composition import composition
 from .errors import LayoutError
 from .inverse import complement
-from .layout import Layout
+from .layout import Layout, extent_layout
 
 
 def as_tiler_layout(t: Any, op: str) -> Layout:
@@ -17,9 +17,7 @@ def as_tiler_layout(t: Any, op: str) -> Layout:
     if isinstance(t, Layout):
         return t
     if arith.is_value(t) and not isinstance(t, bool):
-        if type(t) is int and t <= 0:
-            raise LayoutError(f"{op}: a tile extent must be positive, got {t}")
-        return Layout._make(t, 0 if arith.eq(t, 1) else 1)
+        return extent_layout(t, f"{op}: a tile extent")
     raise LayoutError(f"{op}: a tiler must be a Layout, an int, None or a tuple of those, got {t!r}")
 
 

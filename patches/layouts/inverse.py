@@ -10,8 +10,8 @@ from . import arith, check
 from . import inttuple as it
 from .coalesce import _flat, _from_lists, _need_layout, coalesce, coalesce_flat, filter
 from .composition import compose_exactly, composition
-from .errors import LayoutError
-from .layout import MAX_VALUE, Layout, fits
+from .errors import LayoutError, UndecidableError
+from .layout import MAX_VALUE, Layout, fits, positive_extent
 from .modes import cosize
 
 
@@ -26,12 +26,19 @@ def _shape_ceil_div(cot: Any, d: Any) -> Any:
     return tuple(out)
 
 
-def _check_cotarget(cot: Any) -> None:
-    for x in it.flatten(cot) if type(cot) is tuple else (cot,):
-        if isinstance(x, bool) or not arith.is_value(x) or (type(x) is int and not 0 < x < 2**63):
+def _check_cotarget(cot: Any) -> Any:
+    """The cotarget with each entry a positive extent (sympy integers as ints)."""
+    def entry(x: Any) -> Any:
+        try:
+            return positive_extent(x, "entry")
+        except UndecidableError:
+            raise
+        except LayoutError:
             raise LayoutError(f"complement: the cotarget must be a positive int in the 64-bit domain (below 2**63) "
-                              f"or a shape of them, "
-                              f"got {cot!r}")
+                              f"or a shape of them, got {cot!r}") from None
+    if type(cot) is tuple:
+        return it.unflatten(tuple(entry(x) for x in it.flatten(cot)), cot)
+    return entry(cot)
 
 
 def complement(layout: Layout, cotarget: Any = None) -> Layout:
@@ -61,7 +68,7 @@ def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]
     modes = [(d, s) for s, d in zip(shapes, strides) if not (arith.eq(d, 0) or arith.is_one(s))]
     if cotarget is None:
         cotarget = cosize(layout)
-    _check_cotarget(cotarget)
+    cotarget = _check_cotarget(cotarget)
     if not modes:                                    # nothing but size-1 / stride-0 modes
         n = it.product(cotarget)                     # n:1, or 1:0 where n is surely 1 (the same function at n = 1)
         return Layout._make(n, 0 if arith.known(arith.eq, n, 1) else 1), True

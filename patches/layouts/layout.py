@@ -190,6 +190,30 @@ def _check_tree(t: Any, what: str, leaf_ok, depth: int = 0) -> None:
         leaf_ok(t)
 
 
+def positive_extent(x: Any, what: str) -> Any:
+    """``x`` as an extent (a tile extent, a cotarget entry): a positive int (a sympy integer becomes one) or a
+    symbolic expression provably positive; anything else is a LayoutError naming ``what``."""
+    if isinstance(x, bool) or not arith.is_value(x):
+        raise LayoutError(f"{what} must be a positive int or symbolic extent, got {x!r}")
+    if type(x) is not int and getattr(x, "is_number", False):     # a sympy number: an Integer, or nan/zoo/a fraction
+        if not getattr(x, "is_Integer", False):
+            raise LayoutError(f"{what} must be a positive int, got {x}")
+        x = int(x)
+    if type(x) is int:
+        if not 0 < x < MAX_VALUE:
+            raise LayoutError(f"{what} must be a positive int below 2**63, got {x}")
+        return x
+    if not arith.lt(0, x):
+        raise LayoutError(f"{what} must be positive, got {x} (not positive for all values)")
+    return x
+
+
+def extent_layout(x: Any, what: str) -> Layout:
+    """The compact layout ``x:1`` of a tile extent (``1:0`` where x is surely 1; ``x:1`` is the same function there)."""
+    x = positive_extent(x, what)
+    return Layout._make(x, 0 if arith.known(arith.eq, x, 1) else 1)
+
+
 def _extent_ok(x: Any) -> None:
     if type(x) is not int:
         if isinstance(x, bool) or not _is_value(x):

@@ -93,8 +93,8 @@ def composition(a: Any, b: Any) -> Any:
         raise LayoutError(f"{why}: the two swizzles in a row ({a.inner} and {inner.inner}) are not one swizzle")
     if not isinstance(a, Layout):
         raise LayoutError(f"composition: expected a Layout on the left, got {type(a).__name__} {a!r}")
-    if not it.all_int((a.shape, a.stride)):
-        raise LayoutError(f"{why}: a swizzle composes only with a layout of integer extents and strides")
+    if not it.all_int((a.shape, a.stride, b.outer.shape, b.outer.stride)):
+        raise LayoutError(f"{why}: a swizzle composes only with layouts of integer extents and strides")
     outer = compose_composed(a, b.outer)
     n = _bounded(_size(b), why)
     reached = b.offset + check.evaluate(b.outer, check.points(n))
@@ -129,6 +129,8 @@ def _inverse(c: ComposedLayout, inv: Any, op: str) -> Any:
     why = f"{op} of {c}"
     if not isinstance(c.inner, Swizzle) or c.offset != 0:
         raise LayoutError(f"{why}: only a swizzle at offset 0 (S o 0 o L) has an inverse of this form")
+    if not it.all_int((c.outer.shape, c.outer.stride)):
+        raise LayoutError(f"{why}: needs integer extents and strides")
     li = inv(c.outer)
     if not it.all_int((li.shape, li.stride)):
         raise LayoutError(f"{why}: needs integer extents and strides")

@@ -137,6 +137,35 @@ def test_complement_of_nothing_in_a_cotarget_that_may_be_one():
     commutes(pl.zipped_divide, (make_layout((B, 64, 64), (4096, 64, 1)), (1, 32, 64)), at)
 
 
+def test_a_symbolic_tile_extent_that_may_be_one():
+    """A symbolic tile extent P becomes P:1 (the same function as 1:0 at P = 1) instead of asking whether P == 1."""
+    P = Sym("P")
+    at = [{P: 1}, {P: 2}, {P: 3}]
+    assert str(pl.composition(make_layout(M), P)) == "P:1"
+    commutes(pl.composition, (make_layout(M), P), at)
+    commutes(pl.logical_divide, (make_layout(64), P), at)
+    commutes(pl.logical_product, (make_layout(4), P), at)
+
+
+def test_bad_extents_are_layout_errors_also_as_sympy_numbers():
+    """A tile extent or cotarget that is a sympy zero (N - N), a negative symbolic expression, nan or a fraction is a
+    LayoutError (it was a TypeError, a ZeroDivisionError or a silently negative extent); swizzled layouts over
+    symbolic strides refuse by name."""
+    P = Sym("P")
+    A = make_layout((M, 64), (64, 1))
+    for bad in (N - N, -P, sympy.nan, sympy.Rational(1, 2), sympy.Integer(-4), sympy.zoo):
+        for op in (pl.composition, pl.logical_divide, pl.logical_product, pl.zipped_divide):
+            with pytest.raises(LayoutError):
+                op(A, bad)
+        with pytest.raises(LayoutError):
+            pl.complement(make_layout(4), bad)
+    assert pl.composition(A, sympy.Integer(4)) == pl.composition(A, 4)
+    B = pl.make_composed_layout(pl.make_swizzle(2, 0, 3), 0, make_layout((4, 8), (1, M)))
+    for op in (pl.right_inverse, pl.left_inverse, lambda b: pl.composition(make_layout(32), b)):
+        with pytest.raises(LayoutError, match="integer extents and strides"):
+            op(B)
+
+
 def test_products_with_a_symbolic_grid():
     tile = make_layout((64, 32))
     grid = make_layout((M // 64, N // 32))
