@@ -212,7 +212,7 @@ def _kinds(e: Any, kinds: list) -> tuple:
     return "f", ("f",) * len(kinds)
 
 
-def _read_values(prog: Program) -> set:
+def _read_values(prog: Program, fresh: set = frozenset()) -> set:
     """Ids of the values the kernel evaluates per domain point: operands of computing equations and outputs, and
     (backwards) the operands of transposes/broadcasts of those; a view's or embed's operand is read through a layout
     instead, so its modes need no domain."""
@@ -223,20 +223,22 @@ def _read_values(prog: Program) -> set:
             continue
         if nm in ("transpose", "broadcast") and id(e.outputs[0]) not in used:
             continue
+        if id(e.outputs[0]) in fresh:          # a parameter's view read at coordinates of its own
+            continue
         used |= {id(x) for x in e.inputs}
         used |= {id(v) for v in e.outputs}
     return used
 
 
-def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
-    """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
-    prog = prog.dce()
-    if prog.consts:
-        raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
-    if not prog.outputs or any(isinstance(o, Literal) for o in prog.outputs):
-        raise LoweringError("the SIMT kernel stores computed values; this program returns none or a literal")
+def _domains(prog: Program, fresh_views: bool) -> tuple:
+    """The union-find of the program's modes: (classes, mode variables per value id, reductions as (name, variables),
+    ids of views given modes of their own). With ``fresh_views`` a transpose or broadcast of a parameter (or of a view
+    of one) gets fresh modes, not its operand's: it is read from the parameter at its own coordinates, so ``x`` and
+    ``x.T`` may walk different domain modes."""
     cl = _Classes()
     var: dict[int, list] = {}          # id(value) -> mode variable per mode (None for size-1 modes)
+    params = {id(p) for p in prog.params}
+    fresh: set = set()
 
     def new_vars(v: Any) -> list:
         return [None if _is_one(s) else cl.fresh(s) for s in map(mode_size, modes_of(v.type.shape))]
@@ -254,16 +256,22 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
-        if nm == "transpose":
+        own = fresh_views and bool(e.inputs) and id(e.inputs[0]) in params
+        if nm in ("transpose", "broadcast", *ACCESS_VIEWS) and bool(e.inputs) and id(e.inputs[0]) in params:
+            params.add(id(out))                       # still a view of a parameter
+        if nm == "transpose" and not own:
             xv = vars_of(e.inputs[0])
             var[id(out)] = [xv[q] for q in e.params["perm"]]
-        elif nm == "broadcast":
+        elif nm == "broadcast" and not own:
             xv = vars_of(e.inputs[0]) or [None] * len(e.params["dims"])      # a literal: no modes
             ov = new_vars(out)
             for i, d in enumerate(e.params["dims"]):
                 if xv[i] is not None and ov[d] is not None:
                     cl.union(xv[i], ov[d], nm)
             var[id(out)] = ov
+        elif nm in ("transpose", "broadcast"):
+            var[id(out)] = new_vars(out)
+            fresh.add(id(out))
         elif nm in ACCESS_VIEWS or nm in ("embed", "iota"):
             var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
         elif nm in REDUCE:
@@ -284,6 +292,35 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         else:
             raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
                                 "views, embed, iota, reduce_sum/reduce_max/reduce_min)")
+    return cl, var, reduced, fresh
+
+
+def _diagonal(cl: _Classes, var: dict) -> bool:
+    """Whether some value walks two of its modes by one domain mode (it would compute only their diagonal)."""
+    for vs in var.values():
+        cs = [cl.find(v) for v in vs if v is not None]
+        if len(set(cs)) != len(cs):
+            return True
+    return False
+
+
+def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
+    """The SimtSpec of a program of elementwise ops, transpose/broadcast views and reductions (no matmul)."""
+    prog = prog.dce()
+    if prog.consts:
+        raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
+    if not prog.outputs or any(isinstance(o, Literal) for o in prog.outputs):
+        raise LoweringError("the SIMT kernel stores computed values; this program returns none or a literal")
+    cl, var, reduced, fresh = _domains(prog, False)
+    if _diagonal(cl, var):               # x + x.T: read a parameter's views at coordinates of their own
+        cl, var, reduced, fresh = _domains(prog, True)
+        if _diagonal(cl, var):
+            raise LoweringError("a computed value is used along two of its modes at once (y + y.T, y[:, None] * "
+                                "y[None, :]): one SIMT kernel walks one coordinate per mode, so the schedule cuts here "
+                                "and reads the value from a buffer")
+
+    def vars_of(x: Any) -> list:
+        return [] if isinstance(x, Literal) else var[id(x)]
 
     def classes(vs: list) -> list:
         return [None if v is None else cl.find(v) for v in vs]
@@ -320,7 +357,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         row_modes = tuple(dict.fromkeys(c for oc in [outs_cls[widest]] + outs_cls for c in oc
                                         if c is not None and c not in col_modes))
     domain = set(row_modes) | set(col_modes)
-    live = {c for i in _read_values(prog) for c in classes(var.get(i, [])) if c is not None}
+    live = {c for i in _read_values(prog, fresh) for c in classes(var.get(i, [])) if c is not None}
     if live - domain:
         raise LoweringError("a mode of the program reaches neither the output nor a reduction (no domain to walk it)")
 

@@ -166,3 +166,29 @@ def test_a_0d_output_beside_a_tensor_output_is_modelled():
         outs = m.simulate_kernels(v, w)
         assert [np.shape(o) for o in outs] == [(16, 16), (), ()] and [int(outs[1]), int(outs[2])] == [6, 3]
         np.testing.assert_array_equal(outs[0], 2 * w)
+
+
+def _rm(*shape):
+    return pt.tensor("f32", make_layout(shape, tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))))
+
+
+@pytest.mark.parametrize("name, f, shapes, kernels", [
+    ("x + x.T", lambda x: x + x.T, [(8, 8)], 1),
+    ("row sums of x + x.T", lambda x: pt.sum(x + x.T, axis=1), [(8, 8)], 1),
+    ("|u_i - u_j|", lambda u: pt.abs(u[:, None] - u[None, :]), [(8,)], 1),
+    ("x + a rotation of its modes", lambda x: x + pt.transpose(x, (1, 2, 0)), [(4, 4, 4)], 1),
+    ("Gram matrix of rows", lambda a: pt.sum(a[:, None, :] * a[None, :, :], axis=2), [(6, 5)], 1),
+    ("grad of |x - x.T|^2", pt.grad(lambda x: pt.sum((x - x.T) ** 2)), [(8, 8)], 2),
+    ("n_i + n_j of computed norms", lambda X: (lambda n: n[:, None] + n[None, :])(pt.sum(X * X, axis=1)), [(8, 4)], 2),
+    ("y + y.T of computed y", lambda x: (lambda y: y + y.T)(pt.exp(x)), [(8, 8)], 2),
+])
+def test_a_value_read_along_two_of_its_modes_is_not_its_diagonal(name, f, shapes, kernels):
+    """x and x.T (or u[:, None] and u[None, :]) in one kernel: a parameter's views are read at coordinates of their
+    own, a computed value used so is cut into a buffer first (the kernel computed only the diagonal and left zeros
+    elsewhere: verify caught it, pt.lower did not)."""
+    prog = pt.stage(f, *[_rm(*s) for s in shapes])
+    xs = [np.random.default_rng(0).standard_normal(s).astype(np.float32) for s in shapes]
+    s = pt.lower(prog)
+    assert len(s.kernels) == kernels
+    np.testing.assert_allclose(s.simulate_kernels(*xs), prog(*xs), rtol=1e-5, atol=1e-5)
+    s.verify()
