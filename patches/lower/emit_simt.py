@@ -204,8 +204,10 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         args = [_arg(spec, a, vec, k) for a, k in zip(st.args, kinds)]
         if st.kind == "i" and st.op in ("floordiv", "mod"):
             out += R.int_division_lines(j, st.op, *args, indent)
-            continue
-        out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
+        else:
+            out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
+        if st.wrap:                        # back into the narrow dtype's range (its low bits, as numpy wraps)
+            out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), 'i32')}")
     if done is not None:
         done |= need
     return out

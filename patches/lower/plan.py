@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..staging import Program, Var, evaluate
+from ..staging import Program, Var, dtypes, evaluate
 from ..staging.interpreter import bind_argument, run
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.symbols import bind_symbols, substitute
@@ -192,8 +192,9 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
         shape = tuple(int(s) for s in _logical(t))
         if t.dtype == "bool":
             out.append(rng.random(shape) < 0.5)
-        elif t.dtype[0] in "iu":
-            out.append(rng.integers(0, 4, shape).astype(t.dtype.replace("u", "uint").replace("i", "int")))
+        elif t.dtype[0] in "iu":          # small and nonzero: a divisor drawn from them divides
+            signs = 1 if t.dtype[0] == "u" else rng.choice(np.array([-1, 1]), shape)
+            out.append((rng.integers(1, 4, shape) * signs).astype(dtypes.to_numpy(t.dtype)))
         else:
             out.append((rng.standard_normal(shape) * 0.5).astype(np.float32))
     return out

@@ -28,6 +28,8 @@ COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy", "floordiv", "mod"}
 INT_DTYPES = ("i8", "u8", "i16", "u16", "i32")      # computed exactly in Int32 (u32 values do not fit)
 INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype"}
+NARROW_INTS = ("i8", "u8", "i16", "u16")
+WRAPPING = {"add", "sub", "mul", "neg", "abs", "floordiv"}      # may leave a narrow dtype's range
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Step:
     gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
     kind: str = "f"            # "f": computed in f32; "i": an integer computed exactly in Int32
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
+    wrap: str = ""             # a narrow integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's)
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,19 @@ def _kinds(e: Any, kinds: list) -> tuple:
     if nm == "astype" and kinds[0] == "i" and dt != "bool":
         return "f", ("i",)
     return "f", ("f",) * len(kinds)
+
+
+def _check_u32(e: Any) -> None:
+    """u32 values pass through the kernel only by conversion to or from a float (f32 holds them inexactly and Int32
+    arithmetic would compare and convert them as signed): anything else is refused, not computed wrongly."""
+    dts = [x.type.dtype for x in e.inputs if not isinstance(x, Literal)] + [e.outputs[0].type.dtype]
+    if "u32" not in dts:
+        return
+    if e.prim.name == "astype" and len(dts) == 2 and all(d == "u32" or d in ("bf16", "f16", "f32") for d in dts):
+        return
+    raise LoweringError(f"equation {e.prim.name}({', '.join(str(x.type) for x in e.inputs)}): u32 values are not "
+                        "computed exactly by the SIMT kernel (f32 and Int32 arithmetic); convert to or from a float, or "
+                        "write the computation as a pt.kernel, whose lowering computes u32 exactly")
 
 
 def _read_values(prog: Program, fresh: set = frozenset()) -> set:
@@ -474,8 +490,11 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")
         args = tuple(value(a, nm) for a in e.inputs)
+        _check_u32(e)
         kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps) for a in args])
-        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds))
+        dt = out.type.dtype
+        wrap = dt if kind == "i" and dt in NARROW_INTS and nm in WRAPPING else ""
+        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap))
         ref[id(out)] = ("v", len(steps) - 1)
 
     outs = []

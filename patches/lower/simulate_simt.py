@@ -124,7 +124,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         kinds = st.arg_kinds or ("f",) * len(st.args)
         xs = [get(a, vals, k) for a, k in zip(st.args, kinds)]
         if st.kind == "i":
-            return int_step(st.op, xs, st.dtype)
+            r = int_step(st.op, xs, st.dtype)
+            return wrap(r, st.wrap).astype(np.int64) if st.wrap else r
         if st.op in ("floordiv", "mod"):
             fn = np.floor_divide if st.op == "floordiv" else np.remainder     # the emitted helpers: numpy's
             with np.errstate(all="ignore"):

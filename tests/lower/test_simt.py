@@ -11,6 +11,7 @@ from patches.lower.module import tool
 from patches.lower.simt_spec import analyze_simt
 from patches.lower.simulate import round_to
 from patches.lower.simulate_simt import element_map, simulate_simt
+from patches.staging import dtypes
 
 R, C = 100, 1000
 
@@ -192,3 +193,39 @@ def test_a_value_read_along_two_of_its_modes_is_not_its_diagonal(name, f, shapes
     assert len(s.kernels) == kernels
     np.testing.assert_allclose(s.simulate_kernels(*xs), prog(*xs), rtol=1e-5, atol=1e-5)
     s.verify()
+
+
+def test_narrow_integer_arithmetic_wraps_as_numpys_and_u32_is_refused_not_rounded():
+    """i8 + i8 is i8 (it was computed in Int32 and never wrapped: (a + a).astype("i32") gave 200 for 100 + 100),
+    i16 products and u8 sums before a comparison or a max wrap too; u32 arithmetic, which the SIMT kernel held in
+    f32 (2**31 + 1 rounded), is refused by name."""
+    cases = [("i8", lambda a: (a + a).astype("i32"), [100, -100, 1, 127]),
+             ("u8", lambda a: ((a + a) > 100).astype("i32"), [200, 130, 3, 60]),
+             ("i16", lambda a: (a * 3).astype("f32"), [30000, 5, -20000, 7]),
+             ("i8", lambda a: pt.max(a + a).astype("i32"), [100, 10, -3, 9]),
+             ("i8", lambda a: (-a).astype("i32") + pt.floordiv(a, -1).astype("i32"), [-128, 5, 127, 0])]
+    for dt, f, vals in cases:
+        x = np.array(vals, dtypes.to_numpy(dt))
+        prog = pt.stage(f, pt.tensor(dt, make_layout(4, 1)))
+        s = pt.lower(prog)
+        np.testing.assert_array_equal(np.asarray(s.simulate_kernels(x), np.float64), np.asarray(prog(x), np.float64))
+        s.verify()
+    x = np.array([2 ** 31, 2 ** 32 - 2, 3000000001, 7], np.uint32)
+    with pytest.raises(LoweringError, match="u32 values are not computed exactly"):
+        pt.lower(pt.stage(lambda a: a + 1, pt.tensor("u32", make_layout(4, 1))))
+    prog = pt.stage(lambda a: pt.exp(a.astype("f32") * 1e-9), pt.tensor("u32", make_layout(4, 1)))
+    np.testing.assert_allclose(pt.lower(prog).simulate_kernels(x), prog(x), rtol=1e-6)
+    t = pt.tensor("i32", make_layout((8, 8), (8, 1)))        # verify draws nonzero integers (a // b divides)
+    assert pt.lower(pt.stage(lambda a, b: pt.floordiv(a, b) + a % b, t, t)).verify() is not None
+    assert pt.lower(pt.stage(lambda a: (a * 2).astype("f32"), pt.tensor("u8", make_layout(8, 1)))).verify() is not None
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_wrapped_narrow_integers_and_a_read_at_two_coordinates_compile_without_spills():
+    pytest.importorskip("cutlass")
+    t = pt.tensor("i8", make_layout((64, 96), (96, 1)))
+    low = pt.lower(pt.stage(lambda a: (a + a).astype("i32") + pt.floordiv(a, -1).astype("i32"), t))
+    assert ".to(cutlass.Int8).to(cutlass.Int32)" in low.source
+    assert low.compile().resources["spills"] == 0
+    sym = pt.lower(pt.stage(lambda x: pt.sum(x + x.T, axis=1), _rm(64, 64)))
+    assert sym.compile().resources["spills"] == 0
