@@ -90,7 +90,7 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(k_major(expand(eqns)))
+    eqns = kernel_operands(aligned_outputs(k_major(expand(eqns))))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
 
 
@@ -151,7 +151,8 @@ def _compact(lay: Layout) -> bool:
 def k_major(eqns: list) -> list:
     """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
     K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows). So is an
-    operand read through a slice, reshape or tile (TMA loads a parameter or buffer through transposes only)."""
+    operand read through a slice, reshape or tile (TMA loads a parameter or buffer through transposes only), and a
+    bf16/f16 one without a unit-stride mode or with a broadcast (stride-0) mode."""
     out = []
     producer = {id(v): e for e in eqns for v in e.outputs}
 
@@ -162,29 +163,84 @@ def k_major(eqns: list) -> list:
             x = producer[id(x)].inputs[0]
         return False
 
+    def ready(x: Any, kmode: int) -> bool:
+        """Whether TMA loads the operand as it is: not through a slice/reshape/tile, K-major for tf32, else with
+        a unit-stride mode and no broadcast (stride-0) one (a constant cotangent, ones of the loss's shape)."""
+        shape, stride = modes_of(x.type.layout.shape), modes_of(x.type.layout.stride)
+        if any(isinstance(q, tuple) for q in shape):          # grouped modes: the GEMM analysis reads them itself
+            return True
+        if accessed(x):
+            return False
+        if x.type.dtype == "f32":
+            return _unit(stride[kmode]) and _aligned(x.type)
+        big = [d for n, d in zip(shape, stride) if not (isinstance(n, int) and n == 1)]
+        return not any(isinstance(d, int) and d == 0 for d in big) and any(_unit(d) for d in stride[:2]) \
+            and _aligned(x.type)
+
     for e in eqns:
-        if e.prim.name != "matmul" or e.inputs[0].type.dtype != "f32" and not any(map(accessed, e.inputs)):
+        if e.prim.name != "matmul" or all(ready(x, 1 if role == "a" else 0) for role, x in zip("ab", e.inputs)):
             out.append(e)
             continue
         ins = []
         for role, x in zip("ab", e.inputs):
             lay = x.type.layout
-            shape, stride = modes_of(lay.shape), modes_of(lay.stride)
+            shape = modes_of(lay.shape)
             kmode = 1 if role == "a" else 0
-            nested = any(isinstance(s, tuple) for s in shape)
-            if nested or not accessed(x) and (x.type.dtype != "f32" or _unit(stride[kmode])):
+            if ready(x, kmode):
                 ins.append(x)
                 continue
             other = 1 - kmode
             st = [0] * len(shape)
-            st[kmode], st[other] = 1, shape[kmode]
+            st[kmode], st[other] = 1, _pad16(shape[kmode], x.type.dtype)       # rows of whole 16-byte units
             if len(shape) == 3:
-                st[2] = shape[0] * shape[1]
+                st[2] = st[other] * shape[other]
             y = Var(TensorType(x.type.dtype, make_layout(tuple(shape), tuple(st))))
             out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
             ins.append(y)
         out.append(Eqn(e.prim, ins, e.params, e.outputs))
     return out
+
+
+def aligned_outputs(eqns: list) -> list:
+    """A matmul whose result layout has a stride TMA cannot store (not a multiple of 16 bytes: the column-major
+    (100, 72) f16 result) writes a buffer whose leading mode is padded to 16 bytes, then a ``copy`` puts it in the
+    result's layout (fused with the matmul where that kernel allows, else a kernel of its own)."""
+    out = []
+    for e in eqns:
+        o = e.outputs[0] if e.prim.name == "matmul" else None
+        shape, stride = (modes_of(o.type.layout.shape), modes_of(o.type.layout.stride)) if o is not None else ((), ())
+        if o is None or _aligned(o.type) or not all(type(x) is int for x in (*shape, *stride)):
+            out.append(e)                  # flat static modes only (a grouped einsum result keeps its own checks)
+            continue
+        order = sorted(range(len(shape)), key=lambda k: (stride[k], k))
+        st, acc = [0] * len(shape), 1
+        for i, k in enumerate(order):
+            st[k] = acc
+            acc = _pad16(acc * shape[k], o.type.dtype) if i == 0 else acc * shape[k]
+        y = Var(TensorType(o.type.dtype, make_layout(tuple(shape), tuple(st))))
+        out.append(Eqn(e.prim, e.inputs, e.params, [y]))
+        out.append(Eqn(copy_p, [y], {"layout": o.type.layout}, [o]))
+    return out
+
+
+def _aligned(t: Any) -> bool:
+    """Whether every static non-unit stride of a type's modes (of extent > 1) is a multiple of 16 bytes (symbolic ones
+    are left to the GEMM analysis, which asks for a divisibility fact)."""
+    nbytes = ITEM_BYTES.get(t.dtype, 2)
+    for n, d in zip(it.flatten(t.layout.shape), it.flatten(t.layout.stride)):
+        if isinstance(n, int) and n == 1 or _unit(d) or not isinstance(d, int):
+            continue
+        if d * nbytes % 16:
+            return False
+    return True
+
+
+def _pad16(n: Any, dtype: str) -> Any:
+    """``n`` elements rounded up to whole 16-byte units."""
+    if not isinstance(n, int):
+        return n
+    q = 16 // ITEM_BYTES.get(dtype, 2) or 1
+    return -(-n // q) * q
 
 
 def _unit(d: Any) -> bool:
