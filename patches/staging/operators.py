@@ -103,6 +103,11 @@ class Operators:
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return _OPS.transpose(self)
 
+    def transpose(self, *axes: Any) -> Any:
+        """numpy's ``x.transpose((1, 0, 2))`` / ``x.transpose(1, 0, 2)`` (no axes: reversed)."""
+        perm = axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))) else axes
+        return _OPS.transpose(self, tuple(perm) if perm else None)
+
     def astype(self, dtype: Any) -> Any:
         return _OPS.astype(self, dtype)
 

@@ -446,3 +446,15 @@ def test_logical_operators_on_masks():
                 lambda: pt.logical_or(A, "x"), lambda: pt.logical_and(np.arange(3), True)):
         with pytest.raises(pt.StagingError, match="(logical_(and|or|not)|bitwise_(and|not)): expects"):
             bad()
+
+
+def test_transpose_method_takes_numpys_spellings():
+    """``x.transpose((1, 0, 2))``, ``x.transpose(1, 0, 2)`` and ``x.transpose()`` as numpy's (tracers had only ``.T``)."""
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+
+    def f(x):
+        return x.transpose((1, 0, 2)) * 2.0 + x.transpose(1, 0, 2) + x.transpose().transpose(1, 2, 0)
+    want = 3 * x.transpose(1, 0, 2) + x.transpose().transpose(1, 2, 0)
+    np.testing.assert_allclose(pt.stage(f, pt.tensor("f32", (2, 3, 4)))(x), want, rtol=1e-6)
+    with pytest.raises(pt.StagingError):
+        pt.stage(lambda x: x.transpose(0, 1), pt.tensor("f32", (2, 3, 4)))
