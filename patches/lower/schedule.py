@@ -158,7 +158,7 @@ def k_major(eqns: list) -> list:
 
     def accessed(x: Any) -> bool:
         while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
-            if producer[id(x)].prim.name in ACCESS_VIEWS:
+            if producer[id(x)].prim.name in (*ACCESS_VIEWS, "broadcast"):    # a vector's added mode: stride 0
                 return True
             x = producer[id(x)].inputs[0]
         return False

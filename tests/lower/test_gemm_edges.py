@@ -65,3 +65,22 @@ def test_a_broadcast_of_a_gemm_result_returned_is_stored_then_copied():
     assert [k.kind for k in sched.kernels].count("gemm") == 2
     for g, w in zip(sched.simulate(a, b), prog(a, b)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-2)
+
+
+def test_a_vector_times_a_matrix_copies_its_added_mode_first():
+    """``x @ W`` and ``W.T @ v`` with a vector: the vector's added size-1 mode (a broadcast, stride 0) is not read from
+    the parameter, so it is copied into a buffer first (it was refused: "does not read each of its modes")."""
+    from patches.layouts import make_layout
+    from patches.staging import dtypes
+
+    rng = np.random.default_rng(0)
+    for dt in ("bf16", "f32"):
+        w = pt.tensor(dt, make_layout((64, 128), (128, 1)))
+        for f in (lambda x, w: x @ w, lambda v, w: w.T @ v):
+            prog = pt.stage(f, pt.tensor(dt, 64), w)
+            xs = [dtypes.cast(rng.standard_normal(64), dt), dtypes.cast(rng.standard_normal((64, 128)), dt)]
+            s = pt.lower(prog)
+            assert "gemm" in [k.kind for k in s.kernels]
+            np.testing.assert_allclose(np.asarray(s.simulate_kernels(*xs), np.float64),
+                                       np.asarray(prog(*xs), np.float64), rtol=2e-2, atol=2e-2)
+            s.verify()
