@@ -13,7 +13,7 @@ from . import elementwise_rules as R
 from .config import DTYPE_BYTES
 from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
 from .names import comment_block
-from .simt_spec import SimtSpec, kind_of
+from .simt_spec import NARROW_INTS, SimtSpec, kind_of
 from .simt_views import split_index
 
 WARPS = 4
@@ -186,6 +186,8 @@ def step_code(op: str, args: list, dtype: str, kind: str) -> str:
         return R.convert(R.convert(args[0], dtype), "i32")
     if op in ("abs", "relu", "maximum", "minimum"):
         return R.expr(op, args, "i32")
+    if op in R.BITWISE:
+        return R.bitwise(op, args, "i32")
     return op_code(op, args, dtype)
 
 
@@ -206,7 +208,7 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
             out += R.int_division_lines(j, st.op, *args, indent)
         else:
             out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
-        if st.wrap:                        # back into the narrow dtype's range (its low bits, as numpy wraps)
+        if st.wrap in NARROW_INTS:         # back into the narrow dtype's range (its low bits, as numpy wraps)
             out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), 'i32')}")
     if done is not None:
         done |= need

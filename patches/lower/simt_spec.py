@@ -17,6 +17,7 @@ from typing import Any
 
 from ..layouts import Layout, flatten
 from ..staging import Literal, Program
+from ..staging.primitives import BITWISE
 from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
@@ -25,9 +26,11 @@ from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, stat
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-ELEMENTWISE = UNARY | BINARY | COMPARE | {"astype", "where", "copy", "floordiv", "mod"}
+BITS = frozenset(BITWISE)      # integer bitwise ops: Int32 registers, wrapped back to their dtype
+ELEMENTWISE = UNARY | BINARY | COMPARE | BITS | {"astype", "where", "copy", "floordiv", "mod"}
 INT_DTYPES = ("i8", "u8", "i16", "u16", "i32")      # computed exactly in Int32 (u32 values do not fit)
-INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype"}
+INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype",
+           *BITS}
 NARROW_INTS = ("i8", "u8", "i16", "u16")
 WRAPPING = {"add", "sub", "mul", "neg", "abs", "floordiv"}      # may leave a narrow dtype's range
 
@@ -57,7 +60,7 @@ class Step:
     gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
     kind: str = "f"            # "f": computed in f32; "i": an integer computed exactly in Int32
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
-    wrap: str = ""             # a narrow integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's)
+    wrap: str = ""             # the integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's; bitwise steps)
 
 
 @dataclass(frozen=True)
@@ -493,7 +496,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         _check_u32(e)
         kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps) for a in args])
         dt = out.type.dtype
-        wrap = dt if kind == "i" and dt in NARROW_INTS and nm in WRAPPING else ""
+        wrap = dt if kind == "i" and (dt in NARROW_INTS and nm in WRAPPING or nm in BITS) else ""
         steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap))
         ref[id(out)] = ("v", len(steps) - 1)
 

@@ -11,7 +11,9 @@ import numpy as np
 
 from ..layouts import cosize, size
 from ..layouts.check import evaluate, points
+from ..staging import dtypes
 from ..staging.errors import StagingError
+from ..staging.primitives import BITWISE
 from ..staging.symbols import substitute
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
@@ -123,6 +125,9 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     def compute(st: Any, vals: list) -> Any:
         kinds = st.arg_kinds or ("f",) * len(st.args)
         xs = [get(a, vals, k) for a, k in zip(st.args, kinds)]
+        if st.kind == "i" and st.op in BITWISE:        # numpy's, on the step's dtype (the kernel's Int32 agrees)
+            npd = dtypes.to_numpy(st.wrap)
+            return np.asarray(BITWISE[st.op](*[np.asarray(x).astype(npd) for x in xs])).astype(np.int64)
         if st.kind == "i":
             r = int_step(st.op, xs, st.dtype)
             return wrap(r, st.wrap).astype(np.int64) if st.wrap else r

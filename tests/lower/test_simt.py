@@ -229,3 +229,22 @@ def test_wrapped_narrow_integers_and_a_read_at_two_coordinates_compile_without_s
     assert low.compile().resources["spills"] == 0
     sym = pt.lower(pt.stage(lambda x: pt.sum(x + x.T, axis=1), _rm(64, 64)))
     assert sym.compile().resources["spills"] == 0
+    bits = pt.lower(pt.stage(lambda a, b: (pt.left_shift(a, b) ^ pt.right_shift(a, 2)) & pt.bitwise_not(b), t, t))
+    assert bits.compile().resources["spills"] == 0
+
+
+@pytest.mark.parametrize("dt", ["i32", "i8", "u8", "i16", "u16"])
+def test_bitwise_ops_lower_as_numpys(dt):
+    """and, or, xor, not and shifts by counts past the width (numpy's 0 or -1) in the SIMT kernel, on Int32 registers
+    wrapped back to the dtype (they had no SIMT lowering), equal to the program on the full range of values."""
+    rng = np.random.default_rng(1)
+    info = np.iinfo(dtypes.to_numpy(dt))
+    t = pt.tensor(dt, make_layout((8, 16), (16, 1)))
+    prog = pt.stage(lambda a, b: (pt.bitwise_xor(pt.bitwise_or(a, b), pt.left_shift(a, b)), pt.right_shift(a, b),
+                                  (pt.bitwise_and(pt.bitwise_not(a), b) + pt.left_shift(a, 3)).astype("f32")), t, t)
+    a = rng.integers(info.min, info.max, (8, 16), endpoint=True).astype(dtypes.to_numpy(dt))
+    b = rng.integers(-2 if dt[0] == "i" else 0, 40, (8, 16)).astype(dtypes.to_numpy(dt))
+    s = pt.lower(prog)
+    for got, want in zip(s.simulate_kernels(a, b), prog(a, b)):
+        np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
+    s.verify()
