@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..layouts import Layout, cosize, make_layout
+from ..layouts import Layout, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
@@ -167,8 +167,8 @@ def k_major(eqns: list) -> list:
         """Whether TMA loads the operand as it is: not through a slice/reshape/tile, K-major for tf32, else with
         a unit-stride mode and no broadcast (stride-0) one (a constant cotangent, ones of the loss's shape)."""
         shape, stride = modes_of(x.type.layout.shape), modes_of(x.type.layout.stride)
-        if any(isinstance(q, tuple) for q in shape):          # grouped modes: the GEMM analysis reads them itself
-            return True
+        if any(isinstance(q, tuple) for q in shape):   # grouped modes (an einsum's): each must walk one stride
+            return all(type(coalesce(Layout(q, d)).shape) is not tuple for q, d in zip(shape, stride))
         if accessed(x):
             return False
         if x.type.dtype == "f32":
@@ -189,16 +189,29 @@ def k_major(eqns: list) -> list:
             if ready(x, kmode):
                 ins.append(x)
                 continue
-            other = 1 - kmode
-            st = [0] * len(shape)
-            st[kmode], st[other] = 1, _pad16(shape[kmode], x.type.dtype)       # rows of whole 16-byte units
-            if len(shape) == 3:
-                st[2] = st[other] * shape[other]
-            y = Var(TensorType(x.type.dtype, make_layout(tuple(shape), tuple(st))))
+            y = Var(TensorType(x.type.dtype, _k_major_layout(shape, kmode, x.type.dtype)))
             out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
             ins.append(y)
         out.append(Eqn(e.prim, ins, e.params, e.outputs))
     return out
+
+
+def _k_major_layout(shape: tuple, kmode: int, dtype: str) -> Layout:
+    """A compact layout of an operand's (M|N, K[, batch]) modes with K first (a grouped mode's leaves in colex order,
+    so it walks one stride), rows padded to whole 16-byte units."""
+    order = [kmode, 1 - kmode, *range(2, len(shape))]
+    strides: list = [None] * len(shape)
+    acc: Any = 1
+    for i, k in enumerate(order):
+        leaves = it.flatten(shape[k]) if isinstance(shape[k], tuple) else (shape[k],)
+        ds = []
+        for n in leaves:
+            ds.append(acc)
+            acc = acc * n
+        strides[k] = it.unflatten(tuple(ds), shape[k]) if isinstance(shape[k], tuple) else ds[0]
+        if i == 0:
+            acc = _pad16(acc, dtype)                             # rows of whole 16-byte units
+    return make_layout(tuple(shape), tuple(strides))
 
 
 def aligned_outputs(eqns: list) -> list:

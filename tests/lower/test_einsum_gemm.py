@@ -106,3 +106,18 @@ def test_the_gradient_of_a_grouping_einsum_lowers(spec, shapes):
     xs = _args(shapes, "bf16")
     for g, w in zip(sched.simulate_kernels(*xs), pt.evaluate(prog, *xs)):
         _close(g, np.asarray(w, np.float64), "bf16")
+
+
+def test_a_row_major_k_merge_is_copied_to_one_stride_first():
+    """``ijk,jkl->il`` on row-major (numpy-order) operands: the merged K = (j, k) walks strides (16, 1), not one
+    stride in colex order, so each operand is copied K-major first (it was refused: "several strides")."""
+    from patches.layouts import make_layout
+
+    prog = pt.stage(lambda x, w: pt.einsum("ijk,jkl->il", x, w),
+                    pt.tensor("bf16", make_layout((128, 8, 16), (128, 16, 1))),
+                    pt.tensor("bf16", make_layout((8, 16, 64), (1024, 64, 1))))
+    s = pt.lower(prog)
+    assert [k.kind for k in s.kernels] == ["simt", "simt", "gemm"]
+    xs = _args([(128, 8, 16), (8, 16, 64)], "bf16")
+    _close(s.simulate_kernels(*xs), _numpy("ijk,jkl->il", xs), "bf16")
+    s.verify()
