@@ -96,12 +96,30 @@ def show(x: Any) -> str:
 
 
 def argsort(keys: list | tuple) -> list:
-    """The stable order of keys, deciding order through lt (so symbolic keys are compared by the prover)."""
+    """The stable order of keys, deciding order through the prover for symbolic keys. Keys that may be equal but
+    are surely ordered (1 <= Q) sort by that order: where they are equal the order of equal keys is immaterial."""
     for k in keys:
         if type(k) is not int:
-            return sorted(range(len(keys)), key=functools.cmp_to_key(
-                lambda i, j: -1 if lt(keys[i], keys[j]) else 1 if lt(keys[j], keys[i]) else i - j))
+            return sorted(range(len(keys)), key=functools.cmp_to_key(lambda i, j: _compare(keys[i], keys[j], i - j)))
     return sorted(range(len(keys)), key=keys.__getitem__)
+
+
+def _compare(a: Any, b: Any, tie: int) -> int:
+    if type(a) in _types or type(b) in _types:      # coordinate strides order through lt alone
+        return -1 if lt(a, b) else 1 if lt(b, a) else tie
+    if known(lt, a, b):
+        return -1
+    if known(lt, b, a):
+        return 1
+    ab, ba = known(le, a, b), known(le, b, a)
+    if ab and ba:
+        return tie
+    if ab:
+        return -1
+    if ba:
+        return 1
+    lt(a, b)                                    # undecided: the prover's question
+    return tie
 
 
 def sort_by(items: list, key: Callable[[Any], Any]) -> list:
@@ -126,6 +144,13 @@ def lt(a: Any, b: Any) -> bool:
     if type(a) is int and type(b) is int:
         return a < b
     return _other("lt", a, b)
+
+
+def le(a: Any, b: Any) -> bool:
+    """Decide a <= b."""
+    if type(a) is int and type(b) is int:
+        return a <= b
+    return _other("le", a, b)
 
 
 def divides(d: Any, n: Any) -> bool:
@@ -155,6 +180,15 @@ def ceil_div(n: Any, d: Any) -> Any:
 
 
 def minimum(a: Any, b: Any) -> Any:
+    """The smaller of a and b (either where they may be equal but one is surely not above the other)."""
+    if type(a) is int and type(b) is int:
+        return min(a, b)
+    if type(a) in _types or type(b) in _types:
+        return b if lt(b, a) else a
+    if known(le, b, a):
+        return b
+    if known(le, a, b):
+        return a
     return b if lt(b, a) else a
 
 

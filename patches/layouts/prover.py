@@ -197,6 +197,15 @@ def lt(a: Any, b: Any) -> bool:
     raise UndecidableError(f"needs to know whether {show(a)} < {show(b)}; state a bound with facts(...)")
 
 
+def le(a: Any, b: Any) -> bool:
+    s = _sign(sympy.sympify(b - a), stated())
+    if s in (POS, ZERO, NONNEG):
+        return True
+    if s == NEG:
+        return False
+    raise UndecidableError(f"needs to know whether {show(a)} <= {show(b)}; state a bound with facts(...)")
+
+
 def divides(d: Any, n: Any) -> bool:
     if _integral(sympy.sympify(n) / d, stated()):
         return True
@@ -340,6 +349,6 @@ def prove_equal(a: Any, b: Any) -> bool | None:
     return None
 
 
-arith.install(dict(eq=eq, lt=lt, divides=divides, exact_div=exact_div, floor_div=floor_div, ceil_div=ceil_div,
+arith.install(dict(eq=eq, lt=lt, le=le, divides=divides, exact_div=exact_div, floor_div=floor_div, ceil_div=ceil_div,
                    sign=sign, is_value=is_value, is_one=is_one, show=show, normal=normal,
                    free_symbols=free_symbols, substitute=substitute))
