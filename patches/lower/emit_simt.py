@@ -163,7 +163,7 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
     """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
     if a[0] == "lit":
         return R.lit(a[1], "i32") if want == "i" else lit(a[1])
-    have = kind_of(a, spec.reads, spec.steps)
+    have = kind_of(a, spec.reads, spec.steps, spec.reductions)
     if a[0] == "in":
         rd = spec.reads[a[1]]
         base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
@@ -253,7 +253,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done: set = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}        ", vec, done)
-        x = _arg(spec, r, vec, None if store else "f")
+        x = _arg(spec, r, vec, None if store else _reduced_kind(spec, r))
         if vstore:
             out.append(f"{i}        rOut[v] = ({x}).to(OUT_DTYPE)")
             oslice = "mOut" if len(spec.out_coords) == 1 else f"mOut[{_index(spec.out_coords, spec.col_modes[0])}]"
@@ -268,8 +268,14 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
     done = set()
     for r, body in work:
         out += _compute(spec, r, f"{i}            ", frozenset(), done)
-        out += [ln.format(x=_arg(spec, r, frozenset(), None if store else "f"), ind=f"{i}            ") for ln in body]
+        out += [ln.format(x=_arg(spec, r, frozenset(), None if store else _reduced_kind(spec, r)),
+                          ind=f"{i}            ") for ln in body]
     return out
+
+
+def _reduced_kind(spec: SimtSpec, r: tuple) -> str:
+    """How a reduction pass combines value ``r``: integers exactly in Int32 ("i"), everything else in f32 ("f")."""
+    return "i" if kind_of(r, spec.reads, spec.steps, spec.reductions) == "i" else "f"
 
 
 def _extent(spec: SimtSpec, names: list, c: int) -> str:
@@ -362,24 +368,28 @@ def emit_simt(spec: SimtSpec) -> str:
     w(f"    ext_c = {' * '.join(f'e{c}' for c in spec.col_modes) or '1'}")
     w("    chunks = (ext_c + CHUNK - 1) // CHUNK")
     w("    full = ext_c // CHUNK")
+    kinds = [_reduced_kind(spec, r) for _, r in spec.reductions]
     if spec.block_row and spec.reductions:
-        w("    # Cross-warp partials of each reduction (the CTA walks one row).")
-        w("    sRed = cutlass.memory.SmemAllocator().allocate_tensor(")
-        w(f"        cutlass.Float32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
+        w("    # Cross-warp partials of each reduction (the CTA walks one row): f32, and Int32 for integers.")
+        w("    smem = cutlass.memory.SmemAllocator()")
+        w(f"    sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
+        if "i" in kinds:
+            w(f"    sRedI = smem.allocate_tensor(cutlass.Int32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
     w("    if row < ext_r:")
     L.extend(_split("row", spec.row_modes, "        "))
     for j, (op, r) in enumerate(spec.reductions):
-        w(f"        # Pass {j}: the row's {op}.")
-        w(f"        part = {R.reduce_init(op)}")
-        L.extend(_passes(spec, [(r, ["{ind}part = " + R.reduce_combine(op, "part", "{x}")])], store=False))
-        w(f"        part = warp_reduce(part, lambda a, b: {R.reduce_combine(op, 'a', 'b')})")
+        dt, buf = ("i32", "sRedI") if kinds[j] == "i" else ("f32", "sRed")
+        w(f"        # Pass {j}: the row's {op}{' (integers, exactly in Int32)' if dt == 'i32' else ''}.")
+        w(f"        part = {R.reduce_init(op, dt)}")
+        L.extend(_passes(spec, [(r, ["{ind}part = " + R.reduce_combine(op, "part", "{x}", dt)])], store=False))
+        w(f"        part = warp_reduce(part, lambda a, b: {R.reduce_combine(op, 'a', 'b', dt)})")
         if spec.block_row:
             w("        if tidx % 32 == 0:")
-            w(f"            sRed[(tidx // 32, {j})] = part")
+            w(f"            {buf}[(tidx // 32, {j})] = part")
             w("        cute.arch.barrier()")
-            w(f"        red{j} = sRed[(0, {j})]")
+            w(f"        red{j} = {buf}[(0, {j})]")
             w("        for wp in cutlass.range_constexpr(1, WARPS):")
-            w(f"            red{j} = {R.reduce_combine(op, f'red{j}', f'sRed[(wp, {j})]')}")
+            w(f"            red{j} = {R.reduce_combine(op, f'red{j}', f'{buf}[(wp, {j})]', dt)}")
         else:
             w(f"        red{j} = part")
     rows = [o for o in spec.outputs if o.is_row]

@@ -188,13 +188,15 @@ def _walk_back(cl: _Classes, reduced: list, var: dict, outputs: list) -> None:
                     together |= cs2
 
 
-def kind_of(a: tuple, reads: list, steps: list) -> str:
-    """"i" for an integer value computed exactly (an integer read, an integer step, a domain coordinate), "lit" for
-    a literal (it takes its consumer's kind), else "f"."""
+def kind_of(a: tuple, reads: list, steps: list, reductions: tuple = ()) -> str:
+    """"i" for an integer value computed exactly (an integer read, an integer step, a domain coordinate, a
+    reduction of integers), "lit" for a literal (it takes its consumer's kind), else "f"."""
     if a[0] == "in":
         return "i" if reads[a[1]].dtype in INT_DTYPES else "f"
     if a[0] == "v":
         return steps[a[1]].kind
+    if a[0] == "red" and a[1] < len(reductions):
+        return "i" if kind_of(reductions[a[1]][1], reads, steps, reductions) == "i" else "f"
     return {"dom": "i", "lit": "lit"}.get(a[0], "f")
 
 
@@ -489,12 +491,16 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                 continue
             reductions.append((REDUCE[nm], value(x, nm)))
             ref[id(out)] = ("red", len(reductions) - 1)
+            dt = out.type.dtype
+            if dt in NARROW_INTS and kind_of(ref[id(out)], reads, steps, reductions) == "i":   # i8 sums wrap
+                steps.append(Step("copy", (ref[id(out)],), "", _note(e), kind="i", arg_kinds=("i",), wrap=dt))
+                ref[id(out)] = ("v", len(steps) - 1)
             continue
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")
         args = tuple(value(a, nm) for a in e.inputs)
         _check_u32(e)
-        kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps) for a in args])
+        kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps, reductions) for a in args])
         dt = out.type.dtype
         wrap = dt if kind == "i" and (dt in NARROW_INTS and nm in WRAPPING or nm in BITS) else ""
         steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap))

@@ -115,7 +115,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     def get(a: tuple, vals: list, want: str | None = "f") -> Any:
         """Value ``a`` as f32 ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
         x = raw(a, vals)
-        have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps)
+        have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
         if want == "i" and have != "i":
             return np.trunc(np.asarray(x, np.float64)).astype(np.int64)
         if want == "f" or want is None and have != "i":
@@ -188,6 +188,10 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         return np.broadcast_to(get(ref, vals, want), (rows, cols))
 
     for op, ref in spec.reductions:
+        if kind_of(ref, spec.reads, spec.steps, spec.reductions) == "i":     # integers: exactly, Int32 wrapping
+            v = evaluate_ref(ref, "i")
+            reds.append(_i32(v.sum(1)) if op == "sum" else v.max(1) if op == "max" else v.min(1))
+            continue
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
     results = []

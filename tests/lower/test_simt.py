@@ -231,6 +231,9 @@ def test_wrapped_narrow_integers_and_a_read_at_two_coordinates_compile_without_s
     assert sym.compile().resources["spills"] == 0
     bits = pt.lower(pt.stage(lambda a, b: (pt.left_shift(a, b) ^ pt.right_shift(a, 2)) & pt.bitwise_not(b), t, t))
     assert bits.compile().resources["spills"] == 0
+    for f, shape in [(pt.sum, (1000,)), (lambda a: (pt.sum(a, axis=1), pt.max(a, axis=1)), (16, 100))]:
+        ints = pt.lower(pt.stage(f, pt.tensor("i32", make_layout(shape, (shape[-1], 1)[-len(shape):]))))
+        assert "cutlass.Int32" in ints.source and ints.compile().resources["spills"] == 0
 
 
 @pytest.mark.parametrize("dt", ["i32", "i8", "u8", "i16", "u16"])
@@ -247,4 +250,31 @@ def test_bitwise_ops_lower_as_numpys(dt):
     s = pt.lower(prog)
     for got, want in zip(s.simulate_kernels(a, b), prog(a, b)):
         np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
+    s.verify()
+
+
+@pytest.mark.parametrize("name, dt, shape, f", [
+    ("i32 sum past 2**24", "i32", (4,), lambda a: pt.sum(a)),
+    ("i8 sum wraps", "i8", (4,), lambda a: pt.sum(a)),
+    ("i32 row sum, max, min", "i32", (16, 100), lambda a: (pt.sum(a, axis=1), pt.max(a, axis=1), pt.min(a, axis=1))),
+    ("i8 column sum", "i8", (64, 8), lambda a: pt.sum(a, axis=0)),
+    ("u8 max of a CTA row", "u8", (4096,), lambda a: pt.max(a)),
+])
+def test_integer_reductions_are_exact(name, dt, shape, f):
+    """Integer reductions accumulate in Int32 (wrapping), an i8/u8 result wrapped to its dtype: an i32 sum of
+    [2**24, 1, 1, 1] was 2**24 in the f32 accumulator, an i8 sum of [100, 100, 100, -3] 297 instead of numpy's 41."""
+    npd = dtypes.to_numpy(dt)
+    info = np.iinfo(npd)
+    if shape == (4,):
+        x = np.array([2 ** 24, 1, 1, 1] if dt == "i32" else [100, 100, 100, -3], npd)
+    else:
+        x = np.random.default_rng(0).integers(max(info.min, -2 ** 30), min(info.max, 2 ** 30), shape, endpoint=True)
+        x = x.astype(npd)
+    row_major = make_layout(shape, tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape))))
+    prog = pt.stage(f, pt.tensor(dt, row_major))
+    s = pt.lower(prog)
+    got, want = s.simulate_kernels(x), prog(x)
+    got, want = (list(v) if isinstance(v, (tuple, list)) else [v] for v in (got, want))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(w, np.float64))
     s.verify()
