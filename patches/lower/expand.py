@@ -4,6 +4,7 @@
   numpy) -- two reductions over the same mode, so one SIMT kernel;
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
 * ``call`` (a ``jit`` function): its body inlined;
+* a ``matmul`` whose result is one element (a dot product): a sum of products in f32;
 * in a kernel body (``BODY_RULES``), a batched block ``matmul`` (batch modes last): one rank-2 matmul per batch
   entry of the operands' slices, placed into the result by ``embed`` (each a wgmma where the blocks fit one);
 * a reduction of a large tensor to a scalar: first over all modes but one (many CTAs, one per slice), then over
@@ -188,7 +189,23 @@ def _two_pass(e: Eqn) -> list:
     return _splice(fn, e)
 
 
-RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call,
+def _dot(e: Eqn) -> list:
+    """A rank-2 ``matmul`` whose result is one element (a dot product, ``u @ v``): a sum of products in f32, which
+    no GEMM tile is for."""
+    a, b = e.inputs
+    out = e.outputs[0].type
+    ms = modes_of(out.shape) if out.rank else ()
+    if a.type.rank != 2 or b.type.rank != 2 or len(ms) != 2 or any(mode_size(m) != 1 for m in ms):
+        return [e]
+
+    def fn(x: Any, y: Any) -> Any:
+        prod = P.mul(P.astype(x, "f32"), P.astype(P.transpose(y, (1, 0)), "f32"))
+        r = P.astype(P.reduce_sum(prod, axes=(1,)), out.dtype)
+        return P.copy(P.broadcast(r, (1, 1), (0,)), out.layout)
+    return _splice(fn, e)
+
+
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call, "matmul": _dot,
          "custom_jvp_call": _call, "custom_vjp_call": _call,
          "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
 BODY_RULES = {**RULES, "matmul": _unbatch}

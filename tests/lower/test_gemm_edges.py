@@ -67,9 +67,10 @@ def test_a_broadcast_of_a_gemm_result_returned_is_stored_then_copied():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-2)
 
 
-def test_a_vector_times_a_matrix_copies_its_added_mode_first():
+def test_vectors_times_matrices_and_dot_products_lower():
     """``x @ W`` and ``W.T @ v`` with a vector: the vector's added size-1 mode (a broadcast, stride 0) is not read from
-    the parameter, so it is copied into a buffer first (it was refused: "does not read each of its modes")."""
+    the parameter, so it is copied into a buffer first (it was refused: "does not read each of its modes"); ``u @ v``
+    of two vectors is a sum of products, not a GEMM (its 1x1 result was refused)."""
     from patches.layouts import make_layout
     from patches.staging import dtypes
 
@@ -84,3 +85,10 @@ def test_a_vector_times_a_matrix_copies_its_added_mode_first():
             np.testing.assert_allclose(np.asarray(s.simulate_kernels(*xs), np.float64),
                                        np.asarray(prog(*xs), np.float64), rtol=2e-2, atol=2e-2)
             s.verify()
+        dot = pt.stage(lambda u, v: pt.matmul(u, v), pt.tensor(dt, 64), pt.tensor(dt, 64))   # a sum of products
+        u, v = (dtypes.cast(rng.standard_normal(64), dt) for _ in range(2))
+        s = pt.lower(dot)
+        assert "gemm" not in [k.kind for k in s.kernels]
+        np.testing.assert_allclose(np.asarray(s.simulate_kernels(u, v), np.float64),
+                                   np.asarray(dot(u, v), np.float64), rtol=2e-2, atol=2e-2)
+        s.verify()
