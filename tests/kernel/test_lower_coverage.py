@@ -373,3 +373,23 @@ def test_integer_abs_and_max_min_reductions():
         rep = verify_kernel(mod)                # the reduction plans' data flow from the module's own code
         assert rep.ok, str(rep)
     assert mod.compile().resources["spills"] == 0
+
+
+@needs_sass
+def test_a_block_predicate_choosing_between_two_scalars_compiles():
+    """``where(x > 0, 1.0, 0.0)`` and ``where(x < 0, 3, 7)``: cute.where refuses two scalar values, so the choice is
+    written register by register (cute.compile failed: "at least one of x and y must be tensor")."""
+    pytest.importorskip("cutlass")
+
+    def k(x_ref, o_ref, q_ref):
+        x = x_ref[...]
+        o_ref[...] = pt.where(x > 0, 1.0, 0.0) + pt.where(x > 0.5, x, -np.inf)
+        q_ref[...] = pt.where(x < 0, 3, 7)
+    s = pt.BlockSpec((32, 128), lambda i: (i, 0))
+    kk = pt.kernel(k, (pt.tensor("f32", (128, 128)), pt.tensor("i32", (128, 128))), grid=(4,), in_specs=[s],
+                   out_specs=[s, s])
+    prog = pt.stage(kk, pt.tensor("f32", (128, 128)))
+    check_against_interpreter(prog)
+    mod = pt.lower(prog)
+    mod.verify()
+    assert mod.compile().resources["spills"] == 0

@@ -67,7 +67,10 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     exponent = _small_exponent(ins[1]) if op == "pow" else None
     if op not in ELEMENTWISE:
         raise ctx.fail(f"elementwise {op} has no kernel lowering")
-    code = None if tensor and op in R.SCALAR_ONLY else R.expr(op, args, cd, tensor, exponent)
+    # cute.where takes a tensor among its values: a block predicate choosing between two scalars (where(x > 0, 1.0,
+    # 0.0)) is written register by register, as the ops with no tensor form are
+    scalar_only = op in R.SCALAR_ONLY or op == "where" and not any(isinstance(x, Block) for x in ins[1:])
+    code = None if tensor and scalar_only else R.expr(op, args, cd, tensor, exponent)
     name = w.fresh()
     rd = "bool" if op in R.COMPARE else cd
     if rd != out_dtype:
