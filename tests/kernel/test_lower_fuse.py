@@ -123,3 +123,39 @@ def test_an_input_written_in_place_is_not_read_again():
     prog = pt.stage(kern, pt.tensor("f32", (64, 64)))
     assert "read again from memory" not in pt.lower(prog).source
     check_against_interpreter(prog)
+
+
+def _read_in_loop_and_after(n=256):
+    """An outer block read by element inside a fori_loop body (a chain of 5 steps) and again after the loop."""
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        acc = pt.fori_loop(0, 4, lambda i, acc: acc + pt.exp(x * 0.5) * 2.0 - x, pt.zeros((n,), "f32"))
+        o_ref[...] = acc + x * 3.0 + pt.tanh(x)
+    return pt.stage(pt.kernel(k, pt.tensor("f32", n)), pt.tensor("f32", n))
+
+
+def _two_output_cond(n=128, dtypes_=("f32", "i32")):
+    """cond with two outputs whose branches both read the operand by element (long register loops)."""
+    def k(x_ref, o_ref, p_ref):
+        a, b = pt.cond(pt.sum(x_ref[...]) > 0,
+                       lambda v: ((v * 2.0).astype(dtypes_[0]), (v > 0).astype(dtypes_[1])),
+                       lambda v: ((-v).astype(dtypes_[0]), (v < 0).astype(dtypes_[1]) + 2), x_ref[...])
+        o_ref[...] = a
+        p_ref[...] = b
+    return pt.stage(pt.kernel(k, (pt.tensor(dtypes_[0], n), pt.tensor(dtypes_[1], n))), pt.tensor("f32", n))
+
+
+@pytest.mark.parametrize("make", [_read_in_loop_and_after, _two_output_cond,
+                                  lambda: _two_output_cond(256, ("i32", "i32"))],
+                         ids=["loop_and_after", "cond_f32_i32", "cond_i32_i32"])
+def test_a_block_read_by_element_in_a_nested_block_and_beside_it_compiles(make):
+    """A TensorSSA keeps the index layout its first element read builds: first read inside a loop body or one branch,
+    that layout did not dominate the read after the loop or in the other branch and cute.compile failed ("operand
+    does not dominate this use") though the model and verify passed. The layout is now built where the value is."""
+    prog = make()
+    mod = pt.lower(prog)
+    assert re.search(r"^\s*v\d+\[0\]   # its element index layout", mod.source, re.M)
+    check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
+    mod.verify()
+    exe = mod.compile()
+    assert exe.resources["spills"] == 0

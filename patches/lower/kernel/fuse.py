@@ -67,7 +67,10 @@ def element(w: Any, x: Block) -> str:
     r = w.region
     if r is not None and any(isinstance(s, Step) and s.name == x.name for s in r.steps):
         return f"e_{x.name}"
-    return x.splat if x.splat is not None else f"{x.name}[v]"
+    if x.splat is not None:
+        return x.splat
+    w.touch(x.name)
+    return f"{x.name}[v]"
 
 
 def step(w: Any, name: str, dtype: str, per: int, tensor: str, scalar: str) -> None:

@@ -4,12 +4,16 @@ can rebuild the same objects the kernel uses) and the shared-memory exchange buf
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 from ...layouts import Layout
 from ..names import sanitize
 from . import symbolic
 from .values import layout_code
+
+
+_BINDING = re.compile(r"^(\w+) = (?!cute\.make_rmem_tensor\()")   # a register value bound (not a register tensor)
 
 
 class Writer:
@@ -32,6 +36,8 @@ class Writer:
         self.pending: dict = {}           # Ref pointer -> (thread mappings since the last barrier, any write): sync
         self.bodies: list[dict] = []      # the same, per nested program being emitted (sync.enter/leave)
         self.divisors: dict[str, int] = {}  # integer expression -> a number it is known to be a multiple of
+        self.bound: dict[str, tuple[int, int]] = {}   # register value -> (index of its binding line, its depth)
+        self.touched: set[str] = set()
 
     def divisor(self, x: Any) -> int:
         """What the integer ``x`` (an int, or an expression this writer named) is a multiple of (0: it is 0)."""
@@ -61,7 +67,25 @@ class Writer:
         self.flush()
         if line.startswith("cute.arch.barrier()"):     # every thread's earlier accesses are done (patches...sync)
             self.pending.clear()
+        m = _BINDING.match(line)
+        if m:
+            self.bound[m.group(1)] = (len(self.lines), self.depth)
         self.lines.append("    " * self.depth + line)
+
+    def touch(self, name: str) -> None:
+        """Before register value ``name`` is read by element in a block nested below its binding, read one element
+        where it is bound: a TensorSSA builds its index layout on its first element read and keeps it, so a layout
+        built inside one branch of an ``if`` (or a loop body) would not dominate a read in the other branch or after
+        the loop, and the compiler rejects the IR."""
+        at = self.bound.get(name)
+        if at is None or name in self.touched or at[1] >= self.depth:
+            return
+        self.touched.add(name)
+        i, d = at
+        self.lines.insert(i + 1, "    " * d + f"{name}[0]   # its element index layout, built where every later read sees it")
+        for k, (j, dj) in self.bound.items():
+            if j > i:
+                self.bound[k] = (j + 1, dj)
 
     def comment(self, text: str) -> None:
         if self.region is not None:        # a comment on a pending elementwise step goes with it
