@@ -126,7 +126,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         if _side_only(e, sides, lits, side_eqn):
             side_eqn[id(e.outputs[0])] = e
             continue
-        if e.prim.name not in ("transpose", "broadcast") and not (e.prim.name == "view" and _merged(e) is not None):
+        if e.prim.name not in ("transpose", "broadcast") and not (e.prim.name == "view" and merged_view(e) is not None):
             raise LoweringError(f"equation {e.prim.name} before the matmul is not fusable: the kernel reads its operands "
                                 "from parameters through views (transpose, a reshape merging consecutive modes) only")
         _view_side(e, sides)
@@ -178,7 +178,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             if e.prim.name == "broadcast" and isinstance(e.inputs[0], Literal):
                 lits[id(e.outputs[0])] = float(e.inputs[0].value)
                 continue
-            if (e.prim.name in ("transpose", "broadcast") or e.prim.name == "view" and _merged(e) is not None) \
+            if (e.prim.name in ("transpose", "broadcast") or e.prim.name == "view" and merged_view(e) is not None) \
                     and id(e.inputs[0]) in sides:
                 _view_side(e, sides)
                 continue
@@ -334,7 +334,7 @@ def _view_side(e: Any, sides: dict) -> None:
         inv = {p: j for j, p in enumerate(e.params["perm"])}
         pm = tuple(None if v is None else inv[v] for v in src.pmodes)
     elif e.prim.name == "view":
-        owner = _merged(e)
+        owner = merged_view(e)
         pm = tuple(None if v is None else owner[v] for v in src.pmodes)
         pos = tuple(() if v is None else (v,) + q for v, q in zip(src.pmodes, src.pos))
         sides[id(e.outputs[0])] = _Side(src.param, pm, pos)
@@ -372,7 +372,7 @@ def _is_reshape(e: Any) -> bool:
     return isinstance(lay, Layout) and _is(e.params.get("offset", 0), 0) and lay == compact(lay.shape)
 
 
-def _merged(e: Any) -> list | None:
+def merged_view(e: Any) -> list | None:
     """For a ``view`` that merges consecutive modes of its operand (a reshape): per operand mode, its view mode."""
     if not _is_reshape(e):
         return None

@@ -5,8 +5,14 @@
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
 * ``call`` (a ``jit`` function): its body inlined;
 * a ``matmul`` whose result is one element (a dot product): a sum of products in f32;
+* a ``matmul`` with several batch modes (attention's batch and heads): one grouped batch mode, a view each way,
+  so it is one batched GEMM;
 * in a kernel body (``BODY_RULES``), a batched block ``matmul`` (batch modes last): one rank-2 matmul per batch
   entry of the operands' slices, placed into the result by ``embed`` (each a wgmma where the blocks fit one);
+* a top-level ``cond``: both branches computed, each output chosen by ``where`` on the predicate (as a vmapped
+  cond is), since a schedule has no branches;
+* a top-level ``fori_loop`` with static bounds: its body inlined once per iteration (at most ``UNROLL_MAX``), the
+  index a literal;
 * a reduction of a large tensor to a scalar: first over all modes but one (many CTAs, one per slice), then over
   the partials (one CTA over a few thousand), where one CTA would walk the whole tensor. Sums of 16-bit floats
   keep f32 partials, so the result is rounded once, as before.
@@ -23,7 +29,7 @@ import numpy as np
 
 from ..layouts import Layout
 from ..layouts import inttuple as it
-from ..staging import Eqn, Var, stage
+from ..staging import Eqn, Literal, Var, bind, stage
 from ..staging import primitives as P
 from ..staging.primitives import copy_p
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
@@ -47,14 +53,14 @@ def _splice(fn: Any, e: Eqn) -> list:
     return _inline(stage(fn, *[x.type for x in e.inputs]).dce(), e)
 
 
-def _call(e: Eqn) -> list:
-    """A ``jit`` call (or a custom_jvp/custom_vjp function's): its body, inlined (and expanded in turn), so its
-    equations fuse with their neighbours."""
+def _call(e: Eqn, rules: dict | None = None) -> list:
+    """A ``jit`` call (or a custom_jvp/custom_vjp function's): its body, inlined (and expanded in turn by the same
+    ``rules``), so its equations fuse with their neighbours."""
     body = e.params["program"]
     if body.consts:
         raise LoweringError(f"equation {e.prim.name}[{sanitize(str(e.params.get('name')))}]: the called program "
                             "captures constant arrays")
-    return expand(_inline(body, e))
+    return expand(_inline(body, e), rules=rules)
 
 
 def _inline(prog: Any, e: Eqn) -> list:
@@ -205,7 +211,69 @@ def _dot(e: Eqn) -> list:
     return _splice(fn, e)
 
 
-RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call, "matmul": _dot,
-         "custom_jvp_call": _call, "custom_vjp_call": _call,
+def _group_batch(e: Eqn) -> list:
+    """A ``matmul`` of (M,K,L1,..,Ln) and (K,N,L1,..,Ln), n > 1: the batch modes grouped into one by colexicographic
+    views (no copy: each operand's batch mode becomes the hierarchical (L1,..,Ln)), one batched matmul, and its
+    compact result viewed back with the n modes. An operand whose grouped batch mode does not walk one stride (a
+    row-major batch) is copied K-major by the schedule, as any such operand is."""
+    out = e.outputs[0].type
+    if out.rank <= 3:
+        return [e]
+    params = e.params
+    grouped = [(*sizes[:2], it.product(tuple(sizes[2:])))
+               for x in e.inputs for sizes in [[mode_size(m) for m in modes_of(x.type.shape)]]]
+
+    def fn(a: Any, b: Any) -> Any:
+        c = bind(P.matmul_p, P.reshape(a, grouped[0], order="F"), P.reshape(b, grouped[1], order="F"), **params)
+        return P.reshape(c, tuple(mode_size(m) for m in modes_of(out.shape)), order="F")
+    return _splice(fn, e)
+
+
+def _matmul(e: Eqn) -> list:
+    return _dot(e) if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
+
+
+def _cond(e: Eqn) -> list:
+    """Both branches inlined on their operands, each output ``where(pred, true's, false's)``."""
+    pred, *ops = e.inputs
+    n = e.params["n_true"]
+    eqns: list = []
+    outs = []
+    for branch, args in ((e.params["true"], ops[:n]), (e.params["false"], ops[n:])):
+        outs.append([Var(t) for t in branch.out_types])
+        eqns += expand(_inline(branch, Eqn(e.prim, args, {}, outs[-1])))
+    for t, f, o in zip(*outs, e.outputs):
+        eqns.append(Eqn(P.where_p, [pred, t, f], {}, [o]))
+    return eqns
+
+
+UNROLL_MAX = 64          # iterations of a top-level fori_loop inlined one after another
+
+
+def _fori(e: Eqn) -> list:
+    """The body inlined once per iteration, reading the previous iteration's carry and the index as a literal."""
+    lo, hi, body, n_consts = e.params["lower"], e.params["upper"], e.params["body"], e.params["n_consts"]
+    if type(lo) is not int or type(hi) is not int:
+        raise LoweringError(f"equation fori_loop({lo}, {hi}): a loop outside a kernel is unrolled, which needs "
+                            "static integer bounds (write the loop inside a pt.kernel for run-time trip counts)")
+    if hi - lo > UNROLL_MAX:
+        raise LoweringError(f"equation fori_loop({lo}, {hi}): {hi - lo} iterations outside a kernel (at most "
+                            f"{UNROLL_MAX} are unrolled; write the loop inside a pt.kernel)")
+    consts, carry = list(e.inputs[:n_consts]), list(e.inputs[n_consts:])
+    if hi <= lo:
+        return [Eqn(copy_p, [x], {"layout": o.type.layout}, [o]) for x, o in zip(carry, e.outputs)]
+    eqns: list = []
+    for i in range(lo, hi):
+        outs = list(e.outputs) if i == hi - 1 else [Var(t) for t in body.out_types]
+        index = Literal(np.int32(i), body.params[0].type)
+        eqns += expand(_inline(body, Eqn(e.prim, [index, *consts, *carry], {}, outs)))
+        carry = outs
+    return eqns
+
+
+CALLS = ("call", "custom_jvp_call", "custom_vjp_call")
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call, "matmul": _matmul,
+         "custom_jvp_call": _call, "custom_vjp_call": _call, "cond": _cond, "fori_loop": _fori,
          "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
-BODY_RULES = {**RULES, "matmul": _unbatch}
+BODY_RULES: dict = {k: r for k, r in RULES.items() if k not in ("cond", "fori_loop")}   # a kernel body's own
+BODY_RULES.update({"matmul": _unbatch, **{k: (lambda e: _call(e, BODY_RULES)) for k in CALLS}})

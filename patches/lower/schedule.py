@@ -23,7 +23,7 @@ from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
 from ..staging.types import TensorType, mode_size, modes_of
-from .analyze import OUT_DTYPES, analyze
+from .analyze import OUT_DTYPES, analyze, merged_view
 from .config import TileConfig
 from .errors import LoweringError
 from .expand import expand
@@ -151,15 +151,17 @@ def _compact(lay: Layout) -> bool:
 def k_major(eqns: list) -> list:
     """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
     K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows). So is an
-    operand read through a slice, reshape or tile (TMA loads a parameter or buffer through transposes only), and a
+    operand read through a slice, a reshape other than one merging consecutive modes, or a tile (TMA loads a parameter
+    or buffer through transposes and such merges only), and a
     bf16/f16 one without a unit-stride mode or with a broadcast (stride-0) mode."""
     out = []
     producer = {id(v): e for e in eqns for v in e.outputs}
 
     def accessed(x: Any) -> bool:
         while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
-            if producer[id(x)].prim.name in (*ACCESS_VIEWS, "broadcast"):    # a vector's added mode: stride 0
-                return True
+            p = producer[id(x)]
+            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view" and merged_view(p) is not None):
+                return True           # (a vector's added mode, stride 0; a reshape merging modes the GEMM reads)
             x = producer[id(x)].inputs[0]
         return False
 

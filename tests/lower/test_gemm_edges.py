@@ -108,3 +108,35 @@ def test_the_padded_row_gemm_and_its_copies_compile_without_spills():
     s.verify()
     exe = s.compile()
     assert all(e.resources["spills"] == 0 for e in exe.executables)
+
+
+def test_matmuls_with_several_batch_modes_are_one_batched_gemm():
+    """Attention's (batch, heads, M, K) @ (batch, heads, K, N), and rank 5, lower: the batch modes are grouped into
+    one by views (it was refused, "at most one batch mode"). With the batch modes outermost in memory (the IR's
+    compact (M,K,L1,L2) order) the GEMM reads the parameters as they are; else (the default layout puts the batch
+    innermost, a row-major batch does not walk one stride) the operands are copied first."""
+    from patches.layouts import make_layout
+    from patches.staging import dtypes
+
+    rng = np.random.default_rng(0)
+    B, H, M, K, N = 2, 3, 128, 64, 128
+    outer = [pt.tensor("bf16", make_layout((B, H, r, c), (r * c, r * c * B, 1, r))) for r, c in ((M, K), (K, N))]
+    cases = [
+        (lambda q, k: pt.matmul(q, k, preferred_element_type="f32"), outer, ["gemm"]),
+        (lambda q, k: pt.einsum("bhqd,bhkd->bhqk", q, k), [pt.tensor("bf16", (B, H, M, K))] * 2, None),
+        (lambda q, k: q @ k, [pt.tensor("bf16", make_layout((B, H, M, K), (H * M * K, M * K, K, 1))),
+                              pt.tensor("bf16", make_layout((B, H, K, N), (H * K * N, K * N, N, 1)))], None),
+        (lambda q, k: q @ k, [pt.tensor("f32", (2, 2, 2, 32, 32))] * 2, None),
+    ]
+    for f, types, kinds in cases:
+        prog = pt.stage(f, *types)
+        s = pt.lower(prog)
+        got_kinds = [k.kind for k in s.kernels]
+        assert got_kinds.count("gemm") == 1 and (kinds is None or got_kinds == kinds), got_kinds
+        xs = [dtypes.cast(rng.standard_normal(tuple(t.layout.shape)), t.dtype) for t in types]
+        np.testing.assert_allclose(np.asarray(s.simulate_kernels(*xs), np.float64),
+                                   np.asarray(prog(*xs), np.float64), rtol=2e-2, atol=2e-2)
+        s.verify()
+        if kinds == ["gemm"]:     # the grouped-batch views read by TMA as they are: the emitted GEMM compiles
+            exe = s.compile()
+            assert [e.resources["spills"] for e in exe.executables] == [0]

@@ -42,6 +42,10 @@ FLOAT = {   # name: (function, operand types, kernels it lowers to at most)
     "a jit call, twice": (lambda a: _jit(_jit(a)) + _jit(a), [_x()], 1),
     "matmul of a slice": (lambda a, b: a[:, :64] @ b, [_x(), _x("f32", 64, 128)], 3),   # A copied, B made K-major
     "einsum": (lambda a, b: pt.einsum("ij,kj->ik", a, b), [_x(), _x("f32", 32, 96)], 1),
+    "cond (both branches, chosen by where)": (
+        lambda a: pt.cond(pt.reduce_sum(a) > 0, lambda v: pt.exp(v) * 2.0, lambda v: v - 1.0, a), [_x()], 3),
+    "fori_loop (unrolled)": (
+        lambda a: pt.fori_loop(0, 3, lambda i, c: c * 0.5 + pt.sin(c) + i.astype("f32"), a), [_x()], 1),
 }
 GRAD_ONLY = {
     "pad (slice's gradient through embed)": (lambda a: a[1:63:3, ::2] * a[0:21, 10:58], [_x()]),
@@ -109,6 +113,35 @@ def test_integer_floordiv_and_mod_are_exact_over_the_whole_range():
     b[b == 0] = 7
     want = pt.evaluate(prog, a, b)
     np.testing.assert_array_equal(simulate_simt(mod.kernels[0].spec, a, b), want)
+
+
+def test_top_level_cond_takes_either_branch_and_loops_unroll_or_refuse_by_name():
+    """A cond outside a kernel computes both branches and chooses by the predicate (two outputs, each sign of the
+    predicate); a loop outside a kernel is unrolled: zero trips return the carry, symbolic bounds and more than
+    UNROLL_MAX trips are refused by name."""
+    from patches.lower.expand import UNROLL_MAX as unroll_max
+    prog = pt.stage(lambda a: pt.cond(pt.reduce_sum(a) > 0, lambda v: (pt.exp(v), v.astype("i32")),
+                                      lambda v: (v * 2.0, (v > 0).astype("i32")), a), _x())
+    mod = pt.lower(prog)
+    x = np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32)
+    for sign in (1.0, -1.0):
+        a = np.abs(x) * sign
+        for g, w in zip(mod.simulate(a), pt.evaluate(prog, a)):
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-6)
+    mod.verify()
+    loop = pt.stage(lambda a, w: pt.fori_loop(0, 2, lambda i, c: pt.tanh(c @ w), a), _x("f32", 64, 32),
+                    _x("f32", 32, 32))        # a GEMM (tf32) per iteration
+    lmod = pt.lower(loop)
+    assert [k.kind for k in lmod.kernels].count("gemm") == 2
+    args = random_args(loop, seed=1)
+    np.testing.assert_allclose(lmod.simulate(*args), pt.evaluate(loop, *args), rtol=1e-5, atol=1e-5)
+    assert max(k.verify(movement=False) for k in lmod.kernels) < 1e-2
+    zero = pt.stage(lambda a: pt.fori_loop(3, 3, lambda i, c: c * 2.0, a), _x())
+    np.testing.assert_array_equal(pt.lower(zero).simulate(x), x)
+    with pytest.raises(LoweringError, match=f"fori_loop.*{unroll_max + 1} iterations"):
+        pt.lower(pt.stage(lambda a: pt.fori_loop(0, unroll_max + 1, lambda i, c: c * 2.0, a), _x()))
+    with pytest.raises(LoweringError, match="fori_loop.*static integer bounds"):
+        pt.lower(pt.stage(lambda a: pt.fori_loop(0, Sym("T"), lambda i, c: c * 2.0, a), _x()))
 
 
 def test_unlowerable_primitives_name_the_equation():

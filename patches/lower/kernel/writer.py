@@ -12,7 +12,6 @@ from ..names import sanitize
 from . import symbolic
 from .values import layout_code
 
-
 _BINDING = re.compile(r"^(\w+) = (?!cute\.make_rmem_tensor\()")   # a register value bound (not a register tensor)
 
 
