@@ -19,6 +19,7 @@ from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.types import TensorType, drop_mode, logical_shape, modes_of, shape_of_modes
+from .control_flow import CONTROL, written_out
 
 batch_rules: dict[Any, Callable] = {}
 
@@ -55,6 +56,9 @@ class BatchTrace(Trace):
         dims = [t.bdim for t in tracers]
         if all(d is None for d in dims):
             return [BatchTracer(self, o, None) for o in bind_multi(prim, *vals, **params)]
+        if prim in CONTROL:            # a loop or branch outside a kernel: written out under this trace
+            pred = tracers[0].val if tracers[0].bdim is None else None
+            return written_out(prim, tracers, params, pred, "batching")
         rule = batch_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "has no batching rule", *(t.aval for t in tracers))

@@ -15,6 +15,7 @@ from ..staging.core import Trace, Tracer, bind_multi, full_raise, get_aval, new_
 from ..staging.errors import fail
 from ..staging.interpreter import eval_program
 from ..staging.types import TensorType
+from .control_flow import CONTROL, written_out
 from .tangents import Zero, instantiate, tangent_type
 
 jvp_rules: dict[Any, Callable] = {}
@@ -49,6 +50,8 @@ class JVPTrace(Trace):
         if all(isinstance(t, Zero) for t in tangents):
             outs = bind_multi(prim, *primals, **params)
             return [JVPTracer(self, o, Zero(tangent_type(get_aval(o)))) for o in outs]
+        if prim in CONTROL:            # a loop or branch outside a kernel: written out under this trace
+            return written_out(prim, tracers, params, tracers[0].primal, "differentiating")
         rule = jvp_rules.get(prim)
         if rule is None:
             raise fail(prim.name, "has no differentiation (jvp) rule", *(get_aval(p) for p in primals))
