@@ -131,17 +131,19 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     w = ctx.w
     base = ref.ptr if off == "0" else f"{ref.ptr} + {off}"
     name = w.fresh()
+    mem = "i8" if ref.dtype == "bool" else ref.dtype     # a bool tensor's memory holds bytes: loaded as Int8
+    pad = "cutlass.Int8(0)" if ref.dtype == "bool" else pad_value(ref.dtype, why)
     bounds = padded_bounds(ctx, ref, off, sel, why)
     if sel.shape == ():
         sync.access(ctx, ref.ptr, off, sel, "every thread", False)
     if sel.shape == () and bounds is not None:     # one element of an edge block: the pad value past the edge
-        w.emit(f"{name}_r = cute.make_rmem_tensor((1,), {dsl_dtype(ref.dtype, why)})")
-        w.emit(f"{name}_r[0] = {pad_value(ref.dtype, why)}")
+        w.emit(f"{name}_r = cute.make_rmem_tensor((1,), {dsl_dtype(mem, why)})")
+        w.emit(f"{name}_r[0] = {pad}")
         predicated(w, "", bounds, None, f"{name}_r[0] = cute.make_tensor({base}, cute.make_layout(1))[0]")
-        w.emit(f"{name} = {name}_r[0]")
+        w.emit(f"{name} = {_from_memory(f'{name}_r[0]', ref.dtype)}")
         return Scalar(name, ref.dtype)
     if sel.shape == ():
-        w.emit(f"{name} = cute.make_tensor({base}, cute.make_layout(1))[0]")
+        w.emit(f"{name} = {_from_memory(f'cute.make_tensor({base}, cute.make_layout(1))[0]', ref.dtype)}")
         return Scalar(name, ref.dtype)
     n = static_size(sel.shape, why)
     tv = tv if tv is not None else block_tv(n)
@@ -152,8 +154,8 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     if chunked is not None:     # an edge block read a vector at a time, each inside or outside as a whole
         vec, lay = chunked
         src, tvn, e = _chunk_view(ctx, "", base, lay, sel, tv, vec, why)
-        w.emit(f"{name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(ref.dtype, why)})")
-        w.emit(f"{name}_r.fill({pad_value(ref.dtype, why)})")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({vec}, {per // vec}), {dsl_dtype(mem, why)})")
+        w.emit(f"{name}_r.fill({pad})")
         w.emit(f"for c in cutlass.range_constexpr({per // vec}):")
         w.emit(f"    {e} = {tvn}((tidx, c * {vec}))")
         predicated(w, "    ", bounds, e, f"{name}_r[(None, c)].store({src}[(None, c)].load())")
@@ -162,10 +164,10 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
         src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         e = w.fresh("e")
         w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(mem, why)})")
         w.emit(f"for v in cutlass.range_constexpr({per}):")
         w.emit(f"    {e} = {tvn}((tidx, v))")
-        w.emit(f"    {name}_r[v] = {pad_value(ref.dtype, why)}")
+        w.emit(f"    {name}_r[v] = {pad}")
         predicated(w, "    ", bounds, e, f"{name}_r[v] = {src}[{e}]")
         w.emit(f"{name} = {name}_r.load()")
     elif view is not None:
@@ -173,11 +175,20 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
     else:
         src, tvn = w.fresh("src"), w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
         w.emit(f"{src} = cute.make_tensor({base}, {w.layout(sel, why, 'sel')})")
-        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(ref.dtype, why)})")
+        w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(mem, why)})")
         w.emit(f"for v in cutlass.range_constexpr({per}):")
         w.emit(f"    {name}_r[v] = {src}[{tvn}((tidx, v))]")
         w.emit(f"{name} = {name}_r.load()")
+    if ref.dtype == "bool":
+        w.emit(f"{name} = {_from_memory(name, 'bool')}")
     return Block(name, ref.dtype, sel.shape, n, tv)
+
+
+def _from_memory(code: str, dtype: str) -> str:
+    """A value read from memory as the kernel computes with it: bool bytes become Boolean."""
+    if dtype != "bool":
+        return code
+    return f"{code}.to(cutlass.Boolean)" if code.isidentifier() else f"({code}).to(cutlass.Boolean)"
 
 
 def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any, tv: Layout | None = None) -> Block:

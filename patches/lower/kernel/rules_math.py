@@ -67,9 +67,11 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
     exponent = _small_exponent(ins[1]) if op == "pow" else None
     if op not in ELEMENTWISE:
         raise ctx.fail(f"elementwise {op} has no kernel lowering")
-    # cute.where takes a tensor among its values: a block predicate choosing between two scalars (where(x > 0, 1.0,
-    # 0.0)) is written register by register, as the ops with no tensor form are
-    scalar_only = op in R.SCALAR_ONLY or op == "where" and not any(isinstance(x, Block) for x in ins[1:])
+    # cute.where takes a tensor predicate and a tensor among its values: a block predicate choosing between two
+    # scalars (where(x > 0, 1.0, 0.0)) or a scalar one choosing between blocks is written register by register, as
+    # the ops with no tensor form are
+    scalar_only = op in R.SCALAR_ONLY or op == "where" and (not any(isinstance(x, Block) for x in ins[1:])
+                                                            or not isinstance(ins[0], Block))
     code = None if tensor and scalar_only else R.expr(op, args, cd, tensor, exponent)
     name = w.fresh()
     rd = "bool" if op in R.COMPARE else cd
@@ -78,6 +80,8 @@ def elementwise(ctx: Ctx, op: str, ins: list, out_dtype: str) -> Scalar | Block:
         code = R.convert(code, out_dtype) if code is not None else None
     if blocks:                         # pending in the elementwise region: written register by register
         el = [_element(ctx, x, cd) for x in ins]
+        if op == "where" and not isinstance(ins[0], Block):       # a scalar predicate stays a Boolean
+            el[0] = ins[0].expr
         scalar = R.expr(op, el, cd, False, exponent)
         fuse.step(w, name, out_dtype, blocks[0].per_thread, code,
                   R.convert(scalar, out_dtype) if rd != out_dtype else scalar)
