@@ -160,7 +160,7 @@ def k_major(eqns: list) -> list:
     def accessed(x: Any) -> bool:
         while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
             p = producer[id(x)]
-            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view" and merged_view(p) is not None):
+            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view" and _merged_in_order(p, producer)):
                 return True           # (a vector's added mode, stride 0; a reshape merging modes the GEMM reads)
             x = producer[id(x)].inputs[0]
         return False
@@ -196,6 +196,28 @@ def k_major(eqns: list) -> list:
             ins.append(y)
         out.append(Eqn(e.prim, ins, e.params, e.outputs))
     return out
+
+
+def _merged_in_order(view: Eqn, producer: dict) -> bool:
+    """Whether ``view`` merges consecutive modes of its operand that are, through the transposes before it,
+    consecutive modes of the tensor they view in that tensor's order (a grouped batch): the GEMM reads such a merge
+    in place; a row-major reshape (a transpose inside the reshape) merges them in reverse and is copied first."""
+    owner = merged_view(view)
+    if owner is None:
+        return False
+    x = view.inputs[0]
+    place = list(range(len(owner)))          # operand mode -> mode of the tensor the transposes start from
+    while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name == "transpose":
+        q = producer[id(x)]
+        place = [q.params["perm"][m] for m in place]
+        x = q.inputs[0]
+    if isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
+        return False
+    for v in set(owner):
+        ms = [place[m] for m, o in enumerate(owner) if o == v]
+        if any(b != a + 1 for a, b in zip(ms, ms[1:])):
+            return False
+    return True
 
 
 def _k_major_layout(shape: tuple, kmode: int, dtype: str) -> Layout:

@@ -140,3 +140,27 @@ def test_matmuls_with_several_batch_modes_are_one_batched_gemm():
         if kinds == ["gemm"]:     # the grouped-batch views read by TMA as they are: the emitted GEMM compiles
             exe = s.compile()
             assert [e.resources["spills"] for e in exe.executables] == [0]
+
+
+def test_a_row_major_reshape_before_a_matmul_is_copied_not_refused():
+    """``x.reshape(B * S, D) @ w`` on a row-major x merges x's modes in reverse (a transpose inside the reshape):
+    the GEMM cannot read that merge in place, so the operand is copied first, forward and under grad (a merge in
+    the tensor's own order, the grouped batch above, is read in place)."""
+    from patches.layouts import make_layout
+    from patches.staging import dtypes
+
+    def rm(dt, *shape):
+        return pt.tensor(dt, make_layout(shape, tuple(int(np.prod(shape[k + 1:])) for k in range(len(shape)))))
+
+    flat = lambda x, w: pt.reshape(x, (128, 64)) @ w
+    rng = np.random.default_rng(0)
+    for dt, f in (("f32", flat), ("bf16", pt.grad(lambda x, w: pt.sum(flat(x, w)), argnums=(0, 1)))):
+        types = [rm(dt, 4, 32, 64), rm(dt, 64, 48)]
+        prog = pt.stage(f, *types)
+        s = pt.lower(prog)
+        xs = [dtypes.cast(rng.standard_normal((4, 32, 64)), dt), dtypes.cast(rng.standard_normal((64, 48)), dt)]
+        got, want = s.simulate_kernels(*xs), prog(*xs)
+        pairs = zip(got, want) if isinstance(want, (tuple, list)) else [(got, want)]
+        for g, w in pairs:
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-2, atol=2e-1)
+        s.verify()
