@@ -4,7 +4,8 @@
   numpy) -- two reductions over the same mode, so one SIMT kernel;
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
 * ``call`` (a ``jit`` function): its body inlined;
-* a ``matmul`` whose result is one element (a dot product): a sum of products in f32;
+* a ``matmul`` whose result is one element (a dot product): a sum of products in f32; one whose contracted extent
+  is 1 (an outer product): an elementwise product of broadcasts;
 * a ``matmul`` with several batch modes (attention's batch and heads): one grouped batch mode, a view each way,
   so it is one batched GEMM;
 * in a kernel body (``BODY_RULES``), a batched block ``matmul`` (batch modes last): one rank-2 matmul per batch
@@ -229,7 +230,27 @@ def _group_batch(e: Eqn) -> list:
     return _splice(fn, e)
 
 
+def _outer(e: Eqn) -> list:
+    """A ``matmul`` whose contracted extent is 1 (an outer product, ``u[:, None] @ v[None, :]``): the product of
+    the operands broadcast over the result, elementwise, which no GEMM tile is for."""
+    a, b = e.inputs
+    out = e.outputs[0].type
+    if mode_size(modes_of(a.type.shape)[1]) != 1:
+        return [e]
+    n_batch = out.rank - 2
+    dt = out.dtype
+
+    def fn(x: Any, y: Any) -> Any:
+        rest = (slice(None),) * n_batch
+        xs = P.broadcast(P.astype(P.getitem(x, (slice(None), 0, *rest)), dt), out.shape, (0, *range(2, out.rank)))
+        ys = P.broadcast(P.astype(P.getitem(y, (0, slice(None), *rest)), dt), out.shape, (1, *range(2, out.rank)))
+        return P.copy(P.mul(xs, ys), out.layout)
+    return _splice(fn, e)
+
+
 def _matmul(e: Eqn) -> list:
+    if mode_size(modes_of(e.inputs[0].type.shape)[1]) == 1:
+        return _outer(e)
     return _dot(e) if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
 
 

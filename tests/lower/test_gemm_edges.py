@@ -164,3 +164,23 @@ def test_a_row_major_reshape_before_a_matmul_is_copied_not_refused():
         for g, w in pairs:
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-2, atol=2e-1)
         s.verify()
+
+
+def test_outer_products_by_matmul_are_elementwise():
+    """``u[:, None] @ v[None, :]`` contracts an extent of 1: an elementwise product of broadcasts (it was refused:
+    the operand's (100,1):(4,0) layout has no unit-stride mode for TMA), also batched and with an f32 result of
+    bf16 operands."""
+    from patches.staging import dtypes
+
+    T = pt.tensor
+    rng = np.random.default_rng(0)
+    cases = [(lambda u, v: u[:, None] @ v[None, :], [T("f32", 100), T("f32", 64)]),
+             (lambda u, v: pt.matmul(u[:, None], v[None, :], preferred_element_type="f32"), [T("bf16", 100), T("bf16", 64)]),
+             (lambda a, b: a @ b, [T("f32", (3, 100, 1)), T("f32", (3, 1, 64))])]
+    for f, types in cases:
+        prog = pt.stage(f, *types)
+        s = pt.lower(prog)
+        assert [k.kind for k in s.kernels] == ["simt"]
+        xs = [dtypes.cast(rng.standard_normal(tuple(np.atleast_1d(t.layout.shape))), t.dtype) for t in types]
+        np.testing.assert_allclose(np.asarray(s.simulate(*xs), np.float64), np.asarray(prog(*xs), np.float64), rtol=1e-6)
+        s.verify()
