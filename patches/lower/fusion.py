@@ -29,7 +29,7 @@ from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
 OWN_KIND = {"matmul": "gemm", "kernel": "kernel"}    # equations that open a kernel of their kind
-GENERATORS = ("iota",)        # no operands: each kernel that reads one computes it (no kernel, no buffer)
+GENERATORS = ("iota", "extent")   # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
                 "where", "astype", "copy"}
 

@@ -50,6 +50,8 @@ def _check(spec: SimtSpec, name: str) -> None:
     for st in spec.steps:
         if st.gather:
             raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")
+        if any(a[0] == "ext" for a in st.args):
+            raise _refuse(name, f"{st.note}: a symbolic extent as a value (mean's count) is not written as a kernel")
     for r in spec.reads:
         if r.access or r.split:
             what = r.access[1] if r.access else "a hierarchical mode"

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..layouts import Layout, flatten
 from ..staging import Literal, Program
 from ..staging.primitives import BITWISE
@@ -197,7 +199,7 @@ def kind_of(a: tuple, reads: list, steps: list, reductions: tuple = ()) -> str:
         return steps[a[1]].kind
     if a[0] == "red" and a[1] < len(reductions):
         return "i" if kind_of(reductions[a[1]][1], reads, steps, reductions) == "i" else "f"
-    return {"dom": "i", "lit": "lit"}.get(a[0], "f")
+    return {"dom": "i", "ext": "i", "lit": "lit"}.get(a[0], "f")
 
 
 def _kinds(e: Any, kinds: list) -> tuple:
@@ -293,7 +295,7 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
         elif nm in ("transpose", "broadcast"):
             var[id(out)] = new_vars(out)
             fresh.add(id(out))
-        elif nm in ACCESS_VIEWS or nm in ("embed", "iota"):
+        elif nm in ACCESS_VIEWS or nm in ("embed", "iota", "extent"):
             var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
         elif nm in REDUCE:
             xv = vars_of(e.inputs[0])
@@ -312,8 +314,34 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
             var[id(out)] = ov
         else:
             raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
-                                "views, embed, iota, reduce_sum/reduce_max/reduce_min)")
+                                "views, embed, iota, extent, reduce_sum/reduce_max/reduce_min)")
     return cl, var, reduced, fresh
+
+
+def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str) -> tuple:
+    """A symbolic extent (``mean``'s count) as an Int32 value: each symbol of the monomial ``value`` is the extent
+    of a domain mode of exactly that size (read off an argument at run time), multiplied by integer steps."""
+    import sympy
+
+    if isinstance(value, (int, np.integer)):
+        return ("lit", float(value))
+    coeff, factors = sympy.sympify(value).as_coeff_mul()
+    out: tuple | None = None
+
+    def times(a: tuple, b: tuple) -> tuple:
+        steps.append(Step("mul", (a, b), "", note, kind="i", arg_kinds=("i", "i")))
+        return ("v", len(steps) - 1)
+    for f in factors:
+        base, power = f.as_base_exp()
+        c = next((c for c in sorted(domain) if sympy.sympify(cl.size[c] - base) == 0), None)
+        if c is None or not (power.is_Integer and power > 0):
+            raise LoweringError(f"equation extent[value={value}]: {f} is not the extent of a mode this kernel walks "
+                                "(the symbol is read off the tensors of the kernel)")
+        for _ in range(int(power)):
+            out = ("ext", c) if out is None else times(out, ("ext", c))
+    if not coeff.is_Integer or out is None:
+        raise LoweringError(f"equation extent[value={value}]: not an integer multiple of symbolic extents")
+    return out if coeff == 1 else times(out, ("lit", float(coeff)))
 
 
 def _diagonal(cl: _Classes, var: dict) -> bool:
@@ -433,6 +461,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
+        if nm == "extent":                         # a symbolic extent: the product of domain extents
+            ref[id(out)] = _extent_value(e.params["value"], cl, domain, steps, _note(e))
+            continue
         if nm == "iota":                           # the coordinate of a domain mode
             d = e.params["dimension"]
             c = classes(var[id(out)])[d]

@@ -103,6 +103,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             return np.float32(a[1])
         if a[0] == "dom":
             return d[a[1]]
+        if a[0] == "ext":
+            return np.int64(ext[a[1]])
         rd = spec.reads[a[1]]
         if rd.access:
             x = accessed(args[rd.param], rd)

@@ -144,6 +144,36 @@ def test_top_level_cond_takes_either_branch_and_loops_unroll_or_refuse_by_name()
         pt.lower(pt.stage(lambda a: pt.fori_loop(0, Sym("T"), lambda i, c: c * 2.0, a), _x()))
 
 
+def test_mean_and_var_over_symbolic_extents_lower():
+    """The count of a mean over a symbolic extent is ``extent[value=N]``, which the SIMT kernel reads off the extents
+    of the tensors it walks (it was a reduction of a broadcast of ones, a kernel of its own that no argument told
+    N: "no argument carries the symbolic extent"): layernorm and RMSNorm over a symbolic hidden size, a mean to a
+    scalar, and a gradient, simulated at two bindings against the interpreter; two compile without spills."""
+    M, N = Sym("M"), Sym("N", divisible_by=16)
+
+    def layernorm(x):
+        m = pt.mean(x, axis=1, keepdims=True)
+        return (x - m) * pt.rsqrt(pt.var(x, axis=1, keepdims=True) + 1e-5)
+    rows = pt.tensor("f32", make_layout((M, N), (N, 1)))
+    cases = [(layernorm, [rows]),
+             (lambda x, w: x * pt.rsqrt(pt.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w, [rows, pt.tensor("f32", N)]),
+             (lambda x: pt.mean(x) + pt.var(x, ddof=1), [pt.tensor("f32", (64, N))]),
+             (pt.grad(lambda x: pt.sum(layernorm(x) ** 2)), [rows])]
+    rng = np.random.default_rng(0)
+    for k, (f, types) in enumerate(cases):
+        prog = pt.stage(f, *types)
+        assert "extent[value=" in str(prog)
+        mod = pt.lower(prog)
+        for m, n in ((5, 48), (64, 16)):
+            args = [rng.standard_normal((64 if t.rank == 2 and t.layout.shape[0] == 64 else m, n) if t.rank == 2 else n)
+                    .astype(np.float32) for t in types]
+            got, want = mod.simulate(*args), pt.evaluate(prog, *args)
+            np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-4, atol=1e-5)
+        mod.verify()
+        if k < 2:
+            assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
+
+
 def test_unlowerable_primitives_name_the_equation():
     with pytest.raises(LoweringError, match="equation slice.*symbolic"):
         pt.lower(pt.stage(lambda a: pt.exp(a[:, :32]),

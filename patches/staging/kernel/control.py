@@ -17,6 +17,7 @@ from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, i
 from ..errors import StagingError, check_callable, fail
 from ..interpreter import active_symbols, run
 from ..ir import Program, Var
+from ..primitives.integer import extent, extent_p, static_extent  # noqa: F401 (kernel names)
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, computed_layout
@@ -94,29 +95,6 @@ def num_programs(axis: int) -> Any:
     """The extent of the grid along ``axis``: an int when static (a GridExtent), else a staged i32 scalar."""
     n = current_grid_spec()[_axis("num_programs", axis)]
     return GridExtent(n) if type(n) is int else bind(num_programs_p, axis=axis)
-
-
-extent_p = Primitive("extent")
-
-
-def _extent_abstract(*, value: Any) -> list:
-    return [I32]
-
-
-def _extent_impl(*, value: Any) -> list:
-    if not isinstance(value, (int, np.integer)):
-        raise fail("extent", f"the extent {value} has unbound symbols")
-    return [to_array(np.int32(value))]
-
-
-abstract_eval_rules[extent_p] = _extent_abstract
-impl_rules[extent_p] = _extent_impl
-
-
-def extent(x: Any) -> Any:
-    """A static extent as a value: an int as is, a Sym expression as a staged i32 ``extent[value=...]`` (its
-    symbols are bound when the program runs). Backward kernels use it for symbolic loop bounds and grids."""
-    return int(x) if isinstance(x, (int, np.integer)) else bind(extent_p, value=static_extent(x))
 
 
 # -- fori_loop ------------------------------------------------------------------------------------------
@@ -275,24 +253,6 @@ def _static(b: Any) -> Any:
     if isinstance(b, (int, np.integer)):
         return int(b)
     return static_extent(b) if hasattr(b, "free_symbols") else b
-
-
-def static_extent(x: Any) -> Any:
-    """An int, or a Sym expression with ``floor(n/d)`` made exact where the facts say d divides n (``M // 16`` -> M/16)."""
-    import sympy
-
-    from ...layouts import UndecidableError, arith
-
-    if isinstance(x, (int, np.integer)) or not hasattr(x, "free_symbols"):
-        return x
-
-    def exact(e: Any) -> Any:
-        n, d = e.args[0].as_numer_denom()
-        try:
-            return arith.exact_div(n, d) if arith.divides(d, n) else e
-        except UndecidableError:
-            return e
-    return x.replace(lambda e: isinstance(e, sympy.floor), exact)
 
 
 # -- cond / when ----------------------------------------------------------------------------------------

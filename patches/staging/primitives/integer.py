@@ -3,7 +3,8 @@
 
 Index maps and kernel bodies compute block coordinates from grid indices with these (``i // 2``,
 ``i % 4``). An integer division by zero is an error, never a silent 0. ``iota`` is the one primitive
-without operands: the indices along one mode of a shape, compact column-major.
+without operands: the indices along one mode of a shape, compact column-major; ``extent`` is a symbolic
+extent (a Sym expression) as a staged i32 value, bound when the program runs.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..array import Array
-from ..core import bind
+from ..array import Array, to_array
+from ..core import Primitive, abstract_eval_rules, bind, impl_rules
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce
-from ..types import TensorType, compact, logical_shape, mode_size, modes_of
+from ..types import SCALAR_LAYOUT, TensorType, compact, logical_shape, mode_size, modes_of
 from .elementwise import _abstract, _impl, broadcast_operands
 from .reductions import tensor_arg
 from .registry import checked_impl, primitive
@@ -135,3 +136,47 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> An
     if start != 0:
         out = out + start
     return out
+
+
+# -- extent: a symbolic extent as a run-time value ------------------------------------------------------
+
+extent_p = Primitive("extent")
+
+
+def _extent_abstract(*, value: Any) -> list:
+    return [TensorType("i32", SCALAR_LAYOUT)]
+
+
+def _extent_impl(*, value: Any) -> list:
+    if not isinstance(value, (int, np.integer)):
+        raise fail("extent", f"the extent {value} has unbound symbols")
+    return [to_array(np.int32(value))]
+
+
+abstract_eval_rules[extent_p] = _extent_abstract
+impl_rules[extent_p] = _extent_impl
+
+
+def extent(x: Any) -> Any:
+    """A static extent as a value: an int as is, a Sym expression as a staged i32 ``extent[value=...]`` (its
+    symbols are bound when the program runs). Backward kernels use it for symbolic loop bounds and grids, ``mean``
+    for the count of a symbolic extent."""
+    return int(x) if isinstance(x, (int, np.integer)) else bind(extent_p, value=static_extent(x))
+
+
+def static_extent(x: Any) -> Any:
+    """An int, or a Sym expression with ``floor(n/d)`` made exact where the facts say d divides n (``M // 16`` -> M/16)."""
+    import sympy
+
+    from ...layouts import UndecidableError, arith
+
+    if isinstance(x, (int, np.integer)) or not hasattr(x, "free_symbols"):
+        return x
+
+    def exact(e: Any) -> Any:
+        n, d = e.args[0].as_numer_denom()
+        try:
+            return arith.exact_div(n, d) if arith.divides(d, n) else e
+        except UndecidableError:
+            return e
+    return x.replace(lambda e: isinstance(e, sympy.floor), exact)

@@ -24,6 +24,7 @@ from ..errors import StagingError, fail
 from ..types import compact, mode_size, modes_of, normal_shape
 from .einsum import einsum
 from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, sqrt, sub, tanh, where
+from .integer import extent
 from .matmul import matmul, params_of
 from .reductions import (
     _check_keepdims,
@@ -66,25 +67,11 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
 
 
 def _count(x: Any, axes: tuple) -> Any:
-    """How many elements a reduction over ``axes`` of ``x`` (float) sums: an int, or for symbolic extents a rank-0
-    tensor of x's dtype computed from the shape, so the program stays symbolic: per mode the ``i32`` sum of a
-    stride-0 view of ones (exact for any one mode), converted and multiplied."""
-    t = get_aval(x)
-    ms = modes_of(t.shape) if t.rank else ()
-    n: Any = 1
-    for a in axes:
-        n = n * mode_size(ms[a])
-    if type(n) is int:
-        return n
-    known, count = 1, None
-    for a in axes:
-        e = mode_size(ms[a])
-        if type(e) is int:
-            known *= e
-            continue
-        c = astype(reduce_sum(broadcast(np.int32(1), ms[a], ()), (0,)), t.dtype)
-        count = c if count is None else mul(count, c)
-    return count if known == 1 else mul(count, known)
+    """How many elements a reduction over ``axes`` of ``x`` (float) sums: an int, or for symbolic extents the
+    staged ``extent`` of their product, converted to x's dtype, so the program stays symbolic (the symbols are bound
+    when it runs; a kernel reads them off the extents of the tensors it walks)."""
+    n = _total(get_aval(x), axes)
+    return n if type(n) is int else astype(extent(n), get_aval(x).dtype)
 
 
 def _float(name: str, x: Any, dtype: Any) -> Any:
