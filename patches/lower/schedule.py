@@ -80,7 +80,7 @@ def prepare(prog: Program) -> Program:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     lit: dict[int, Any] = {}             # folded scalars, and stop_gradient results (their operands: identities)
     eqns = []
-    for e in prog.eqns:
+    for e in expand(prog.eqns):        # (jit bodies, loops and branches inlined first: they fold as well)
         e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
         if e.prim.name == "stop_gradient":
             lit[id(e.outputs[0])] = e2.inputs[0]
@@ -90,7 +90,7 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(aligned_outputs(k_major(expand(eqns))))
+    eqns = kernel_operands(aligned_outputs(k_major(eqns)))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
 
 

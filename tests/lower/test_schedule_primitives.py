@@ -22,6 +22,7 @@ def _sum(f):
 
 
 _jit = pt.jit(lambda a: pt.exp(a) * 2.0)
+_jit_softmax = pt.jit(lambda a: pt.softmax(a * 2.0, axis=1))
 
 FLOAT = {   # name: (function, operand types, kernels it lowers to at most)
     "slice": (lambda a: pt.exp(a[2:30:2, 1:]), [_x()], 1),
@@ -44,6 +45,9 @@ FLOAT = {   # name: (function, operand types, kernels it lowers to at most)
     "einsum": (lambda a, b: pt.einsum("ij,kj->ik", a, b), [_x(), _x("f32", 32, 96)], 1),
     "cond (both branches, chosen by where)": (
         lambda a: pt.cond(pt.reduce_sum(a) > 0, lambda v: pt.exp(v) * 2.0, lambda v: v - 1.0, a), [_x()], 3),
+    "a jit call of softmax (a stop_gradient inlined)": (lambda a: _jit_softmax(a) + 1.0, [_x()], 1),
+    "fori_loop of softmax (literals and stop_gradients of the body fold)": (
+        lambda a: pt.fori_loop(0, 3, lambda i, c: pt.softmax(c * (i.astype("f32") + 1.0), axis=-1), a), [_x()], 1),
     "fori_loop (unrolled)": (
         lambda a: pt.fori_loop(0, 3, lambda i, c: c * 0.5 + pt.sin(c) + i.astype("f32"), a), [_x()], 1),
 }
