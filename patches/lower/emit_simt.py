@@ -168,7 +168,10 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
         rd = spec.reads[a[1]]
         base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
         return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else 'cutlass.Float32'})"
-    code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"cutlass.Int32(e{a[1]})"}[a[0]]
+    if a[0] == "xt":                   # the extent of a mode of a parameter read for its shape
+        code = f"cutlass.Int32(cute.size({_tensor(spec, a[1])}, mode=[{a[2]}]))"
+    else:
+        code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"cutlass.Int32(e{a[1]})"}[a[0]]
     if want == "f" and have == "i":
         return f"cutlass.Float32({code})"
     if want == "i" and have == "f":

@@ -198,6 +198,11 @@ def k_major(eqns: list) -> list:
     return out
 
 
+def _has_extent(x: Any, sym: Any) -> bool:
+    """Whether a mode of ``x`` has extent ``sym`` (a symbol a kernel can read off it at run time)."""
+    return any(mode_size(m) == sym for m in (modes_of(x.type.shape) if x.type.rank else ()))
+
+
 def _merged_in_order(view: Eqn, producer: dict) -> bool:
     """Whether ``view`` merges consecutive modes of its operand that are, through the transposes before it,
     consecutive modes of the tensor they view in that tensor's order (a grouped batch): the GEMM reads such a merge
@@ -345,6 +350,11 @@ class Builder:
         for o in outputs:
             need(o)
         kept = sorted(body.values(), key=lambda e: self.index[id(e)])
+        for e in kept:            # a symbolic extent as a value: a tensor whose extents tell its symbols, if none does
+            if e.prim.name == "extent":
+                for sym in sorted(getattr(e.params["value"], "free_symbols", ()), key=str):
+                    if not any(_has_extent(q, sym) for q in ext):
+                        ext += [q for q in self.prog.params if _has_extent(q, sym)][:1]
         params = list(self.prog.params) if all_params else ext      # else in order of first use
         return Program([], [], params, kept, list(outputs), name=name)
 

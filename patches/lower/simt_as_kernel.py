@@ -50,7 +50,7 @@ def _check(spec: SimtSpec, name: str) -> None:
     for st in spec.steps:
         if st.gather:
             raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")
-        if any(a[0] == "ext" for a in st.args):
+        if any(a[0] in ("ext", "xt") for a in st.args):
             raise _refuse(name, f"{st.note}: a symbolic extent as a value (mean's count) is not written as a kernel")
     for r in spec.reads:
         if r.access or r.split:

@@ -199,7 +199,7 @@ def kind_of(a: tuple, reads: list, steps: list, reductions: tuple = ()) -> str:
         return steps[a[1]].kind
     if a[0] == "red" and a[1] < len(reductions):
         return "i" if kind_of(reductions[a[1]][1], reads, steps, reductions) == "i" else "f"
-    return {"dom": "i", "ext": "i", "lit": "lit"}.get(a[0], "f")
+    return {"dom": "i", "ext": "i", "xt": "i", "lit": "lit"}.get(a[0], "f")
 
 
 def _kinds(e: Any, kinds: list) -> tuple:
@@ -318,9 +318,10 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
     return cl, var, reduced, fresh
 
 
-def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str) -> tuple:
+def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str, carrier: Any) -> tuple:
     """A symbolic extent (``mean``'s count) as an Int32 value: each symbol of the monomial ``value`` is the extent
-    of a domain mode of exactly that size (read off an argument at run time), multiplied by integer steps."""
+    of a domain mode of exactly that size, else of a mode of a parameter (``carrier``), read off the arguments at
+    run time and multiplied by integer steps."""
     import sympy
 
     if isinstance(value, (int, np.integer)):
@@ -334,11 +335,12 @@ def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str)
     for f in factors:
         base, power = f.as_base_exp()
         c = next((c for c in sorted(domain) if sympy.sympify(cl.size[c] - base) == 0), None)
-        if c is None or not (power.is_Integer and power > 0):
-            raise LoweringError(f"equation extent[value={value}]: {f} is not the extent of a mode this kernel walks "
-                                "(the symbol is read off the tensors of the kernel)")
+        v = ("ext", c) if c is not None else carrier(base)
+        if v is None or not (power.is_Integer and power > 0):
+            raise LoweringError(f"equation extent[value={value}]: {f} is the extent of no mode of this kernel's "
+                                "tensors (the symbol is read off them at run time)")
         for _ in range(int(power)):
-            out = ("ext", c) if out is None else times(out, ("ext", c))
+            out = v if out is None else times(out, v)
     if not coeff.is_Integer or out is None:
         raise LoweringError(f"equation extent[value={value}]: not an integer multiple of symbolic extents")
     return out if coeff == 1 else times(out, ("lit", float(coeff)))
@@ -435,6 +437,16 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             reads.append(Read(f"mX{len(reads)}", p, param.type.dtype, flatten(param.type.layout), coords, access, split))
         return read_of[key]
 
+    def carrier(sym: Any) -> tuple | None:
+        """("xt", read, mode): the extent of a mode of a parameter read for its shape only (not loaded)."""
+        for p, param in enumerate(prog.params):
+            ms = modes_of(param.type.shape) if param.type.rank else ()
+            for m, q in enumerate(ms):
+                if not isinstance(q, tuple) and q == sym:
+                    _flat_modes(param.type.layout, "parameter")
+                    return ("xt", read(p, (), (None,) * len(ms)), m)
+        return None
+
     def source(x: Any) -> tuple:
         """(param, mode map, access) of a parameter view; a hierarchical parameter is read through an access."""
         p, pm, acc = src[id(x)]
@@ -461,8 +473,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
-        if nm == "extent":                         # a symbolic extent: the product of domain extents
-            ref[id(out)] = _extent_value(e.params["value"], cl, domain, steps, _note(e))
+        if nm == "extent":          # a symbolic extent: the product of extents of domain modes or parameters
+            ref[id(out)] = _extent_value(e.params["value"], cl, domain, steps, _note(e), carrier)
             continue
         if nm == "iota":                           # the coordinate of a domain mode
             d = e.params["dimension"]

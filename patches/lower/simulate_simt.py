@@ -105,6 +105,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             return d[a[1]]
         if a[0] == "ext":
             return np.int64(ext[a[1]])
+        if a[0] == "xt":                 # the extent of a parameter's mode
+            return np.int64(np.shape(args[spec.reads[a[1]].param])[a[2]])
         rd = spec.reads[a[1]]
         if rd.access:
             x = accessed(args[rd.param], rd)

@@ -178,6 +178,34 @@ def test_mean_and_var_over_symbolic_extents_lower():
             assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
 
 
+def test_a_symbolic_count_in_a_kernel_that_walks_no_such_mode_reads_it_off_a_parameter():
+    """The cross-entropy mean over a symbolic batch, its gradient, and ``1 / extent(4 M)`` beside a sum: a kernel
+    whose domain has no mode of extent M takes a parameter of that extent, read for its shape only (not loaded),
+    and computes M from it at run time (it was refused: "M is not the extent of a mode this kernel walks")."""
+    from patches.staging.primitives.integer import extent
+
+    M = Sym("M", divisible_by=16)
+    onehot = lambda y: (y[:, None] == pt.arange(10)[None, :]).astype("f32")
+    xent = lambda lg, y: -pt.mean(pt.sum(pt.log_softmax(lg) * onehot(y), axis=-1))
+    logits, labels = pt.tensor("f32", make_layout((M, 10), (10, 1))), pt.tensor("i32", M)
+    rng = np.random.default_rng(0)
+    cases = [(xent, [logits, labels]), (pt.grad(xent), [logits, labels]),
+             (lambda x: (pt.sum(x), 1.0 / extent(M * 4).astype("f32")), [pt.tensor("f32", (M, 4))])]
+    for k, (f, types) in enumerate(cases):
+        prog = pt.stage(f, *types)
+        mod = pt.lower(prog)
+        assert any("cute.size(mX" in ln for kern in mod.kernels for ln in kern.source.splitlines())
+        for m in (16, 48):
+            args = ([rng.standard_normal((m, 10)).astype(np.float32), rng.integers(0, 10, m).astype(np.int32)] if k < 2
+                    else [rng.standard_normal((m, 4)).astype(np.float32)])
+            got, want = mod.simulate_kernels(*args), pt.evaluate(prog, *args)
+            pairs = zip(got, want) if isinstance(want, (tuple, list)) else [(got, want)]
+            for g, w in pairs:
+                np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-6)
+        mod.verify()
+    assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
+
+
 def test_unlowerable_primitives_name_the_equation():
     with pytest.raises(LoweringError, match="equation slice.*symbolic"):
         pt.lower(pt.stage(lambda a: pt.exp(a[:, :32]),
