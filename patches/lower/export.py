@@ -66,17 +66,24 @@ def arguments(exe: Any, structs: list) -> list[dict]:
     if len(ops) != len(structs):
         raise LoweringError(f"{spec.name}: the header declares {len(structs)} tensors, the kernel takes {len(ops)}")
     out = []
+    if exe.module.kind == "gemm":       # A, B, C, side inputs, further outputs: C is program output out_index
+        outs = [2, *range(3 + len(spec.inputs), len(ops))]
+        order = [spec.out_index, *(j for j in range(len(outs)) if j != spec.out_index)]
+    else:                               # the outputs, then the reads
+        outs = list(range(len(spec.outputs)))
+        order = outs
     for i, (op, (arg, fields)) in enumerate(zip(ops, structs)):
-        is_out = i == (2 if exe.module.kind == "gemm" else 0)
+        is_out = i in outs
         param = getattr(op, "param", None)
         if exe.module.kind == "simt" and not is_out:
-            param = spec.reads[i - 1].param
+            param = spec.reads[i - len(outs)].param
         dyn_shape, dyn_stride = dynamic_modes(op.layout)
         declared = {f: n for _t, _p, f, n in fields}
         if (declared.get("dynamic_shapes", 0), declared.get("dynamic_strides", 0)) != (len(dyn_shape), len(dyn_stride)):
             raise LoweringError(f"{spec.name}: argument {arg} declares {declared} run-time fields, its layout "
                                 f"{op.layout} has dynamic extents in modes {dyn_shape} and strides in {dyn_stride}")
         out.append({"name": arg, "param": None if is_out else param, "output": is_out,
+                    "output_index": order[outs.index(i)] if is_out else None,
                     "perm": list(getattr(op, "perm", ())) or None,
                     "groups": [len(g) for g in getattr(op, "groups", ())] or None, "dtype": op.dtype,
                     "shape": _dims(op.layout.shape), "stride": _dims(op.layout.stride),

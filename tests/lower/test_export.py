@@ -154,3 +154,16 @@ def test_shim_checks_the_cuda_runtime_and_reports_a_failed_load(exported):
     assert "if (status != 0) return status;" in shim
     binding = (d / f"{name}_binding.py").read_text()
     assert "older than" in binding and "loading the kernel module failed" in binding
+
+
+def test_a_two_output_simt_kernel_exports_its_arguments(tmp_path):
+    """A SIMT kernel's tensors are its outputs, then its reads: each output is marked with its program output index
+    and each read with its parameter (the export raised IndexError for two outputs, reading past the reads)."""
+    pytest.importorskip("cutlass")
+    prog = pt.stage(lambda x, y: (pt.exp(x) + y, x * 2.0), pt.tensor("f32", (64, 32)), pt.tensor("f32", (64, 32)))
+    (k,) = pt.lower(prog).kernels
+    exe = pt.lower(k.program).compile()
+    d = exe.export(tmp_path / "two")
+    meta = json.loads((d / f"{exe.module.spec.name}.json").read_text())
+    got = [(a["output"], a["output_index"], a["param"]) for a in meta["args"]]
+    assert got == [(True, 0, None), (True, 1, None), (False, None, 0), (False, None, 1)]
