@@ -100,6 +100,16 @@ class Operators:
         return (self[i] for i in range(len(self)))
 
     @property
+    def ndim(self) -> int:
+        """The number of modes (numpy's ``ndim``)."""
+        return self.type.rank
+
+    @property
+    def size(self) -> Any:
+        """The number of elements (an int, or a Sym expression for symbolic extents)."""
+        return _OPS.count(self)
+
+    @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return _OPS.transpose(self)
 
@@ -180,3 +190,30 @@ class Operators:
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
         return _OPS.reshape(self, shape[0] if len(shape) == 1 else shape, order)
+
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return _OPS.std(self, axis, ddof, keepdims)
+
+    def cumsum(self, axis: Any = None) -> Any:
+        return _OPS.cumsum(self, axis)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.any(self, axis, keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _OPS.all(self, axis, keepdims)
+
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (numpy's names)
+        return _OPS.clip(self, min, max)
+
+    def round(self, decimals: int = 0) -> Any:
+        return _OPS.round(self, decimals)
+
+    def dot(self, other: Any) -> Any:
+        return _OPS.dot(self, other)
+
+    def flatten(self) -> Any:
+        """numpy's ``x.flatten()``: the elements in row-major order, one mode (a view where the layout allows)."""
+        return _OPS.reshape(self, -1, "C")
+
+    ravel = flatten

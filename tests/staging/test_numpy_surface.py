@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import patches as pt
+from patches.layouts import Sym
 from patches.staging import Array
 from patches.staging.types import compact
 
@@ -458,3 +459,23 @@ def test_transpose_method_takes_numpys_spellings():
     np.testing.assert_allclose(pt.stage(f, pt.tensor("f32", (2, 3, 4)))(x), want, rtol=1e-6)
     with pytest.raises(pt.StagingError):
         pt.stage(lambda x: x.transpose(0, 1), pt.tensor("f32", (2, 3, 4)))
+
+
+def test_numpy_methods_on_values_and_tracers():
+    """The methods a numpy or JAX user calls on an array: std, cumsum, any/all, clip, round, dot, flatten/ravel, and
+    ndim/size (they raised AttributeError on traced values), eager and staged."""
+    rng = np.random.default_rng(5)
+    a, ra = random_array(rng, (3, 4), "row")
+    check(lambda x: x.std(axis=1, ddof=1), [a], ra.std(axis=1, ddof=1))
+    check(lambda x: x.cumsum(axis=0), [a], ra.cumsum(axis=0))
+    check(lambda x: (x > 0).any(axis=1), [a], (ra > 0).any(axis=1))
+    check(lambda x: (x > -5).all(), [a], (ra > -5).all())
+    check(lambda x: x.clip(-0.5, 0.5), [a], ra.clip(-0.5, 0.5))
+    check(lambda x: (x * 10).round(), [a], (ra * 10).round())
+    check(lambda x: x.dot(x.T), [a], ra @ ra.T)
+    check(lambda x: x.flatten() * 2.0, [a], ra.flatten() * 2)
+    check(lambda x: x.ravel(), [a], ra.ravel())
+    assert (a.ndim, a.size) == (2, 12)
+    seen = []
+    pt.stage(lambda x: seen.append((x.ndim, x.size)) or x, pt.tensor("f32", (3, Sym("N"))))
+    assert seen == [(2, 3 * Sym("N"))]

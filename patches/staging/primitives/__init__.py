@@ -3,6 +3,7 @@
 from typing import Any
 
 from .. import operators as _operators
+from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
 from . import numpy_math
@@ -205,9 +206,18 @@ def _length(x: Any) -> int:
     return n
 
 
+def _count(x: Any) -> Any:
+    t = get_aval(x)
+    n: Any = 1
+    for m in (modes_of(t.shape) if t.rank else ()):
+        n = n * mode_size(m)
+    return n
+
+
 _operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
                    ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
                    argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=bitwise_and,
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
-                   left_shift=left_shift, right_shift=right_shift)
+                   left_shift=left_shift, right_shift=right_shift, std=numpy_math.std, cumsum=cumsum,
+                   any=numpy_math.any, all=numpy_math.all, clip=clip, round=round, dot=dot, count=_count)
