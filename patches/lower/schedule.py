@@ -250,16 +250,17 @@ def aligned_outputs(eqns: list) -> list:
     out = []
     for e in eqns:
         o = e.outputs[0] if e.prim.name == "matmul" else None
-        shape, stride = (modes_of(o.type.layout.shape), modes_of(o.type.layout.stride)) if o is not None else ((), ())
+        lay = o.type.layout if o is not None else None
+        shape, stride = (it.flatten(lay.shape), it.flatten(lay.stride)) if o is not None else ((), ())
         if o is None or _aligned(o.type) or not all(type(x) is int for x in (*shape, *stride)):
-            out.append(e)                  # flat static modes only (a grouped einsum result keeps its own checks)
+            out.append(e)                  # static modes only (a symbolic result asks for a divisibility fact)
             continue
-        order = sorted(range(len(shape)), key=lambda k: (stride[k], k))
+        order = sorted(range(len(shape)), key=lambda k: (stride[k], k))      # leaves, a grouped batch's too
         st, acc = [0] * len(shape), 1
         for i, k in enumerate(order):
             st[k] = acc
             acc = _pad16(acc * shape[k], o.type.dtype) if i == 0 else acc * shape[k]
-        y = Var(TensorType(o.type.dtype, make_layout(tuple(shape), tuple(st))))
+        y = Var(TensorType(o.type.dtype, make_layout(lay.shape, it.unflatten(tuple(st), lay.shape))))
         out.append(Eqn(e.prim, e.inputs, e.params, [y]))
         out.append(Eqn(copy_p, [y], {"layout": o.type.layout}, [o]))
     return out

@@ -127,6 +127,8 @@ def test_matmuls_with_several_batch_modes_are_one_batched_gemm():
         (lambda q, k: q @ k, [pt.tensor("bf16", make_layout((B, H, M, K), (H * M * K, M * K, K, 1))),
                               pt.tensor("bf16", make_layout((B, H, K, N), (H * K * N, K * N, N, 1)))], None),
         (lambda q, k: q @ k, [pt.tensor("f32", (2, 2, 2, 32, 32))] * 2, None),
+        (lambda q, k: pt.einsum("bhqd,bhkd->bhqk", q, k),       # 50-element bf16 rows: the result padded, copied
+         [pt.tensor("bf16", make_layout((B, 2, 50, 32), (100 * 32, 50 * 32, 32, 1)))] * 2, None),
     ]
     for f, types, kinds in cases:
         prog = pt.stage(f, *types)
