@@ -535,8 +535,8 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         copy = Eqn(copy_p, [o], {"layout": out.type.layout}, [out])
         name = f"simt_copy{len(plans)}"
         root, gen = b.graph.root(o), b.graph.generator(b.graph.root(o))
-        sub = Program([], [], [] if gen else [root], ([gen] if gen else []) + b.graph.chain(o) + [copy], [out],
-                      name=name)
+        params = [root] if isinstance(root, Var) and gen is None else []     # (a broadcast literal reads no tensor)
+        sub = Program([], [], params, ([gen] if gen else []) + b.graph.chain(o) + [copy], [out], name=name)
         try:
             analyze_simt(sub, name)
         except LoweringError as err:
