@@ -179,12 +179,20 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
     return code
 
 
-def step_code(op: str, args: list, dtype: str, kind: str) -> str:
-    """One step's expression (elementwise_rules): f32 steps as the GEMM epilogue's, integer steps in Int32."""
+NARROW_RANGE = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535)}
+
+
+def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False) -> str:
+    """One step's expression (elementwise_rules): f32 steps as the GEMM epilogue's, integer steps in Int32. A float
+    converted to an 8- or 16-bit integer saturates as the interpreter's (and cvt.rzi's) conversion does: through
+    Int32 (saturating, NaN to 0), clamped to the dtype's range; the Int32 value's low bits would wrap."""
     if kind != "i":
         return op_code(op, args, dtype)
     if op == "where":
         return R.expr("where", [R.truth(args[0]), args[1], args[2]], "i32")
+    if op == "astype" and from_float and dtype in NARROW_RANGE:
+        lo, hi = NARROW_RANGE[dtype]
+        return f"cute.math.min(cute.math.max({R.convert(args[0], 'i32')}, cutlass.Int32({lo})), cutlass.Int32({hi}))"
     if op == "astype":
         return R.convert(R.convert(args[0], dtype), "i32")
     if op in ("abs", "relu", "maximum", "minimum"):
@@ -210,7 +218,7 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         if st.kind == "i" and st.op in ("floordiv", "mod"):
             out += R.int_division_lines(j, st.op, *args, indent)
         else:
-            out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind)}   # {st.note}")
+            out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind, kinds[0] == 'f')}   # {st.note}")
         if st.wrap in NARROW_INTS:         # back into the narrow dtype's range (its low bits, as numpy wraps)
             out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), 'i32')}")
     if done is not None:
