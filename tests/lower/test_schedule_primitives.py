@@ -206,6 +206,19 @@ def test_a_symbolic_count_in_a_kernel_that_walks_no_such_mode_reads_it_off_a_par
     assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
 
 
+def test_an_output_that_is_a_broadcast_literal_is_written_by_a_copy_kernel():
+    """``(x.sum(), pt.zeros((4,)))``: the zeros are written by a copy kernel that reads no tensor (the literal
+    became a parameter of that kernel, and simulate raised KeyError)."""
+    prog = pt.stage(lambda x: (x.sum(), pt.zeros((4,)), pt.full((2, 3), 7.0)), _x())
+    mod = pt.lower(prog)
+    x = np.ones((64, 96), np.float32)
+    for got in (mod.simulate(x), mod.simulate_kernels(x)):
+        np.testing.assert_allclose(got[0], 64 * 96)
+        np.testing.assert_array_equal(got[1], np.zeros(4, np.float32))
+        np.testing.assert_array_equal(got[2], np.full((2, 3), 7.0, np.float32))
+    mod.verify()
+
+
 def test_unlowerable_primitives_name_the_equation():
     with pytest.raises(LoweringError, match="equation slice.*symbolic"):
         pt.lower(pt.stage(lambda a: pt.exp(a[:, :32]),
