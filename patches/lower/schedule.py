@@ -208,8 +208,8 @@ def _merged_in_order(view: Eqn, producer: dict) -> bool:
     consecutive modes of the tensor they view in that tensor's order (a grouped batch): the GEMM reads such a merge
     in place; a row-major reshape (a transpose inside the reshape) merges them in reverse and is copied first."""
     owner = merged_view(view)
-    if owner is None:
-        return False
+    if owner is None or set(owner) != set(range(len(modes_of(view.outputs[0].type.shape)))):
+        return False                  # (a view mode no operand mode feeds: an added size-1 mode, not read in place)
     x = view.inputs[0]
     place = list(range(len(owner)))          # operand mode -> mode of the tensor the transposes start from
     while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name == "transpose":

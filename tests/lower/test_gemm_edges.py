@@ -186,3 +186,19 @@ def test_outer_products_by_matmul_are_elementwise():
         xs = [dtypes.cast(rng.standard_normal(tuple(np.atleast_1d(t.layout.shape))), t.dtype) for t in types]
         np.testing.assert_allclose(np.asarray(s.simulate(*xs), np.float64), np.asarray(prog(*xs), np.float64), rtol=1e-6)
         s.verify()
+
+
+def test_a_view_adding_a_size_one_mode_is_copied_before_the_gemm():
+    """vmap of ``c @ w`` for a vector c: the batched vector's added size-1 mode is not read from the parameter, so
+    the operand is copied first (the in-place read of merging reshapes must not take it: the GEMM analysis
+    refused it, "does not read each of its modes"); the gradient of a loop of such products, vmapped, lowers."""
+    from patches.layouts import make_layout
+
+    w_t = pt.tensor("f32", make_layout((16, 16), (16, 1)))
+    f = pt.vmap(pt.grad(lambda x, w: pt.sum(pt.fori_loop(0, 2, lambda i, c: pt.tanh(c @ w), x))), in_axes=(0, None))
+    prog = pt.stage(f, pt.tensor("f32", make_layout((8, 16), (16, 1))), w_t)
+    s = pt.lower(prog)
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal(sh).astype(np.float32) * 0.3 for sh in ((8, 16), (16, 16)))
+    np.testing.assert_allclose(np.asarray(s.simulate(x, w)), np.asarray(prog(x, w)), rtol=1e-5, atol=1e-6)
+    s.verify()
