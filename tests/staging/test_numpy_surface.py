@@ -479,3 +479,14 @@ def test_numpy_methods_on_values_and_tracers():
     seen = []
     pt.stage(lambda x: seen.append((x.ndim, x.size)) or x, pt.tensor("f32", (3, Sym("N"))))
     assert seen == [(2, 3 * Sym("N"))]
+
+
+def test_max_and_min_of_booleans_are_any_and_all():
+    """numpy's max/min of a bool array (were refused: "cannot reduce bool tensors"), eager and staged."""
+    m = np.array([[True, False, True], [False, False, True]])
+    for f, want in ((lambda x: pt.max(x, axis=1), m.max(axis=1)), (lambda x: pt.min(x, axis=0), m.min(axis=0)),
+                    (lambda x: x.max(), m.max()), (lambda x: x.min(), m.min())):
+        np.testing.assert_array_equal(np.asarray(f(m)), want)
+        prog = pt.stage(f, pt.tensor("bool", (2, 3)))
+        assert prog.out_types[0].dtype == "bool"
+        np.testing.assert_array_equal(np.asarray(prog(m)), want)

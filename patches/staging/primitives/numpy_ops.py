@@ -23,7 +23,7 @@ from ..core import bind, get_aval, is_tensor_like
 from ..errors import StagingError, fail
 from ..types import compact, mode_size, modes_of, normal_shape
 from .einsum import einsum
-from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, sqrt, sub, tanh, where
+from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, ne, sqrt, sub, tanh, where
 from .integer import extent
 from .matmul import matmul, params_of
 from .reductions import (
@@ -57,12 +57,16 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one)."""
+    """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one); of booleans, whether any is true."""
+    if is_tensor_like(x) and get_aval(x).dtype == "bool":
+        return ne(reduce(reduce_max_p, "max", astype(x, "i32"), axis, keepdims), 0)
     return reduce(reduce_max_p, "max", x, axis, keepdims)
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one)."""
+    """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one); of booleans, whether all are true."""
+    if is_tensor_like(x) and get_aval(x).dtype == "bool":
+        return ne(reduce(reduce_min_p, "min", astype(x, "i32"), axis, keepdims), 0)
     return reduce(reduce_min_p, "min", x, axis, keepdims)
 
 
