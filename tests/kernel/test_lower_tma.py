@@ -326,3 +326,65 @@ def test_four_mode_flash_attention_sass_has_tma_loads_and_stores():
     assert exe.resources["spills"] == 0
     assert exe.counts("UTMALDG")["UTMALDG"] >= 2 and exe.counts("UTMASTG")["UTMASTG"] >= 1 and \
         exe.counts("HGMMA")["HGMMA"] >= 2
+
+
+def _launch_smem(exe):
+    """The dynamic shared memory the compiled host launcher asks for, read off its IR (None: no such request)."""
+    import re
+
+    ir = str(exe.compiled.ir_module)
+    m = re.search(r"constant\((\d+) : i64\) : i64\n\s*%\d+ = llvm.mlir.constant\(9007199254740991 : i64\)", ir)
+    return m and int(m.group(1))
+
+
+def test_kernels_stay_within_the_shared_memory_of_a_cta():
+    """Shared memory past the 232448 bytes of an H100 CTA compiled and would fail at launch (the DSL checks it in the
+    launcher): output blocks staged for TMA stores are stored from registers when they would not fit (four 128x128
+    f32 outputs, 256 KiB of staging), and SMEM blocks that cannot fit are refused by name."""
+    from patches.lower.config import SMEM_CAPACITY
+
+    R = C = 128
+    rm = pt.tensor("f32", make_layout((2 * R, C), (C, 1)))
+    spec = pt.BlockSpec((R, C), lambda i: (i, 0))
+
+    def four(x, a, b, c, d):
+        for k, o in enumerate((a, b, c, d)):
+            o[...] = x[...] * float(k + 1)
+    prog = pt.stage(pt.kernel(four, (rm,) * 4, grid=(2,), in_specs=[spec], out_specs=[spec] * 4), rm)
+    mod = pt.lower(prog)
+    assert "tmaout" not in mod.source
+    check_against_interpreter(prog)
+    mod.verify()
+    exe = mod.compile()
+    assert exe.resources["spills"] == 0 and (_launch_smem(exe) or 0) <= SMEM_CAPACITY
+    one = pt.stage(pt.kernel(lambda x, o: o.__setitem__(Ellipsis, x[...] * 2.0), rm, grid=(2,), in_specs=[spec],
+                             out_specs=spec), rm)
+    assert "tmaout" in pt.lower(one).source                     # one output block still leaves by TMA
+
+    smem = pt.BlockSpec((R, C), lambda i: (i, 0), memory_space=pt.SMEM)
+    staged = pt.kernel(lambda a, b, c, d, o: o.__setitem__(Ellipsis, a[...] + b[...] + c[...] + d[...]), rm,
+                       grid=(2,), in_specs=[smem] * 4, out_specs=spec)
+    with pytest.raises(LoweringError, match="needs 2\\d+ bytes of shared memory.*232448"):
+        pt.lower(pt.stage(staged, *[rm] * 4))
+
+
+def test_large_smem_blocks_are_staged_in_chunks():
+    """A BlockSpec staging a 512x64 bf16 block in SMEM (64 KiB) read 64 rows at a time, and a 256x128 f32 output
+    block in SMEM written back: the copies between global and shared memory go through registers in chunks (the
+    whole block was refused: "needs 256 values per thread")."""
+    S, D = 512, 64
+
+    def body(k_ref, o_ref, p_ref):
+        def step(i, acc):
+            rows = k_ref[pt.ds(i * 64, 64), :].astype("f32")
+            p_ref[pt.ds(i * 64, 64), :] = rows * 2.0
+            return acc + rows
+        o_ref[...] = pt.fori_loop(0, S // 64, step, pt.zeros((64, D), "f32"))
+    kern = pt.kernel(body, (pt.tensor("f32", make_layout((64, D), (D, 1))), pt.tensor("f32", make_layout((S, D), (D, 1)))),
+                     grid=(1,), in_specs=[pt.BlockSpec((S, D), lambda i: (0, 0), memory_space=pt.SMEM)],
+                     out_specs=[None, pt.BlockSpec((S, D), lambda i: (0, 0), memory_space=pt.SMEM)])
+    prog = pt.stage(kern, pt.tensor("bf16", make_layout((S, D), (D, 1))))
+    check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
+    mod = pt.lower(prog)
+    mod.verify()
+    assert mod.compile().resources["spills"] == 0

@@ -12,17 +12,18 @@ from ...layouts import ComposedLayout, Layout, arith, cosize, size
 from ...layouts import inttuple as it
 from ...staging.kernel.blockspec import padding_extents
 from ...staging.kernel.refs import GMEM
-from ...staging.types import compact, mode_layouts
+from ...staging.types import compact, layout_of_modes, mode_layouts
 from .. import elementwise_rules as R
+from ..config import SMEM_CAPACITY
 from ..errors import LoweringError
 from ..names import comment_block, sanitize
 from . import fuse, mainloop, padding, rules_control, rules_index, rules_math, rules_mma, rules_refs  # noqa: F401 (rule table)
 from .context import Ctx, lower_program
 from .interchange import interchange
 from .memory import add_offsets, fill, load, store
-from .symbolic import active, arg_layout, code, host_lines, multiple, table
+from .symbolic import active, arg_layout, code, host_lines, multiple, symbols_of, table
 from .tma import choose_stages, ctas_per_sm
-from .values import ITEM_BYTES, Origin, RefVal, Scalar, dsl_dtype, threads
+from .values import ITEM_BYTES, MAX_PER_THREAD, Origin, RefVal, Scalar, dsl_dtype, owners, static_size, threads
 
 
 @dataclass(frozen=True)
@@ -134,15 +135,56 @@ def lower_kernel_eqn(e: Any, module_name: str) -> tuple[str, KernelSpec]:
         raise LoweringError(f"kernel {sanitize(e.params['name'])}: {err}") from None
     with active(syms):
         ctx = _lower(e, module_name, ())
+        if _smem_bytes(ctx) > SMEM_CAPACITY and ctx.tma_stores:    # output blocks stored from registers instead
+            ctx = _lower(e, module_name, (), tma_stores=False)
         if ctx.w.pipelines:
-            fixed = ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
             ctas = ctas_per_sm(ctx.accumulators.values(), threads())
-            ctx = _lower(e, module_name, tuple(choose_stages(fixed, ctx.w.pipelines, ctas)))
+            ctx = _lower(e, module_name, tuple(choose_stages(_smem_bytes(ctx), ctx.w.pipelines, ctas)),
+                         tma_stores=bool(ctx.tma_stores))
+        if _smem_bytes(ctx) > SMEM_CAPACITY:
+            parts = "; ".join(f"{doc}" for _, _, doc in ctx.w.smem[:4])
+            raise LoweringError(f"kernel {sanitize(e.params['name'])} needs {_smem_bytes(ctx)} bytes of shared memory "
+                                f"({parts}{'; ...' if len(ctx.w.smem) > 4 else ''}, plus exchange buffers); an H100 "
+                                f"CTA has {SMEM_CAPACITY}: use smaller blocks, or fewer SMEM blocks and scratch buffers")
         spec = ctx.spec = replace(ctx.spec, symbols=syms)
         return _module(ctx, spec, e), spec
 
 
-def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
+def _copy_block(ctx: Ctx, src: RefVal, src_off: str, dst: RefVal, dst_off: str, why: str) -> None:
+    """Copy a staged block between global and shared memory through registers, in chunks along its last mode of
+    more than one element when the whole block would take more registers than a thread has (a 512x64 block)."""
+    n = static_size(src.layout.shape, why) if not symbols_of(src.layout.shape) else None
+    per = n // owners(n) if n else 0
+    modes = mode_layouts(src.layout) if src.layout.rank else []
+    cut = next((j for j in reversed(range(len(modes))) if type(modes[j].shape) is int and modes[j].shape > 1), None)
+    if n is None or per <= MAX_PER_THREAD or cut is None or padding.is_padded(ctx, src) or padding.is_padded(ctx, dst):
+        store(ctx, dst, dst_off, dst.layout, load(ctx, src, src_off, src.layout, why), why)
+        return
+    ext = modes[cut].shape
+    parts = next((q for q in range(2, ext + 1) if ext % q == 0 and per // q <= MAX_PER_THREAD), None)
+    if parts is None:
+        raise ctx.fail(f"{why}: a block of {n} elements needs {per} values per thread and its mode {cut} of extent "
+                       f"{ext} does not split into chunks that fit the register budget ({MAX_PER_THREAD}); use smaller "
+                       "blocks")
+    dmodes = mode_layouts(dst.layout)
+    step = ext // parts
+    for c in range(parts):
+        sl, dl = (layout_of_modes([*ms[:cut], Layout._make(step, ms[cut].stride), *ms[cut + 1:]])
+                  for ms in (modes, dmodes))
+        so, do = c * step * modes[cut].stride, c * step * dmodes[cut].stride
+        store(ctx, dst, _plus(dst_off, do), dl, load(ctx, src, _plus(src_off, so), sl, why), why)
+
+
+def _plus(off: str, k: int) -> str:
+    return off if k == 0 else str(k) if off == "0" else f"{off} + {k}"
+
+
+def _smem_bytes(ctx: Ctx) -> int:
+    """The shared memory the kernel allocates: its buffers (counted 1024-aligned) and the exchange buffers."""
+    return ctx.w.smem_bytes + sum(8 * n if dt == "f64" else 4 * n for dt, n in ctx.w.exchange.items())
+
+
+def _lower(e: Any, module_name: str, stages: tuple, tma_stores: bool = True) -> Ctx:
     p = e.params
     grid = _static_grid(p["grid"])
     args = tuple(Arg(m.label, t.dtype, arg_layout(t.layout, m.label), "in" if k < len(p["in_specs"]) else "out",
@@ -187,7 +229,7 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
                     f"{m.label} staged in {m.ref_type.space}", _bytes(buf, t.dtype))
             ref = RefVal(f"{name}.iterator", "0", buf, t.dtype, "smem")
             if role == "in" or k in moving:     # a moving output's block holds what earlier points left in it
-                store(ctx, ref, "0", ref.layout, load(ctx, window, window.off, window.layout, "stage in"), "stage in")
+                _copy_block(ctx, window, window.off, ref, "0", "stage in")
             if role == "out":
                 writeback.append((window, ref))
         if role == "out" and zero_outputs and k not in moving:      # outputs start at zero, as in the interpreter
@@ -208,14 +250,14 @@ def _lower(e: Any, module_name: str, stages: tuple) -> Ctx:
         refs.append(RefVal(f"{name}.iterator", "0", buf, st.dtype, "smem"))
     if zero_outputs or any(m.ref_type.space != GMEM for m in specs):
         w.emit("cute.arch.barrier()   # blocks staged and zeroed before the body reads them")
-    if not zero_outputs:
+    if not zero_outputs and tma_stores:
         ctx.tma_stores = _whole_block_sets(body, n_in, len(p["out_specs"]), specs)
     w.comment("The kernel body.")
     lower_program(ctx, body, refs, "body")
     if writeback:
         w.emit("cute.arch.barrier()")
         for window, ref in writeback:
-            store(ctx, window, window.off, window.layout, load(ctx, ref, "0", ref.layout, "write back"), "write back")
+            _copy_block(ctx, ref, "0", window, window.off, "write back")
     if seq:
         w.emit("cute.arch.barrier()   # this point's writes are seen by the next point of the arbitrary axes")
         w.depth -= len(seq)
