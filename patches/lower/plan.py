@@ -167,13 +167,14 @@ def _error(got: np.ndarray, want: np.ndarray, nan_free: bool = False) -> float:
 
 
 def default_bindings(prog: Program) -> dict:
-    """Sizes for checking a symbolic program: each symbol of its parameters at twice its least value (at least
-    two blocks of any block it is a multiple of), within its bound; empty for a concrete program."""
-    if not prog.symbolic:
-        return {}
+    """Sizes for checking a symbolic program: each symbol of its parameters and outputs (a kernel writing a
+    broadcast cotangent reads none) at twice its least value (at least two blocks of any block it is a multiple of),
+    within its bound; empty for a concrete program."""
+    from ..staging import Var
     from .kernel.symbolic import checking_size, symbols_of
 
-    return {x: checking_size(x) for x in set().union(*(symbols_of(p.type.layout) for p in prog.params))}
+    values = [*prog.params, *(o for o in prog.outputs if isinstance(o, Var))]
+    return {x: checking_size(x) for x in set().union(*(symbols_of(v.type.layout) for v in values))}
 
 
 def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list:

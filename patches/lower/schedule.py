@@ -198,6 +198,21 @@ def k_major(eqns: list) -> list:
     return out
 
 
+def _symbolic_extents(eqns: list) -> list:
+    """The symbolic extents a group's kernel walks or computes with: its values' symbolic mode extents and the
+    symbols of its ``extent`` values (a broadcast cotangent's, mean's count), in a stable order."""
+    out: dict = {}
+    for e in eqns:
+        if e.prim.name == "extent":
+            out.update((sym, None) for sym in sorted(getattr(e.params["value"], "free_symbols", ()), key=str))
+        for v in e.outputs:
+            for m in (modes_of(v.type.shape) if v.type.rank else ()):
+                n = mode_size(m)
+                if not isinstance(n, int):
+                    out[n] = None
+    return list(out)
+
+
 def _has_extent(x: Any, sym: Any) -> bool:
     """Whether a mode of ``x`` has extent ``sym`` (a symbol a kernel can read off it at run time)."""
     return any(mode_size(m) == sym for m in (modes_of(x.type.shape) if x.type.rank else ()))
@@ -351,11 +366,10 @@ class Builder:
         for o in outputs:
             need(o)
         kept = sorted(body.values(), key=lambda e: self.index[id(e)])
-        for e in kept:            # a symbolic extent as a value: a tensor whose extents tell its symbols, if none does
-            if e.prim.name == "extent":
-                for sym in sorted(getattr(e.params["value"], "free_symbols", ()), key=str):
-                    if not any(_has_extent(q, sym) for q in ext):
-                        ext += [q for q in self.prog.params if _has_extent(q, sym)][:1]
+        known = [*ext, *outputs]
+        for need in _symbolic_extents(kept):      # a tensor whose extents tell a symbol the kernel needs, if none does
+            if not any(_has_extent(q, need) for q in known):
+                ext += [q for q in self.prog.params if _has_extent(q, need)][:1]
         params = list(self.prog.params) if all_params else ext      # else in order of first use
         return Program([], [], params, kept, list(outputs), name=name)
 

@@ -571,8 +571,11 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     for c in sorted(domain):
         hit = next(((a, m) for a, m, k in cands if k == c), None)
         if hit is None and not isinstance(sizes[c], int):
-            raise LoweringError(f"no argument carries the symbolic extent {sizes[c]} (a broadcast mode that is "
-                                "reduced); give it a static size")
+            shape_only = carrier(sizes[c])            # a parameter of that extent, read for its shape
+            if shape_only is None:
+                raise LoweringError(f"no argument carries the symbolic extent {sizes[c]} (a broadcast mode that is "
+                                    "reduced); give it a static size")
+            hit = (len(outs) + shape_only[1], shape_only[2])
         extents[c] = hit
 
     def prod(cs: tuple) -> Any:

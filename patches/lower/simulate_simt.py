@@ -83,6 +83,9 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         for m, c in enumerate(rd.coords):
             if c is not None and ext.get(c) is None:
                 ext[c] = np.shape(args[rd.param])[m]
+    for c, hit in spec.extents:           # or off a parameter read for its shape only
+        if hit is not None and ext.get(c) is None and hit[0] >= len(spec.outputs):
+            ext[c] = np.shape(args[spec.reads[hit[0] - len(spec.outputs)].param])[hit[1]]
     unknown = [c for c in (*spec.row_modes, *spec.col_modes) if ext.get(c) is None]
     if unknown:
         raise LoweringError(f"the kernel's extents {', '.join(str(dict(spec.sizes).get(c, c)) for c in unknown)} are "

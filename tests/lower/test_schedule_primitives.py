@@ -206,6 +206,28 @@ def test_a_symbolic_count_in_a_kernel_that_walks_no_such_mode_reads_it_off_a_par
     assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
 
 
+def test_gradients_that_broadcast_over_a_symbolic_batch_lower_and_verify():
+    """Layernorm's gradient for its scale and shift sums a cotangent broadcast over the symbolic batch M, in a
+    kernel whose tensors do not have M: it takes a parameter of extent M for its shape (it was refused, "no argument
+    carries the symbolic extent M"); the gradient of ``2 * sum(x.sum(0))`` is a broadcast scalar written over
+    (M, 128) by a kernel with no input, which now verifies (its symbols were left unbound)."""
+    M = Sym("M", divisible_by=16)
+    x_t = pt.tensor("f32", make_layout((M, 128), (128, 1)))
+    ln = lambda x, g, b: pt.sum((x - x.mean(-1, keepdims=True)) * pt.rsqrt(x.var(-1, keepdims=True) + 1e-5) * g + b)
+    cases = [(pt.grad(ln, argnums=(0, 1, 2)), [x_t, pt.tensor("f32", 128), pt.tensor("f32", 128)]),
+             (pt.grad(lambda x: pt.sum(x.sum(axis=0)) * 2.0), [x_t])]
+    rng = np.random.default_rng(0)
+    for f, types in cases:
+        prog = pt.stage(f, *types)
+        mod = pt.lower(prog)
+        for m in (16, 48):
+            args = [rng.standard_normal((m, 128) if t.rank == 2 else 128).astype(np.float32) for t in types]
+            got, want = mod.simulate_kernels(*args), pt.evaluate(prog, *args)
+            for g, w in zip(got, want) if isinstance(want, (tuple, list)) else [(got, want)]:
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+        mod.verify()
+
+
 def test_an_output_that_is_a_broadcast_literal_is_written_by_a_copy_kernel():
     """``(x.sum(), pt.zeros((4,)))``: the zeros are written by a copy kernel that reads no tensor (the literal
     became a parameter of that kernel, and simulate raised KeyError)."""
