@@ -157,7 +157,8 @@ def _copy_block(ctx: Ctx, src: RefVal, src_off: str, dst: RefVal, dst_off: str, 
     per = n // owners(n) if n else 0
     modes = mode_layouts(src.layout) if src.layout.rank else []
     cut = next((j for j in reversed(range(len(modes))) if type(modes[j].shape) is int and modes[j].shape > 1), None)
-    if n is None or per <= MAX_PER_THREAD or cut is None or padding.is_padded(ctx, src) or padding.is_padded(ctx, dst):
+    static = cut is not None and all(type(m.stride) is int for m in (modes[cut], mode_layouts(dst.layout)[cut]))
+    if n is None or per <= MAX_PER_THREAD or not static or padding.is_padded(ctx, src) or padding.is_padded(ctx, dst):
         store(ctx, dst, dst_off, dst.layout, load(ctx, src, src_off, src.layout, why), why)
         return
     ext = modes[cut].shape
