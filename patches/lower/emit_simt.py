@@ -81,6 +81,8 @@ def _index(coords: tuple, free: object = None, split: tuple = ()) -> str:
         idx = [x for c, leaves in zip(coords, split) for x in split_index(None if c is None else f"d{c}", leaves)]
     else:
         idx = ["None" if free is not None and c == free else "0" if c is None else f"d{c}" for c in coords]
+    if not idx:                        # a 0-d tensor: its one element (its argument is a layout of one mode)
+        return "0"
     return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
 
 

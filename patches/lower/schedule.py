@@ -80,12 +80,13 @@ def prepare(prog: Program) -> Program:
         raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
     lit: dict[int, Any] = {}             # folded scalars, and stop_gradient results (their operands: identities)
     eqns = []
+    returned = {id(o) for o in prog.outputs}
     for e in expand(prog.eqns):        # (jit bodies, loops and branches inlined first: they fold as well)
         e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
         if e.prim.name == "stop_gradient":
             lit[id(e.outputs[0])] = e2.inputs[0]
             continue
-        if literal_only(e2) and not modes_of(e2.outputs[0].type.shape):
+        if literal_only(e2) and not modes_of(e2.outputs[0].type.shape) and id(e2.outputs[0]) not in returned:
             lit[id(e2.outputs[0])] = _fold(e2)
             continue
         eqns.append(e2)

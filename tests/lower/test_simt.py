@@ -295,3 +295,27 @@ def test_float_to_integer_conversions_saturate_as_the_interpreter_does(dtype):
     s.verify()
     if dtype == "i8":
         assert all(e.resources["spills"] == 0 for e in s.compile().executables)
+
+
+def test_zero_d_outputs_compile():
+    """A 0-d output that is not a reduction's (a scalar from a scalar parameter, one element of a computed value, a
+    cond's predicate kernel) was indexed with ``()``, which cute.compile refused though the model and verify passed;
+    a loop's integer counter, folded to a literal once unrolled, is returned as a tensor (it was refused)."""
+    pytest.importorskip("cutlass")
+    S, X = pt.tensor("f32", ()), pt.tensor("f32", (64, 100))
+    W = pt.tensor("bf16", make_layout((64, 64), (64, 1)))
+    cases = [(lambda s: s * 2.0, [S]), (lambda x, s: (x * s, s * 0.5), [X, S]),
+             (lambda x, w, s: pt.cond(s > 0.0, lambda a: a @ w, lambda a: a @ w.T, x), [W, W, S]),
+             (lambda x: pt.sum(x, axis=1)[3], [X]), (lambda x: pt.exp(x)[2, 5], [X]),
+             (lambda x: pt.fori_loop(0, 6, lambda i, c: (c[0] + i, c[1] * 0.5), (0, x)), [X])]
+    rng = np.random.default_rng(0)
+    for f, types in cases:
+        prog = pt.stage(f, *types)
+        s = pt.lower(prog)
+        args = [dtypes.cast(rng.standard_normal(tuple(np.atleast_1d(t.layout.shape)) if t.rank else ()), t.dtype)
+                for t in types]
+        got, want = s.simulate_kernels(*args), prog(*args)
+        for g, w in zip(got, want) if isinstance(want, (tuple, list)) else [(got, want)]:
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-2, atol=2e-2)
+        s.verify()
+        assert all(e.resources["spills"] == 0 for e in s.compile().executables)
