@@ -87,6 +87,13 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOATS
 
 
+def clamp_int(x: str, dtype: str) -> str:
+    """Int32 scalar ``x`` clamped to ``dtype``'s range: a float converted to an 8- or 16-bit integer saturates, as
+    the interpreter's (and cvt.rzi's) conversion does, through Int32 (saturating, NaN to 0) then this clamp."""
+    lo, hi = INT_RANGES[dtype]
+    return f"cute.math.min(cute.math.max({x}, cutlass.Int32({lo})), cutlass.Int32({hi}))"
+
+
 def lit(x: float, dtype: str = "f32") -> str:
     """A literal of ``dtype`` as code: finite floats by repr, NaN and infinities through float('...'), integers as
     ints, booleans as True/False."""

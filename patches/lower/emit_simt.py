@@ -181,9 +181,6 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
     return code
 
 
-NARROW_RANGE = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535)}
-
-
 def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False) -> str:
     """One step's expression (elementwise_rules): f32 steps as the GEMM epilogue's, integer steps in Int32. A float
     converted to an 8- or 16-bit integer saturates as the interpreter's (and cvt.rzi's) conversion does: through
@@ -192,9 +189,8 @@ def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = Fal
         return op_code(op, args, dtype)
     if op == "where":
         return R.expr("where", [R.truth(args[0]), args[1], args[2]], "i32")
-    if op == "astype" and from_float and dtype in NARROW_RANGE:
-        lo, hi = NARROW_RANGE[dtype]
-        return f"cute.math.min(cute.math.max({R.convert(args[0], 'i32')}, cutlass.Int32({lo})), cutlass.Int32({hi}))"
+    if op == "astype" and from_float and dtype in NARROW_INTS:
+        return R.clamp_int(R.convert(args[0], "i32"), dtype)
     if op == "astype":
         return R.convert(R.convert(args[0], dtype), "i32")
     if op in ("abs", "relu", "maximum", "minimum"):

@@ -14,10 +14,11 @@ from ..layouts.check import evaluate, points
 from ..staging import dtypes
 from ..staging.errors import StagingError
 from ..staging.primitives import BITWISE
+from ..staging.primitives.elementwise import float_to_int
 from ..staging.symbols import substitute
-from .emit_simt import NARROW_RANGE, WARPS, _needed, threads, tv_layout
+from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
-from .simt_spec import INT_DTYPES, SimtSpec, kind_of
+from .simt_spec import INT_DTYPES, NARROW_INTS, SimtSpec, kind_of
 from .simt_views import split_numpy
 from .simulate import round_to, step
 
@@ -124,7 +125,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         x = raw(a, vals)
         have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
         if want == "i" and have != "i":          # cvt.rzi to Int32: toward zero, saturating, NaN to 0
-            return saturate(np.asarray(x, np.float64), -(1 << 31), (1 << 31) - 1)
+            return float_to_int(x, "i32").astype(np.int64)
         if want == "f" or want is None and have != "i":
             return np.asarray(x, np.float32)
         return np.asarray(x, np.int64)
@@ -230,17 +231,11 @@ def wrap(x: np.ndarray, dtype: str) -> np.ndarray:
                      "u32": np.uint32}[dtype])
 
 
-def saturate(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """A float converted toward zero to an integer in [lo, hi], NaN to 0 (cvt.rzi; the interpreter's astype)."""
-    return np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=hi, neginf=lo)), lo, hi).astype(np.int64)
-
-
 def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
     """One integer step as the kernel computes it: Int32 arithmetic (wrapping), floor division and modulo."""
     a = xs[0]
     if op == "astype" and np.asarray(a).dtype.kind == "f":     # a float to an integer saturates (emit_simt.step_code)
-        lo, hi = NARROW_RANGE.get(dtype, (-(1 << 31), (1 << 31) - 1))
-        return saturate(np.asarray(a, np.float64), lo, hi)
+        return float_to_int(a, dtype if dtype in NARROW_INTS else "i32").astype(np.int64)
     if op == "astype":
         return wrap(a, dtype).astype(np.int64)
     if op == "where":

@@ -192,19 +192,19 @@ def _elementwise(ctx: Ctx, e: Any, ins: list) -> list:
 
 
 FLOATS = ("f32", "bf16", "f16", "f64")
-NARROW_INTS = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535)}
+NARROW_INTS = ("i8", "u8", "i16", "u16")
 
 
 def _narrowing(v: str, dt: str, tensor: bool) -> str:
     """A float to an 8- or 16-bit integer as the interpreter converts it (toward zero, saturating, NaN to 0): through
     i32 (whose conversion saturates and takes NaN to 0), clamped to the range; a direct conversion wraps."""
-    lo, hi = NARROW_INTS[dt]
+    lo, hi = R.INT_RANGES[dt]
     i = R.convert(v, "i32")
     if tensor:
         clamped = (f"cute.where({i} > {hi}, cute.full_like({i}, {hi}), "
                    f"cute.where({i} < {lo}, cute.full_like({i}, {lo}), {i}))")
     else:
-        clamped = f"cute.math.min(cute.math.max({i}, cutlass.Int32({lo})), cutlass.Int32({hi}))"
+        clamped = R.clamp_int(i, dt)
     return R.convert(clamped, dt)
 
 

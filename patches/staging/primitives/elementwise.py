@@ -138,7 +138,7 @@ def _astype_abstract(x: TensorType, *, dtype: str) -> list:
     return [TensorType(dtype, computed_layout(x.layout))]
 
 
-def _float_to_int(v: np.ndarray, dtype: str) -> np.ndarray:
+def float_to_int(v: np.ndarray, dtype: str) -> np.ndarray:
     """Floats to integers as the GPU converts them (and JAX): toward zero, saturating at the type's range, NaN to 0
     (numpy's own cast of NaN or an out-of-range value is undefined and warns)."""
     npd = dtypes.to_numpy(dtype)
@@ -154,7 +154,7 @@ def _float_to_int(v: np.ndarray, dtype: str) -> np.ndarray:
 def _astype_impl(x: Array, *, dtype: str) -> list:
     v = x.logical()
     if dtypes.is_float(x.dtype) and dtypes.is_int(dtype):
-        out = _float_to_int(v, dtype)
+        out = float_to_int(v, dtype)
     else:
         out = v.astype(dtypes.to_numpy(dtype))
     return [Array.from_logical(out, computed_layout(x.layout), dtype)]
