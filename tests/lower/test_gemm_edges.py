@@ -139,9 +139,9 @@ def test_matmuls_with_several_batch_modes_are_one_batched_gemm():
         np.testing.assert_allclose(np.asarray(s.simulate_kernels(*xs), np.float64),
                                    np.asarray(prog(*xs), np.float64), rtol=2e-2, atol=2e-2)
         s.verify()
-        if kinds == ["gemm"]:     # the grouped-batch views read by TMA as they are: the emitted GEMM compiles
+        if kinds == ["gemm"] or types[0].layout.shape[2] == 50:    # read in place; a padded grouped result
             exe = s.compile()
-            assert [e.resources["spills"] for e in exe.executables] == [0]
+            assert all(e.resources["spills"] == 0 for e in exe.executables)
 
 
 def test_a_row_major_reshape_before_a_matmul_is_copied_not_refused():

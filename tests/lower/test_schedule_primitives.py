@@ -226,6 +226,7 @@ def test_gradients_that_broadcast_over_a_symbolic_batch_lower_and_verify():
             for g, w in zip(got, want) if isinstance(want, (tuple, list)) else [(got, want)]:
                 np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
         mod.verify()
+        assert all(e.resources["spills"] == 0 for e in mod.compile().executables)
 
 
 def test_an_output_that_is_a_broadcast_literal_is_written_by_a_copy_kernel():
