@@ -67,9 +67,9 @@ def _selection(e: Any, vals: dict, shape: tuple) -> tuple | None:
             sel.append(slice(None))
             continue
         start = vals.get(id(e.inputs[2 + ix.start.k])) if isinstance(ix.start, Dyn) else ix.start
-        if type(start) is not int or start < 0 or start + (1 if ix.kind == "at" else ix.size) > n:
+        if type(start) is not int or type(ix.span) is not int or start < 0 or start + ix.span > n:
             return None
-        sel.append(slice(start, start + (1 if ix.kind == "at" else ix.size)))
+        sel.append(slice(start, start + ix.span, ix.stride))
     return tuple(sel)
 
 

@@ -199,7 +199,7 @@ def _tiles(au: Any, lk: Any, out_ref: Any) -> bool:
             elif ix.kind == "ds":
                 lo = st[d] if hasattr(ix.start, "k") else int(ix.start)
                 d += hasattr(ix.start, "k")
-                if type(ix.size) is not int or lo < 0 or lo + ix.size > s:
+                if type(ix.size) is not int or ix.stride != 1 or lo < 0 or lo + ix.size > s:
                     return False
                 sl.append(slice(lo, lo + ix.size))
             else:
@@ -383,7 +383,7 @@ def _split(q: Any, t: Any, made: dict, moving: Any) -> tuple | None:
     tiler, coords, v = [], [], None
     for m, (ix, n) in enumerate(zip(q.params["index"], t.params["tiler"])):
         c = t.inputs[1 + m]
-        if ix.kind not in ("all", "ds") or type(parent_shape[m]) is not int:
+        if ix.kind not in ("all", "ds") or type(parent_shape[m]) is not int or ix.stride != 1:
             return None
         d = q.inputs[1 + ix.start.k] if isinstance(ix.start, Dyn) else int(ix.start)
         size = n if ix.kind == "all" else ix.size

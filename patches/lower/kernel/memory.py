@@ -83,9 +83,9 @@ def select(ctx: Ctx, ref: RefVal, index: tuple, dyn: list) -> tuple[str, Layout]
             if not isinstance(ix.size, int):
                 raise ctx.fail(f"ds size {ix.size} on mode {pos} is symbolic")
             if _flat(m):
-                kept.append(Layout._make(ix.size, m.stride))
+                kept.append(Layout._make(ix.size, m.stride * ix.stride if ix.stride != 1 else m.stride))
             elif start == 0:
-                kept.append(composition(m, Layout._make(ix.size, 1)))
+                kept.append(composition(m, Layout._make(ix.size, ix.stride)))
             else:
                 raise ctx.fail(f"ds on the hierarchical mode {pos} ({m}) of a Ref is not lowered")
             terms.append(offset_of(ctx, m, start))

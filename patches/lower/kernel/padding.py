@@ -113,7 +113,7 @@ def part(ctx: Ctx, ref: RefVal, index: tuple, dyn: list, off: str, sel: Any) -> 
             if c is not None:
                 conds.append(c)
         else:
-            modes.append((ix.size, _shift(ctx, lim, s, ix.size)))
+            modes.append((ix.size, _shift(ctx, lim, s, ix.size, ix.stride)))
     register(ctx, ref.ptr, off, sel, Pad(tuple(modes), tuple(conds)))
 
 
@@ -126,16 +126,18 @@ def _below(s: int | str, lim: int | str | None) -> str | None:
     return f"({s}) < {lim}"
 
 
-def _shift(ctx: Ctx, lim: int | str | None, s: int | str, size: int) -> int | str | None:
-    """How many coordinates of a slice of ``size`` starting at ``s`` lie below ``lim`` (None: all do)."""
+def _shift(ctx: Ctx, lim: int | str | None, s: int | str, size: int, stride: int = 1) -> int | str | None:
+    """How many entries of a slice of ``size`` from ``s``, ``stride`` apart, lie below ``lim`` (None: all do)."""
     if lim is None:
         return None
     if isinstance(s, int) and isinstance(lim, int):
-        return None if lim - s >= size else lim - s
-    if s == 0:
+        inside = -(-(lim - s) // stride)
+        return None if inside >= size else inside
+    if s == 0 and stride == 1:
         return lim
     name = fresh(ctx, "plim")
-    ctx.w.emit(f"{name} = {lim} - ({s})   # coordinates of the slice inside the operand")
+    span = f"{lim} - ({s})" if stride == 1 else f"({lim} - ({s}) + {stride - 1}) // {stride}"
+    ctx.w.emit(f"{name} = {span}   # entries of the slice inside the operand")
     return name
 
 

@@ -148,7 +148,8 @@ def _read(body: Any, e: Any, uses: dict, nc: int, lo: int, hi: int) -> PipeRead 
     if any(u == "out" or u.prim.name != "get" for u, _ in uses.get(id(body.params[ref]), [])):
         return None             # the loop also writes (or views) the Ref: a read ahead could miss those writes
     ds = [(m, ix) for m, ix in enumerate(e.params["index"]) if ix.kind != "all"]
-    if len(ds) != 1 or ds[0][1].kind != "ds" or not isinstance(ds[0][1].start, Dyn) or type(ds[0][1].size) is not int:
+    if len(ds) != 1 or ds[0][1].kind != "ds" or not isinstance(ds[0][1].start, Dyn) or type(ds[0][1].size) is not int \
+            or ds[0][1].stride != 1:
         return None
     mode, ix = ds[0]
     ab = _affine(body, e.inputs[1 + ix.start.k], lo, hi)

@@ -87,7 +87,7 @@ def _slice(ctx: Ctx, e: Any, ins: list) -> list:
 def _sliced(origin: Origin | None, index: tuple, dyn: list) -> Origin | None:
     """The origin of ``ref.at[index]``: ``:`` and ``ds`` keep a mode (``ds`` moves its start), an integer drops it
     (then the origin is not followed)."""
-    if origin is None or any(ix.kind == "at" for ix in index):
+    if origin is None or any(ix.kind == "at" or ix.stride != 1 for ix in index):
         return None
     for m, ix in enumerate(index):
         if ix.kind == "ds":

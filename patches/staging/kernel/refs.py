@@ -92,30 +92,39 @@ class Dyn(NamedTuple):
 
 
 class Idx(NamedTuple):
-    """One mode of an index: ``all`` (``:``), ``at`` (fix the mode at ``start``) or ``ds`` (``size`` entries from ``start``)."""
+    """One mode of an index: ``all`` (``:``), ``at`` (fix the mode at ``start``) or ``ds`` (``size`` entries from
+    ``start``, ``stride`` apart)."""
 
     kind: str
     start: Any = 0
     size: Any = None
+    stride: int = 1
 
     def __str__(self) -> str:
         if self.kind == "all":
             return ":"
         if self.kind == "at":
             return str(self.start)
-        return f"ds({self.start},{self.size})"
+        return f"ds({self.start},{self.size})" if self.stride == 1 else f"ds({self.start},{self.size},{self.stride})"
+
+    @property
+    def span(self) -> Any:
+        """How many entries of the mode the entry covers from its start (the last one selected included)."""
+        return 1 if self.kind == "at" else (self.size - 1) * self.stride + 1 if self.stride != 1 else self.size
 
 
 class ds:  # noqa: N801 (Pallas's name)
-    """``pt.ds(start, size)``: ``size`` consecutive entries of a mode from ``start`` (which may be traced)."""
+    """``pt.ds(start, size, stride=1)``: ``size`` entries of a mode from ``start`` (which may be traced), ``stride``
+    apart (a static positive integer)."""
 
-    __slots__ = ("start", "size")
+    __slots__ = ("start", "size", "stride")
 
-    def __init__(self, start: Any, size: Any) -> None:
-        self.start, self.size = start, size
+    def __init__(self, start: Any, size: Any, stride: Any = 1) -> None:
+        self.start, self.size, self.stride = start, size, stride
 
     def __repr__(self) -> str:
-        return f"ds({self.start!r}, {self.size!r})"
+        return f"ds({self.start!r}, {self.size!r})" if self.stride == 1 else \
+            f"ds({self.start!r}, {self.size!r}, stride={self.stride!r})"
 
 
 def _static_int(x: Any) -> bool:
@@ -154,17 +163,26 @@ def normalize_index(t: RefType, index: Any) -> tuple[tuple, list]:
             if ix == slice(None):
                 out.append(Idx("all"))
                 continue
-            if ix.step not in (None, 1):
-                raise fail("ref", f"mode {pos}: a slice with step {ix.step!r}: Ref slices take step 1 (ds(start, size) "
-                                  "has no stride); carve strided blocks with a BlockSpec", t)
+            step = 1 if ix.step is None else ix.step
+            if not _static_int(step) or step < 1:
+                raise fail("ref", f"mode {pos}: a slice with step {ix.step!r}: Ref slices take a positive integer "
+                                  "step (reverse a value after loading it)", t)
             if type(n) is not int:
                 raise fail("ref", f"mode {pos}: use ds(start, size) for ranges over a symbolic extent", t)
-            start, stop, _ = ix.indices(n)
-            out.append(Idx("ds", start, stop - start))
+            start, stop, step = ix.indices(n)
+            size = len(range(start, stop, step))
+            if size == 0:
+                raise fail("ref", f"mode {pos}: the slice {ix.start}:{ix.stop}:{ix.step} selects no entry", t)
+            out.append(Idx("ds", start, size, int(step)))
         elif isinstance(ix, ds):
             if not (_static_int(ix.size) or hasattr(ix.size, "free_symbols")):
                 raise fail("ref", f"ds size must be static (an int or a Sym expression), got {ix.size!r}", t)
-            out.append(Idx("ds", start_of(ix.start), ix.size if not _static_int(ix.size) else int(ix.size)))
+            if not _static_int(ix.stride) or ix.stride < 1:
+                raise fail("ref", f"ds stride must be a positive Python integer, got {ix.stride!r}", t)
+            if ix.stride != 1 and not _static_int(ix.size):
+                raise fail("ref", f"a strided ds takes a static integer size, got {ix.size!r}", t)
+            out.append(Idx("ds", start_of(ix.start), ix.size if not _static_int(ix.size) else int(ix.size),
+                           int(ix.stride)))
         else:
             if _static_int(ix) and ix < 0 and type(n) is int and ix >= -n:    # numpy's negative index
                 ix = int(ix) + n
@@ -185,8 +203,8 @@ def _check_static_bounds(t: TensorType, index: tuple, name: str) -> None:
         n = mode_size(m)
         if type(n) is not int or isinstance(ix.start, Dyn) or ix.kind == "all":
             continue
-        if type(ix.start) is int and (ix.start < 0 or ix.start + (ix.size if ix.kind == "ds" else 1) > n):
-            what = f"ds({ix.start},{ix.size})" if ix.kind == "ds" else str(ix.start)
+        if type(ix.start) is int and (ix.start < 0 or ix.start + ix.span > n):
+            what = str(ix)
             raise fail(name, f"index {what} is out of bounds for mode {pos} of extent {n}", t)
 
 
@@ -241,7 +259,8 @@ def _slice_abstract(r: TensorType, *dyn: TensorType, index: tuple) -> list:
         if ix.kind == "all":
             kept.append(m)
         elif ix.kind == "ds":
-            kept.append(composition(m, make_layout(ix.size)) if type(m.shape) is tuple else Layout._make(ix.size, m.stride))
+            kept.append(composition(m, make_layout(ix.size, ix.stride)) if type(m.shape) is tuple
+                        else Layout._make(ix.size, m.stride * ix.stride if ix.stride != 1 else m.stride))
     layout = layout_of_modes(kept) if kept else Layout._make((), ())
     return [RefType(r.dtype, layout, r.space)]
 
@@ -263,7 +282,7 @@ def format_index(index: tuple, dyn: list) -> str:
     parts = []
     for ix in index:
         s = ix.start if not isinstance(ix.start, Dyn) else dyn[ix.start.k]
-        parts.append(":" if ix.kind == "all" else str(s) if ix.kind == "at" else f"ds({s},{ix.size})")
+        parts.append(":" if ix.kind == "all" else str(s) if ix.kind == "at" else str(Idx("ds", s, ix.size, ix.stride)))
     return "[" + ", ".join(parts) + "]"
 
 
@@ -437,11 +456,11 @@ def _select(r: RefValue, dyn: tuple, index: tuple, what: str) -> np.ndarray:
         if ix.kind == "all":
             sel.append(slice(None))
             continue
-        size = 1 if ix.kind == "at" else int(ix.size)
-        if start < 0 or start + size > n:
-            shown = str(start) if ix.kind == "at" else f"ds({start},{size})"
+        span = int(ix.span)
+        if start < 0 or start + span > n:
+            shown = str(start) if ix.kind == "at" else str(Idx("ds", start, ix.size, ix.stride))
             raise KernelError(f"out of bounds: {_where(r)} {what} {r.label}[...{shown}...] on mode {pos} of extent {n}")
-        sel.append(start if ix.kind == "at" else slice(start, start + size))
+        sel.append(start if ix.kind == "at" else slice(start, start + span, ix.stride))
     return r.offsets[tuple(sel)]
 
 

@@ -167,8 +167,9 @@ slice_p = _view("slice", _slice_rule)
 def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
     n = mode_size(mode)
     if type(ix).__name__ == "ds" and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                         for v in (ix.start, ix.size)):
-        ix = slice(int(ix.start), int(ix.start) + int(ix.size))       # a static pt.ds is a plain range
+                                         for v in (ix.start, ix.size, ix.stride)) and ix.stride > 0:
+        st = int(ix.stride)         # a static pt.ds is a plain range
+        ix = slice(int(ix.start), int(ix.start) + (int(ix.size) - 1) * st + 1, st)
     if isinstance(ix, Tracer):
         raise fail("slice", "indices must be Python integers or slices, not traced values (a value's slice is static; "
                             "in a kernel, index the Ref instead: x_ref[i], x_ref[pt.ds(start, size)])", t)
