@@ -259,7 +259,7 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
     smem_c = epilogue_smem_layout(c_dtype, "mn" if c.major == "m" else "k", config.epi_tile, EPI_STAGES)
     return GemmSpec(name=name, m=m, n=n, k=k, batch=batch, batched=batched, ab_dtype=ab_dtype, c_dtype=c_dtype,
                     a=a, b=b, c=c, inputs=tuple(inputs), epilogue=tuple(steps), config=config,
-                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program_text=str(prog), n_params=len(prog.params),
+                    smem_a=smem_a, smem_b=smem_b, smem_c=smem_c, program=prog, n_params=len(prog.params),
                     extra_outputs=extras, out_index=prog.outputs.index(out))
 
 

@@ -93,16 +93,28 @@ def _reaches(groups: list, start: int, target: int) -> bool:
 
 
 def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset(),
-              solo: set = frozenset()) -> tuple[list, dict]:
+              solo: set = frozenset(), holds: Any = None) -> tuple[list, dict]:
     """Groups of the program's non-view equations and ``owner`` (id of a computed variable -> group index).
 
     ``fits(group, eqn)`` tries the analysis of the group with ``eqn`` added; equations in ``isolate`` (by id) get
     a kernel of their own and take no consumers; an equation on parameters only may join the latest SIMT kernel
     (horizontal fusion: it adds no dependency) unless it is in ``solo``.
+
+    With ``holds(group)`` (the analysis of a whole group), equations join SIMT kernels on speculation and are
+    checked in windows that double while they hold: one analysis per window instead of one per equation, which
+    made long fused chains quadratic. A window that fails is undone and retried at half its size; an equation
+    that fails alone is tried the plain way, so the groups are those of trying each equation in turn.
     """
+    eqns = prog.eqns
     groups: list[Group] = []
     owner: dict[int, int] = {}
-    for e in prog.eqns:
+    plain: set = set()               # equations tried one by one (a speculation on them failed)
+    spec: list = []                  # groups joined on speculation since the last check
+    window, saved = 1, (0, [], {})
+    i = 0
+    while i < len(eqns):
+        e = eqns[i]
+        i += 1
         if graph.is_free(e):
             continue
         srcs = []
@@ -119,6 +131,10 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):
                     continue
+                if holds is not None and groups[g].kind == "simt" and id(e) not in plain:
+                    target = g
+                    spec.append((e, g))
+                    break
                 if fits(groups[g], e):
                     target = g
                     break
@@ -129,6 +145,16 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         groups[target].deps.update(h for h in srcs if h != target)
         for v in e.outputs:
             owner[id(v)] = target
+        if spec and (len(spec) >= window or i == len(eqns)):
+            if all(holds(groups[g]) for g in sorted({g for _, g in spec})):
+                window *= 2
+                saved = (i, [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups], dict(owner))
+            else:
+                if len(spec) == 1:
+                    plain.add(id(spec[0][0]))
+                window = max(1, len(spec) // 2)
+                i, groups, owner = saved[0], [Group(q.kind, list(q.eqns), set(q.deps)) for q in saved[1]], dict(saved[2])
+            spec = []
     return groups, owner
 
 

@@ -402,6 +402,10 @@ class Builder:
         eqns = group.eqns + [e]
         return self._analyzes(group, eqns, self._frontier(eqns)) is not None
 
+    def holds(self, group: Group) -> bool:
+        """Whether the kernel analysis accepts the group as it stands (outputs: its frontier)."""
+        return self._analyzes(group, group.eqns, self._frontier(group.eqns)) is not None
+
     def wasteful(self, groups: list, plans: list) -> set:
         """Equations on parameters only that joined a SIMT kernel whose domain (rows x columns) then exceeds every
         tensor it reads or writes: their modes never met the kernel's, so it would redo its work for each of their
@@ -427,7 +431,7 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
     isolate: set = set()
     solo: set = set()
     for _ in range(2 * len(prog.eqns) + 2):
-        groups, owner = partition(prog, b.graph, b.trial, isolate, solo)
+        groups, owner = partition(prog, b.graph, b.trial, isolate, solo, b.holds)
         plans, bad, repl = _cut(prog, b, groups, owner)
         if bad is None:
             waste = b.wasteful(groups, plans) - solo

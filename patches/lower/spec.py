@@ -107,11 +107,16 @@ class GemmSpec:
     smem_a: ComposedLayout
     smem_b: ComposedLayout
     smem_c: ComposedLayout
-    program_text: str = ""
+    program: Any = field(default=None, compare=False, repr=False)     # the analyzed program (its text heads the source)
     n_params: int = 0
     facts: dict = field(default_factory=dict)
     extra_outputs: tuple = ()
     out_index: int = 0          # which program output C is (the others are extra_outputs, in order)
+
+    @property
+    def program_text(self) -> str:
+        """The analyzed program's text (printed when the source is emitted, not at every fusion trial)."""
+        return "" if self.program is None else str(self.program)
 
     @property
     def mnkl(self) -> tuple:

@@ -194,7 +194,8 @@ def test_a_symbolic_count_in_a_kernel_that_walks_no_such_mode_reads_it_off_a_par
     for k, (f, types) in enumerate(cases):
         prog = pt.stage(f, *types)
         mod = pt.lower(prog)
-        assert any("cute.size(mX" in ln for kern in mod.kernels for ln in kern.source.splitlines())
+        if k != 1:     # the gradient fuses into one kernel whose domain walks M (its extent off the output)
+            assert any("cute.size(mX" in ln for kern in mod.kernels for ln in kern.source.splitlines())
         for m in (16, 48):
             args = ([rng.standard_normal((m, 10)).astype(np.float32), rng.integers(0, 10, m).astype(np.int32)] if k < 2
                     else [rng.standard_normal((m, 4)).astype(np.float32)])
@@ -243,8 +244,8 @@ def test_an_output_that_is_a_broadcast_literal_is_written_by_a_copy_kernel():
 
 
 def test_unlowerable_primitives_name_the_equation():
-    with pytest.raises(LoweringError, match="equation slice.*symbolic"):
-        pt.lower(pt.stage(lambda a: pt.exp(a[:, :32]),
+    with pytest.raises(LoweringError, match="equation concatenate.*static shapes only"):
+        pt.lower(pt.stage(lambda a: pt.exp(pt.concatenate([a, a], axis=1)),
                           pt.tensor("f32", make_layout((Sym("M", divisible_by=8), 64), (64, 1)))))
     with pytest.raises(LoweringError, match="equation floordiv.*u32"):
         pt.lower(pt.stage(lambda a: pt.floordiv(a, 3), _x("u32")))
