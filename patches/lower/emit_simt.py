@@ -12,6 +12,7 @@ from ..layouts import make_layout, make_layout_tv
 from . import elementwise_rules as R
 from .config import DTYPE_BYTES
 from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
+from .kernel.symbolic import active, code
 from .names import comment_block
 from .simt_spec import NARROW_INTS, SimtSpec, kind_of
 from .simt_views import split_index
@@ -94,16 +95,39 @@ def _tensor(spec: SimtSpec, i: int) -> str:
 
 def access_lines(spec: SimtSpec, indent: str) -> list[str]:
     """Views of arguments (slices, reshapes, tiles, embeds' operands): the argument's storage at an offset, read
-    through the view's flattened layout."""
-    out = []
+    through the view's flattened layout (``view_<arg>``, a module function the verifier evaluates)."""
+    names = [o.name for o in spec.outputs] + [r.name for r in spec.reads]
+    out = [f"{indent}{y.ident} = cutlass.Int32(cute.size({names[y.arg]}, mode=[{y.mode}]))   # a symbolic extent"
+           for y in spec.symbols]
     for i, rd in enumerate(spec.reads):
+        if rd.access:
+            t = _tensor(spec, i)
+            out += [f"{indent}{t}_off, {t}_layout = view_{rd.name}({_view_params(spec)})",
+                    f"{indent}{t} = cute.make_tensor({rd.name}.iterator + {t}_off, {t}_layout)   # a view of {rd.name}"]
+    return out
+
+
+def _view_params(spec: SimtSpec) -> str:
+    return ", ".join(y.ident for y in spec.symbols)
+
+
+def view_functions(spec: SimtSpec) -> list[str]:
+    """Per read through a view: ``view_<arg>(symbols)``, its offset in the argument's storage and its layout."""
+    out = []
+    for rd in spec.reads:
         if rd.access:
             off, lay = rd.access[0], rd.access[1]
             shape = lay.shape if isinstance(lay.shape, tuple) else (lay.shape,)
             stride = lay.stride if isinstance(lay.stride, tuple) else (lay.stride,)
-            out.append(f"{indent}{_tensor(spec, i)} = cute.make_tensor({rd.name}.iterator + {off}, "
-                       f"cute.make_layout({shape!r}, stride={stride!r}))   # a view of {rd.name}")
+            out += [f"def view_{rd.name}({_view_params(spec)}):",
+                    f'    """The view of {rd.name} the kernel reads: (offset in its storage, layout)."""',
+                    f"    return {code(off)}, cute.make_layout({_ints(shape)}, stride={_ints(stride)})", "", ""]
     return out
+
+
+def _ints(xs: tuple) -> str:
+    """A tuple of (possibly symbolic) integers as code."""
+    return "(" + "".join(code(x) + ", " for x in xs) + ")" if len(xs) == 1 else "(" + ", ".join(map(code, xs)) + ")"
 
 
 def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
@@ -115,18 +139,18 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     xs = [split_index(None if c is None else f"d{c}", leaves)[pos] for c, leaves, pos, _ in out_leaves]
     lines = []
     for q, (k, step, n, _, _) in enumerate(y_leaves):
-        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {out_leaves[k][3]}, 0) // {step}) % {n}")
+        lines.append(f"{indent}e{j}_{q} = (cutlass.max({xs[k]} - {code(out_leaves[k][3])}, 0) // {code(step)}) % {code(n)}")
     lines.append(f"{indent}ok{j} = {F1}")
     for k, (_, _, _, start) in enumerate(out_leaves):
-        parts = [f"e{j}_{q} * {step}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
+        parts = [f"e{j}_{q} * {code(step)}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
-        lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {start} + {rebuilt}')}")
+        lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {code(start)} + {rebuilt}')}")
     if isinstance(r, tuple):                       # a constant placed by the map
         lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}")
         return lines
     idx = []
     for mode, leaves in enumerate(spec.reads[r].split):
-        parts = [f"e{j}_{q} * {w}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
+        parts = [f"e{j}_{q} * {code(w)}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
         idx += split_index(" + ".join(parts) if parts else None, leaves)
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
     read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
@@ -296,6 +320,11 @@ def _extent(spec: SimtSpec, names: list, c: int) -> str:
 
 def emit_simt(spec: SimtSpec) -> str:
     """The module text: constants, the TV layout, host launcher (one warp per row, or one CTA for one row), kernel."""
+    with active(spec.symbols):          # the symbols of views' run-time layouts print as their identifiers
+        return _emit(spec)
+
+
+def _emit(spec: SimtSpec) -> str:
     n = threads(spec)
     chunk, tv = tv_layout(spec.vec, n)
     names = [o.name for o in spec.outputs] + [r.name for r in spec.reads]
@@ -341,6 +370,7 @@ def emit_simt(spec: SimtSpec) -> str:
     w("    return chunk * (CHUNK // VEC) + lane")
     w("")
     w("")
+    L.extend(view_functions(spec))
     w("SHUFFLE_OFFSETS = (16, 8, 4, 2, 1)   # butterfly: after all five steps every lane holds the whole warp's value")
     w("")
     w("")

@@ -20,9 +20,11 @@ import numpy as np
 from ..layouts import Layout, flatten
 from ..staging import Literal, Program
 from ..staging.primitives import BITWISE
+from ..staging.symbols import is_symbolic
 from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
+from .kernel.symbolic import symbols_of, table
 from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, static_layout, view_access
 
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
@@ -95,7 +97,7 @@ class SimtSpec:
     out_layout: Layout         # the kernel's output tensor (a rank-0 output is stored as one element, 1:1)
     out_is_row: bool
     extent_from: tuple         # unused (kept for older callers); see ``extents``
-    program_text: str = ""
+    program: Any = field(default=None, compare=False, repr=False)     # the analyzed program (its text heads the source)
     n_params: int = 0
     vec: int = 8
     facts: dict = field(default_factory=dict)
@@ -107,6 +109,12 @@ class SimtSpec:
     out_shape: tuple = ()      # the program's output shape (() for a scalar)
     extra_outputs: tuple = ()  # Out records of the program's further outputs (mOut1, mOut2, ...)
     out_split: tuple = ()      # the first output's leaf extents per mode (hierarchical modes; see Out.split)
+    symbols: tuple = ()        # kernel.symbolic.Symbol per symbol of a view's run-time layout (kernel argument, mode)
+
+    @property
+    def program_text(self) -> str:
+        """The analyzed program's text (printed when the source is emitted, not at every fusion trial)."""
+        return "" if self.program is None else str(self.program)
 
     @property
     def outputs(self) -> tuple:
@@ -428,7 +436,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             if param.type.dtype not in DTYPES:
                 raise LoweringError(f"parameter {p} is {param.type.dtype}; the SIMT kernel reads {', '.join(DTYPES)}")
             if acc:
-                static_layout(param.type.layout, f"parameter {p}")
+                if is_symbolic(param.type.layout):   # read through a run-time layout: the argument has flat modes
+                    _flat_modes(param.type.layout, "parameter")
                 access, split = (acc[0], flatten(acc[1]), param.type.layout), leaf_sizes(acc[1])
             else:
                 _flat_modes(param.type.layout, "parameter")
@@ -492,7 +501,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                 raise LoweringError(f"equation {nm}({x.type}): a view of a value computed in this kernel (the view "
                                     "is free when read from a buffer, so the schedule cuts the kernel here)")
             p, _, acc = src[id(x)]                 # x's layout indexes the parameter's storage (at acc's offset)
-            off, lay = view_access(e, static_layout(x.type.layout, f"equation {nm}"), acc[0] if acc else 0)
+            off, lay = view_access(e, x.type.layout, acc[0] if acc else 0)
             src[id(out)] = (p, tuple(range(len(modes_of(out.type.shape)))), (off, lay))
             continue
         if nm == "embed":
@@ -500,7 +509,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             if id(x) not in src and not constant:
                 raise LoweringError(f"equation embed({x.type}): its operand is computed in this kernel (embed reads "
                                     "a buffer through its map, so the schedule cuts the kernel here)")
-            y_lay = static_layout(x.type.layout, "equation embed")
+            y_lay = x.type.layout
             try:
                 gather = embed_gather(e, y_lay, classes(var[id(out)]))
             except LoweringError:                  # not a mixed radix: a map onto a contiguous range (a reshape's)
@@ -584,13 +593,16 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             n = n * sizes[c]
         return n
 
+    needed = set().union(set(), *(symbols_of(r.access[:2]) for r in reads if r.access),
+                         *(symbols_of(st.gather[1:]) for st in steps if st.op == "embed"))
+    syms = table([o.layout for o in outs] + [r.layout for r in reads], needed) if needed else ()
     o0 = outs[0]
     vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}.get(o0.dtype, 4)
     dom = sorted(domain)
     return SimtSpec(name=name, rows=prod(row_modes), cols=prod(col_modes), reads=tuple(reads), steps=tuple(steps),
                     reductions=tuple(reductions), result=o0.result, out_dtype=o0.dtype,
                     out_layout=o0.layout, out_is_row=o0.is_row, extent_from=(),
-                    program_text=str(prog), n_params=len(prog.params), vec=vec,
+                    program=prog, n_params=len(prog.params), vec=vec,
                     row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
                     extents=tuple((c, extents[c]) for c in dom), out_coords=o0.coords,
-                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]), out_split=o0.split)
+                    out_shape=o0.shape, extra_outputs=tuple(outs[1:]), out_split=o0.split, symbols=syms)

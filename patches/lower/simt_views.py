@@ -7,14 +7,16 @@ A view of a parameter is free: its layout, relative to the parameter's storage, 
 hierarchical mode's coordinate split colexicographically). ``embed`` is a masked gather over the output's domain:
 each leaf of the output's compact shape hosts the operand's leaves that the map sends there (a mixed radix), so
 the operand's coordinates are ``((x - start) // step) % n`` and the element is present when they recompose ``x``.
-Everything here is static (concrete extents and strides); symbolic ones are refused by name.
+A view's access may be symbolic (a slice of a tensor of symbolic batch, a reshape splitting heads off it): its
+extents, strides and offset are printed as integer code over symbols read off the arguments' shapes
+(``kernel.symbolic``). ``embed`` and hierarchical parameters stay static; symbolic ones are refused by name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..layouts import Layout, LayoutError, cosize, flatten, right_inverse, size
+from ..layouts import Layout, LayoutError, arith, cosize, flatten, right_inverse, size
 from ..layouts import inttuple as it
 from ..staging.primitives import view_rules
 from ..staging.types import mode_layouts, modes_of
@@ -40,9 +42,7 @@ def view_access(e: Any, x_layout: Layout, offset: int) -> tuple:
     indexes: the view's own layout rule, so the kernel reads exactly what the interpreter's view reads."""
     rule = view_rules[e.prim]
     out, delta = rule(x_layout, name=e.prim.name, **e.params)
-    if not isinstance(delta, int):
-        raise LoweringError(f"equation {e.prim.name}: its storage offset {delta} is symbolic")
-    return offset + delta, static_layout(out, f"equation {e.prim.name}")
+    return offset + delta, out         # symbolic extents, strides and offsets are run-time integers of the kernel
 
 
 def leaf_sizes(layout: Layout) -> tuple:
@@ -58,13 +58,16 @@ def split_index(coord: str | None, leaves: tuple) -> list[str]:
         return ["0"] * len(leaves)
     if len(leaves) == 1:
         return [coord]
+    from .kernel.symbolic import code  # a symbolic leaf extent prints as run-time integer code
+
     out, div = [], 1
     for k, n in enumerate(leaves):
         last = k == len(leaves) - 1
-        q = coord if div == 1 else f"({coord} // {div})"
-        out.append(q if last else f"{q} % {n}")
-        div *= n
+        q = coord if _unit(div) else f"({coord} // {code(div)})"
+        out.append(q if last else f"{q} % {code(n)}")
+        div = div * n
     return out
+
 
 
 def split_numpy(coord: Any, leaves: tuple) -> list:
@@ -83,16 +86,14 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
     """The gather of ``embed`` (equation ``e``): per leaf of the map (each a leaf of one of the operand's top-level
     modes) the output leaf it lands in, its step and extent, the operand mode it belongs to and its colexicographic
     weight there; per output leaf (domain mode, the mode's leaf extents, which leaf) its start. ``out_domain`` is
-    the domain mode of each top-level output mode (None: size 1).
+    the domain mode of each top-level output mode (None: size 1). Extents, steps and starts may be symbolic (a
+    slice's gradient over a symbolic batch): every comparison is proved from the symbols' facts, else refused.
 
     Returns (y_leaves, out_leaves): y_leaves[l] = (out leaf index or None, step, n, operand mode, weight);
     out_leaves[k] = (domain mode, the mode's leaf extents, leaf position within the mode, start)."""
     what = f"equation embed({e.inputs[0].type})"
     shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
-    out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
-    static_layout(m, what)
-    if not isinstance(offset, int):
-        raise LoweringError(f"{what}: the offset {offset} is symbolic")
+    out_l = Layout._make(shape, it.compact_col_major(shape))
     if len(mode_layouts(m)) != len(leaf_sizes(y_layout)):
         raise LoweringError(f"{what}: the map {m} and the operand {y_layout} have different modes")
     out_leaves = []
@@ -101,31 +102,47 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
             out_leaves.append([c, leaves, pos, n])
     strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
     sizes = [o[3] for o in out_leaves]
-    starts = [(offset // d) % n if n > 1 else 0 for d, n in zip(strides, sizes)]    # size-1 leaves: stride 0
+    starts = [_int(arith.floor_div(offset, d) % n) if not _unit(n) else 0 for d, n in zip(strides, sizes)]
     y_leaves = []
     hosted: dict[int, list] = {}
     for mode, ml in enumerate(mode_layouts(m) if modes_of(m.shape) else []):
         fm = flatten(ml)
-        weight = 1
+        weight: Any = 1
         for n, t in zip(it.flatten(fm.shape) if isinstance(fm.shape, tuple) else (fm.shape,),
                         it.flatten(fm.stride) if isinstance(fm.stride, tuple) else (fm.stride,)):
-            if n == 1:
+            if _unit(n):
                 continue
-            k = max((i for i, d in enumerate(strides) if sizes[i] > 1 and d <= t and t % d == 0), default=None)
+            k = max((i for i, d in enumerate(strides) if not _unit(sizes[i]) and _proved(arith.le, d, t)
+                     and _proved(arith.divides, d, t)), default=None)
             if k is None:
                 raise LoweringError(f"{what}: the map {m} is not a mixed radix of the output's modes")
-            step = t // strides[k]
-            if starts[k] + step * (n - 1) >= sizes[k]:
+            step = _int(arith.exact_div(t, strides[k]))
+            if not _proved(arith.lt, starts[k] + step * (n - 1), sizes[k]):
                 raise LoweringError(f"{what}: the map {m} crosses modes of the output {out_l}")
             hosted.setdefault(k, []).append((step, n))
             y_leaves.append((k, step, n, mode, weight))
-            weight *= n
+            weight = weight * n
     for k, parts in hosted.items():                  # unique decomposition: each step past the previous span
+        if len(parts) > 1 and not all(isinstance(x, int) for part in parts for x in part):
+            raise LoweringError(f"{what}: the map {m} places several symbolic leaves in one output leaf")
         parts.sort()
         for (s0, n0), (s1, _) in zip(parts, parts[1:]):
             if s1 < s0 * n0:
                 raise LoweringError(f"{what}: the map {m} overlaps itself in output mode leaf {k}")
     return tuple(y_leaves), tuple((c, tuple(leaves), pos, s) for (c, leaves, pos, _), s in zip(out_leaves, starts))
+
+
+def _unit(x: Any) -> bool:
+    return isinstance(x, int) and x == 1
+
+
+def _int(x: Any) -> Any:
+    """A sympy integer as an int; a symbolic value as it is."""
+    return int(x) if getattr(x, "is_Integer", False) or isinstance(x, int) else x
+
+
+def _proved(decide: Any, *args: Any) -> bool:
+    return arith.known(decide, *args) is True
 
 
 def embed_flat(e: Any, out_domain: list) -> tuple:

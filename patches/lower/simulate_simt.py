@@ -49,17 +49,20 @@ def _coords(index: np.ndarray, modes: tuple, ext: dict) -> dict:
     return out
 
 
-def accessed(x: Any, rd: Any, leaves: bool = False) -> np.ndarray:
+def accessed(x: Any, rd: Any, leaves: bool = False, env: dict | None = None) -> np.ndarray:
     """The values read ``rd`` sees through its access: the parameter's storage (built from its logical array and
-    layout) at the access's offset and layout; one axis per top-level mode, or with ``leaves`` one per leaf."""
-    off, flat, root = rd.access
+    layout) at the access's offset and layout; one axis per top-level mode, or with ``leaves`` one per leaf.
+    ``env`` binds the symbols of a run-time layout."""
+    off, flat, root = substitute(rd.access, env) if env else rd.access
+    split = substitute(rd.split, env) if env else rd.split
+    off = int(off)
     st = np.zeros(max(1, int(cosize(root))), np.float64)          # f64: integers stay exact
     st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float64).reshape(-1, order="F")
-    shape = tuple(n for mode in rd.split for n in mode)
+    shape = tuple(int(n) for mode in split for n in mode)
     vals = st[off + evaluate(flat, points(int(size(flat))))].reshape(shape, order="F")
     if leaves:
         return vals
-    return vals.reshape(tuple(int(np.prod(mode)) for mode in rd.split), order="F")
+    return vals.reshape(tuple(int(np.prod([int(n) for n in mode])) for mode in split), order="F")
 
 
 def _bound(s: Any, symbols: dict | None) -> int | None:
@@ -92,6 +95,12 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         raise LoweringError(f"the kernel's extents {', '.join(str(dict(spec.sizes).get(c, c)) for c in unknown)} are "
                             "symbolic and read off no argument, so the model cannot run it (pass sizes=, the "
                             "symbols' values)")
+    env = {}                              # the symbols of views' run-time layouts, off the arguments' shapes
+    for y in spec.symbols:
+        if y.arg >= len(spec.outputs):
+            env[y.sym] = int(np.shape(args[spec.reads[y.arg - len(spec.outputs)].param])[y.mode])
+        else:
+            env[y.sym] = int(ext[spec.outputs[y.arg].coords[y.mode]])
     rows = int(np.prod([ext[c] for c in spec.row_modes], dtype=np.int64))
     cols = int(np.prod([ext[c] for c in spec.col_modes], dtype=np.int64))
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
@@ -113,7 +122,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             return np.int64(np.shape(args[spec.reads[a[1]].param])[a[2]])
         rd = spec.reads[a[1]]
         if rd.access:
-            x = accessed(args[rd.param], rd)
+            x = accessed(args[rd.param], rd, env=env)
         else:
             x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float64)
         if rd.dtype in ("bf16", "f16", "f32"):           # the argument holds values of its dtype
@@ -151,12 +160,12 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             rd, y = None, np.full((1,) * 8, np.float32(st.gather[0][1]))
         else:
             rd = spec.reads[st.gather[0]]
-            y = accessed(args[rd.param], rd)
+            y = accessed(args[rd.param], rd, env=env)
             if rd.dtype in ("bf16", "f16", "f32"):
                 y = round_to(np.asarray(y, np.float32), rd.dtype)
         if st.gather[1] == "flat":
             return gather_flat(st.gather, y, zero)
-        _, y_leaves, out_leaves = st.gather
+        _, y_leaves, out_leaves = substitute(st.gather, env) if env else st.gather     # symbols bound
         xs = [split_numpy(zero if c is None else d[c], leaves)[pos] for c, leaves, pos, _ in out_leaves]
         js = [(np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n for k, step, n, _, _ in y_leaves]
         ok = np.ones((rows, cols), bool)

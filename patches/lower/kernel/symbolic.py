@@ -63,13 +63,15 @@ def symbols_of(x: Any) -> set:
     return set(x.free_symbols)
 
 
-def table(layouts: list) -> tuple:
+def table(layouts: list, needed: set | None = None) -> tuple:
     """The kernel's symbols from its arguments' layouts (in argument order): each one's identifier and the first
-    flat mode whose extent is exactly it. A symbol no mode's extent gives (only ``2*M`` appears) is refused."""
+    flat mode whose extent is exactly it. A symbol no mode's extent gives (only ``2*M`` appears) is refused; with
+    ``needed``, only those symbols are wanted (the others may appear in strides alone)."""
     found: dict = {}
-    every: set = set()
+    every: set = set(needed or ())
     for k, lay in enumerate(layouts):
-        every |= symbols_of(lay)
+        if needed is None:
+            every |= symbols_of(lay)
         for d, s in enumerate(_leaves(lay.shape)):
             if getattr(s, "is_Symbol", False) and s not in found:
                 found[s] = (k, d, len(_leaves(lay.shape)))
@@ -77,7 +79,8 @@ def table(layouts: list) -> tuple:
     if missing:
         raise LoweringError(f"the symbols {sanitize(', '.join(missing))} are not the extent of any operand mode; "
                             "a lowered kernel reads each symbol off an argument's shape")
-    return tuple(Symbol(f"sym{i}", s, *found[s]) for i, s in enumerate(sorted(found, key=lambda s: found[s])))
+    keep = sorted((s for s in found if s in every), key=lambda s: found[s])
+    return tuple(Symbol(f"sym{i}", s, *found[s]) for i, s in enumerate(keep))
 
 
 @contextmanager

@@ -47,9 +47,10 @@ def verify_loaded(K: Any, spec: Any, kind: str) -> Report:
         if spec.config.persistent:
             check_schedule(K, report)
     elif kind == "simt":
-        from .simt import check_simt
+        from .simt import check_simt, check_views
 
         in_trace(lambda: check_simt(K, spec, report))
+        in_trace(lambda: check_views(K, spec, report))
     else:
         raise VerificationError(f"{spec.name}: no verifier for kernels of kind {kind!r}")
     report.seconds = time.perf_counter() - t0

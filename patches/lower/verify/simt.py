@@ -52,3 +52,34 @@ def check_simt(K: Any, spec: Any, report: Report) -> None:
             red.fail(f"lane {lane}: partners missing {missing[:6]}, combined more than once {twice[:6]} "
                      f"(shuffle offsets {tuple(K.SHUFFLE_OFFSETS)})")
             break
+
+
+def check_views(K: Any, spec: Any, report: Report) -> None:
+    """Each read through a view: the module's own ``view_<arg>`` (offset and layout, built from the symbols' values)
+    addresses the elements the model's access addresses, at two bindings of the symbols (one if there are none)."""
+    from ...layouts import size
+    from ...layouts.check import evaluate, points
+    from ...staging.symbols import substitute
+    from ..kernel.symbolic import checking_size
+    from .evaluate import offsets
+
+    reads = [rd for rd in spec.reads if rd.access]
+    if not reads:
+        return
+    views = report.check("SIMT: each view's offset and layout address the model's elements")
+    first = [checking_size(y.sym) for y in spec.symbols]
+    second = [v + getattr(y.sym, "divisor", 1) for v, y in zip(first, spec.symbols)]
+    for vals in ([first, second] if spec.symbols else [first]):
+        env = {y.sym: v for y, v in zip(spec.symbols, vals)}
+        for rd in reads:
+            off, lay = getattr(K, f"view_{rd.name}")(*vals)
+            want_off, want = substitute(rd.access[:2], env) if env else rd.access[:2]
+            exp = np.asarray(evaluate(want, points(int(size(want)))), np.int64).reshape(-1) + int(want_off)
+            got = offsets(lay) + int(off)
+            views.elements += exp.size
+            if got.shape != exp.shape:
+                views.fail(f"{rd.name} at {vals}: {got.size} elements, the model's view {exp.size}")
+                continue
+            bad = np.flatnonzero(got != exp)
+            for i in bad[:4]:
+                views.fail(f"{rd.name} at {vals}: element {i} at offset {got[i]}, the model's at {exp[i]}")
