@@ -97,7 +97,7 @@ def access_lines(spec: SimtSpec, indent: str) -> list[str]:
     """Views of arguments (slices, reshapes, tiles, embeds' operands): the argument's storage at an offset, read
     through the view's flattened layout (``view_<arg>``, a module function the verifier evaluates)."""
     names = [o.name for o in spec.outputs] + [r.name for r in spec.reads]
-    out = [f"{indent}{y.ident} = cutlass.Int32(cute.size({names[y.arg]}, mode=[{y.mode}]))   # a symbolic extent"
+    out = [f"{indent}{y.ident} = cutlass.Int32({y.of(f'cute.size({names[y.arg]}, mode=[{y.mode}])')})   # a symbol"
            for y in spec.symbols]
     for i, rd in enumerate(spec.reads):
         if rd.access:
@@ -315,6 +315,8 @@ def _extent(spec: SimtSpec, names: list, c: int) -> str:
     hit = dict(spec.extents)[c]
     if hit is None:
         return str(dict(spec.sizes)[c])
+    if isinstance(hit[1], tuple):      # a hierarchical output mode: the product of its leaves' extents
+        return " * ".join(f"cute.size({names[hit[0]]}, mode=[{m}])" for m in hit[1])
     return f"cute.size({names[hit[0]]}, mode=[{hit[1]}])"
 
 

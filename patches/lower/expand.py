@@ -120,9 +120,6 @@ def _concatenate(e: Eqn) -> list:
     lo = compact(out_t.shape)
     modes = mode_layouts(lo)
     step = modes[axis].stride
-    if any(not isinstance(x, int) for x in it.flatten(lo.shape)):
-        raise LoweringError(f"equation concatenate({', '.join(str(x.type) for x in e.inputs)}): lowered for static "
-                            "shapes only")
     maps, offsets, off = [], [], 0
     for x in e.inputs:
         xm = modes_of(x.type.shape)[axis]

@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 
 from ..layouts import Layout, flatten
+from ..layouts import inttuple as it
 from ..staging import Literal, Program
 from ..staging.primitives import BITWISE
-from ..staging.symbols import is_symbolic
 from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
 from .kernel.symbolic import symbols_of, table
-from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, static_layout, view_access
+from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, view_access
 
 REDUCE = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
 DTYPES = ("bf16", "f16", "f32", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
@@ -435,9 +435,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             param = prog.params[p]
             if param.type.dtype not in DTYPES:
                 raise LoweringError(f"parameter {p} is {param.type.dtype}; the SIMT kernel reads {', '.join(DTYPES)}")
-            if acc:
-                if is_symbolic(param.type.layout):   # read through a run-time layout: the argument has flat modes
-                    _flat_modes(param.type.layout, "parameter")
+            if acc:                     # the argument is the parameter's layout flattened (leaf modes)
                 access, split = (acc[0], flatten(acc[1]), param.type.layout), leaf_sizes(acc[1])
             else:
                 _flat_modes(param.type.layout, "parameter")
@@ -450,9 +448,10 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         """("xt", read, mode): the extent of a mode of a parameter read for its shape only (not loaded)."""
         for p, param in enumerate(prog.params):
             ms = modes_of(param.type.shape) if param.type.rank else ()
+            if any(isinstance(q, tuple) for q in ms):     # its argument is flattened: take a flat one
+                continue
             for m, q in enumerate(ms):
-                if not isinstance(q, tuple) and q == sym:
-                    _flat_modes(param.type.layout, "parameter")
+                if q == sym:
                     return ("xt", read(p, (), (None,) * len(ms)), m)
         return None
 
@@ -460,7 +459,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         """(param, mode map, access) of a parameter view; a hierarchical parameter is read through an access."""
         p, pm, acc = src[id(x)]
         if not acc and any(isinstance(m, tuple) for m in modes_of(prog.params[p].type.shape)):
-            acc = (0, static_layout(prog.params[p].type.layout, f"parameter {p}"))
+            acc = (0, prog.params[p].type.layout)
         return p, pm, acc
 
     def value(x: Any, ctx: str) -> tuple:
@@ -567,7 +566,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         out_layout = outv.type.layout if out_shape else Layout(1, 1)
         split = ()
         if any(isinstance(m, tuple) for m in out_shape):    # hierarchical: a flat argument, coordinates split
-            split = leaf_sizes(static_layout(out_layout, "output"))
+            split = leaf_sizes(out_layout)             # symbolic leaves: run-time code (the symbols' table)
             out_layout = flatten(out_layout)
         _flat_modes(out_layout, "output")
         is_row = bool(reductions) and not ({c for c in oc if c is not None} & set(col_modes))
@@ -576,9 +575,19 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     sizes = {c: cl.size[c] for c in domain}
     extents = {}
     cands = [(k, m, c) for k, oc in enumerate(outs_cls) for m, c in enumerate(oc) if not outs[k].split]
+    for k, o in enumerate(outs):          # a split output's mode: the product of its leaves' extents
+        first = 0
+        for leaves, c in zip(o.split, outs_cls[k]):
+            cands.append((k, tuple(range(first, first + len(leaves))), c))
+            first += len(leaves)
     cands += [(len(outs) + i, m, c) for i, r in enumerate(reads) for m, c in enumerate(r.coords) if not r.access]
     for c in sorted(domain):
         hit = next(((a, m) for a, m, k in cands if k == c), None)
+        if hit is None and getattr(sizes[c], "is_Symbol", False):     # a leaf of an argument read through a view
+            args = [o.layout for o in outs] + [r.layout for r in reads]
+            hit = next(((a, (q,)) for a, lay in enumerate(args)
+                        for q, n in enumerate(it.flatten(lay.shape) if isinstance(lay.shape, tuple) else (lay.shape,))
+                        if n == sizes[c]), None)
         if hit is None and not isinstance(sizes[c], int):
             shape_only = carrier(sizes[c])            # a parameter of that extent, read for its shape
             if shape_only is None:
@@ -594,8 +603,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         return n
 
     needed = set().union(set(), *(symbols_of(r.access[:2]) for r in reads if r.access),
-                         *(symbols_of(st.gather[1:]) for st in steps if st.op == "embed"))
-    syms = table([o.layout for o in outs] + [r.layout for r in reads], needed) if needed else ()
+                         *(symbols_of(st.gather[1:]) for st in steps if st.op == "embed"),
+                         *(symbols_of(o.split) for o in outs))
+    syms = table([o.layout for o in outs] + [r.layout for r in reads], needed, affine=True) if needed else ()
     o0 = outs[0]
     vec = 16 // {"bf16": 2, "f16": 2, "f32": 4}.get(o0.dtype, 4)
     dom = sorted(domain)

@@ -15,7 +15,8 @@ from ..staging import dtypes
 from ..staging.errors import StagingError
 from ..staging.primitives import BITWISE
 from ..staging.primitives.elementwise import float_to_int
-from ..staging.symbols import substitute
+from ..staging.symbols import bind_extents, substitute
+from ..staging.types import modes_of
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
 from .simt_spec import INT_DTYPES, NARROW_INTS, SimtSpec, kind_of
@@ -82,25 +83,28 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     the kernel has several). Symbolic extents are read off the arguments, or bound by ``sizes`` (symbol -> int:
     the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
     extent, as the ones a loss's cotangent broadcasts to)."""
-    ext = {c: _bound(s, sizes) for c, s in spec.sizes}
+    env = dict(sizes or {})               # symbols off the parameters' extents (a hierarchical mode's product too)
+    params = spec.program.params if spec.program is not None else ()
+    pairs = [(rd.param, w, h) for rd in spec.reads if rd.param < len(params)
+             for w, h in zip(modes_of(params[rd.param].type.shape), np.shape(args[rd.param]))]
+    if any(not isinstance(w, int) for _, w, _ in pairs):
+        env = bind_extents(pairs, {k: v for k, v in env.items() if not isinstance(k, str)})
+    ext = {c: _bound(s, env) for c, s in spec.sizes}
     for rd in spec.reads:                 # symbolic extents: read off the arguments
         for m, c in enumerate(rd.coords):
-            if c is not None and ext.get(c) is None:
+            if c is not None and ext.get(c) is None and not rd.access:
                 ext[c] = np.shape(args[rd.param])[m]
     for c, hit in spec.extents:           # or off a parameter read for its shape only
-        if hit is not None and ext.get(c) is None and hit[0] >= len(spec.outputs):
+        if hit is not None and ext.get(c) is None and hit[0] >= len(spec.outputs) and isinstance(hit[1], int):
             ext[c] = np.shape(args[spec.reads[hit[0] - len(spec.outputs)].param])[hit[1]]
     unknown = [c for c in (*spec.row_modes, *spec.col_modes) if ext.get(c) is None]
     if unknown:
         raise LoweringError(f"the kernel's extents {', '.join(str(dict(spec.sizes).get(c, c)) for c in unknown)} are "
                             "symbolic and read off no argument, so the model cannot run it (pass sizes=, the "
                             "symbols' values)")
-    env = {}                              # the symbols of views' run-time layouts, off the arguments' shapes
-    for y in spec.symbols:
-        if y.arg >= len(spec.outputs):
-            env[y.sym] = int(np.shape(args[spec.reads[y.arg - len(spec.outputs)].param])[y.mode])
-        else:
-            env[y.sym] = int(ext[spec.outputs[y.arg].coords[y.mode]])
+    if spec.symbols:                      # the symbols of views' run-time layouts: the outputs' extents too
+        pairs = [(-1, w, ext[c]) for o in spec.outputs for w, c in zip(o.shape, o.coords) if c is not None]
+        env = bind_extents(pairs, {k: v for k, v in env.items() if not isinstance(k, str)})
     rows = int(np.prod([ext[c] for c in spec.row_modes], dtype=np.int64))
     cols = int(np.prod([ext[c] for c in spec.col_modes], dtype=np.int64))
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")

@@ -58,30 +58,77 @@ def substitute(x: Any, env: dict) -> Any:
 
 def bind_symbols(types: list, args: list) -> dict:
     """Bindings of the symbols in the parameter types from the arguments' extents (empty if all are concrete)."""
-    env: dict = {}
-    pending: list = []
+    pairs: list = []
     for i, (t, a) in enumerate(zip(types, args)):
         if not is_symbolic(t):
             continue
         got = get_aval(a).layout
         if it.congruent(t.layout.shape, got.shape):
-            pairs = zip(it.flatten(t.layout.shape) if type(t.layout.shape) is tuple else (t.layout.shape,),
-                        it.flatten(got.shape) if type(got.shape) is tuple else (got.shape,))
+            pairs += [(i, w, h) for w, h in zip(it.flatten(t.layout.shape) if type(t.layout.shape) is tuple
+                                                else (t.layout.shape,),
+                                                it.flatten(got.shape) if type(got.shape) is tuple else (got.shape,))]
         else:
             want_modes, got_modes = modes_of(t.layout.shape), modes_of(got.shape)
             if len(want_modes) != len(got_modes):
                 raise fail("evaluate", f"argument {i} has {len(got_modes)} modes, the program expects {t}", get_aval(a))
-            pairs = zip(want_modes, (it.product(m) for m in got_modes))
-        for want, have in pairs:
-            if getattr(want, "is_Symbol", False):
-                prev = env.get(want)
-                if prev is not None and prev != have:
-                    raise fail("evaluate", f"symbol {want} is bound to {prev} and to {have} (argument {i})", get_aval(a))
-                env[want] = have
-            else:
-                pending.append((i, want, have))
-    for i, want, have in pending:
-        if substitute(want, env) != have:
-            raise fail("evaluate", f"argument {i} has extent {have} where the program expects {want} = "
-                                   f"{substitute(want, env)}")
+            pairs += [(i, w, it.product(h)) for w, h in zip(want_modes, got_modes)]
+    return bind_extents(pairs)
+
+
+def bind_extents(pairs: list, env: dict | None = None) -> dict:
+    """Bindings of symbols from (argument index, expected extent, actual extent) triples: a bare symbol takes the
+    extent; a product of extents ((B, 4) seen as 4*B) with one unbound symbol is solved for it; the rest must
+    agree."""
+    env = dict(env or {})
+    pending: list = []
+    for i, want, have in pairs:
+        if getattr(want, "is_Symbol", False):
+            prev = env.get(want)
+            if prev is not None and prev != have:
+                raise fail("evaluate", f"symbol {want} is bound to {prev} and to {have} (argument {i})")
+            env[want] = int(have)
+        else:
+            pending.append((i, want, have))
+    while pending:
+        left = []
+        for i, want, have in pending:
+            n = it.product(want) if type(want) is tuple else want
+            free = [x for x in getattr(n, "free_symbols", ()) if x not in env]
+            if len(free) == 1:
+                v = _solve(n, free[0], env, have)
+                if v is None:
+                    raise fail("evaluate", f"argument {i} has extent {have} where the program expects {want}: no "
+                                           f"positive integer {free[0]} fits")
+                env[free[0]] = v
+            elif free:
+                left.append((i, want, have))
+            elif substitute(n, env) != have:
+                raise fail("evaluate", f"argument {i} has extent {have} where the program expects {want} = "
+                                       f"{substitute(n, env)}")
+        if len(left) == len(pending):
+            i, want, _ = left[0]
+            raise fail("evaluate", f"argument {i}: the extent {want} has symbols no argument's extent gives")
+        pending = left
     return env
+
+
+def _solve(n: Any, x: Any, env: dict, have: int) -> int | None:
+    """The positive integer value of symbol ``x`` making extent ``n`` equal ``have`` (``n`` a multiple of a power
+    of ``x``, or ``a * x + b``), or None."""
+    import sympy
+
+    e = sympy.expand(n.subs(env))
+    coeff, power = e.as_coeff_exponent(x)
+    if getattr(coeff, "is_Integer", False) and power.is_Integer and int(power) > 0 and int(coeff) > 0:
+        q, r = divmod(int(have), int(coeff))
+        v = round(q ** (1 / int(power))) if q > 0 else 0
+        return v if r == 0 and v > 0 and v ** int(power) == q else None
+    try:
+        poly = sympy.Poly(e, x)
+    except sympy.PolynomialError:
+        return None
+    if poly.degree() != 1 or not all(c.is_Integer for c in poly.all_coeffs()):
+        return None
+    a, b = (int(c) for c in poly.all_coeffs())
+    q, r = divmod(int(have) - b, a) if a > 0 else (0, 1)
+    return q if r == 0 and q > 0 else None

@@ -77,3 +77,66 @@ def test_symbolic_view_kernels_compile_for_sm90a_without_spills():
     for name, sym in (("qkv_split", "row"), ("grad_qkv_split", "M"), ("heads", "M")):
         for exe in pt.lower(_prog(CASES[name], sym)).compile().executables:
             assert exe.resources["spills"] == 0, (name, exe.resources)
+
+
+def _attention(B, S, H=4, Dh=16):
+    D = H * Dh
+
+    def attn(x, wq, wk, wv):
+        q, k, v = ((x @ w).reshape(B, S, H, Dh).transpose(0, 2, 1, 3) for w in (wq, wk, wv))
+        a = pt.softmax(q @ k.transpose(0, 1, 3, 2) * 0.25, -1)
+        return (a @ v).transpose(0, 2, 1, 3).reshape(B, S, D)
+    X = pt.tensor("f32", pt.make_layout((B, S, D), stride=(S * D, D, 1)))
+    W = pt.tensor("f32", pt.make_layout((D, D), stride=(D, 1)))
+    return attn, [X, W, W, W], D
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["forward", "grad"])
+def test_attention_over_a_symbolic_batch_and_sequence_lowers_and_matches_at_two_bindings(grad):
+    """Heads split off a symbolic (batch, sequence) by reshapes: the grouped batch (B, 4) of the score GEMMs is a
+    hierarchical mode of symbolic extent, copied into and read from buffers by SIMT kernels whose arguments are
+    the flattened layouts (B read off a leaf), and bound by the model from the product 4B of its extents."""
+    attn, types, D = _attention(Sym("B", min=2), Sym("S", divisible_by=16))
+    f = pt.grad(lambda x, a, b, c: pt.sum(attn(x, a, b, c) ** 2), argnums=(0, 1)) if grad else attn
+    prog = pt.stage(f, *types)
+    sched = pt.lower(prog)
+    rng = np.random.default_rng(1)
+    for b, s in ((2, 16), (3, 48)):
+        args = [rng.standard_normal((b, s, D)).astype(np.float32) * 0.3] + \
+            [rng.standard_normal((D, D)).astype(np.float32) * 0.2 for _ in range(3)]
+        got, want = sched.simulate(*args), prog(*args)
+        got = got if isinstance(got, (list, tuple)) else [got]
+        want = want if isinstance(want, (list, tuple)) else [want]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+_M = Sym("M", divisible_by=8)
+_XM = pt.tensor("f32", pt.make_layout((_M, 64), stride=(64, 1)))
+CONCAT = {
+    "columns": lambda x: pt.concatenate([x, x * 2.0], axis=1),
+    "along_the_symbolic_mode": lambda x: pt.concatenate([x, x[:8] * 2.0], axis=0),    # M + 8 rows: M = extent - 8
+    "cumsum": lambda x: pt.cumsum(x, axis=1),
+    "grad_of_columns": pt.grad(lambda x: pt.sum(pt.concatenate([x, x * 2.0], axis=1) ** 2)),
+}
+
+
+@pytest.mark.parametrize("name", CONCAT)
+def test_concatenate_over_a_symbolic_batch_lowers_and_matches_at_two_bindings(name):
+    """Concatenate expands into embeds, whose starts and steps may now be symbolic; a symbol that only appears
+    shifted (the M + 8 rows of a concatenation along M) is read as the extent minus the shift."""
+    prog = pt.stage(CONCAT[name], _XM)
+    sched = pt.lower(prog)
+    sched.verify()
+    for m in (8, 24):
+        x = np.random.default_rng(m).standard_normal((m, 64)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(sched.simulate(x)), np.asarray(prog(x)), rtol=1e-5, atol=1e-5)
+    if name == "along_the_symbolic_mode":
+        assert any("- 8)" in ln and "cute.size(" in ln for k in sched.kernels for ln in k.source.splitlines())
+
+
+def test_symbolic_concatenations_compile_for_sm90a_without_spills():
+    pytest.importorskip("cutlass")
+    for name in ("along_the_symbolic_mode", "cumsum"):
+        for exe in pt.lower(pt.stage(CONCAT[name], _XM)).compile().executables:
+            assert exe.resources["spills"] == 0, (name, exe.resources)

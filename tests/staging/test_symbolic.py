@@ -100,3 +100,18 @@ def test_symbolic_refusals_name_the_missing_fact():
     prog = pt.stage(lambda x: x - x.sum(1, keepdims=True) + x[:1], t).check()
     v = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     np.testing.assert_allclose(pt.evaluate(prog, v), v - v.sum(1, keepdims=True) + v[:1])
+
+
+def test_a_hierarchical_symbolic_mode_binds_its_symbol_from_the_product_of_its_extents():
+    """(S, (B, 4)) is passed as an (S, 4B) array: B is solved from the product (it was unbound, and a bound B
+    compared the tuple (B, 4) with the extent, so no argument ever matched)."""
+    from patches.layouts import Layout
+
+    B, S = Sym("B"), Sym("S")
+    prog = pt.stage(lambda x: x * 2.0, pt.tensor("f32", Layout._make((S, (B, 4)), (1, (S, B * S)))))
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    np.testing.assert_array_equal(np.asarray(prog(x)), 2 * x)
+    with pytest.raises(pt.StagingError, match=r"extent 7 where the program expects \(B, 4\): no positive integer B fits"):
+        prog(np.zeros((3, 7), np.float32))
+    prog = pt.stage(lambda x: x + 1.0, pt.tensor("f32", Layout._make((S, (B, B)), (1, (S, B * S)))))
+    assert np.asarray(prog(np.zeros((2, 9), np.float32))).shape == (2, 9)         # B * B = 9: B = 3

@@ -42,10 +42,17 @@ class Symbol:
     arg: int
     mode: int
     rank: int = 2          # the argument's number of flat modes
+    scale: int = 1         # the mode's extent is scale * sym + shift (M + 8: a concatenation along M)
+    shift: int = 0
 
     def read(self) -> str:
         """The host's expression of the symbol's value: the extent of its mode of the argument tensor."""
-        return f"cute.size(m{self.arg})" if self.rank == 1 else f"m{self.arg}.shape[{self.mode}]"
+        return self.of(f"cute.size(m{self.arg})" if self.rank == 1 else f"m{self.arg}.shape[{self.mode}]")
+
+    def of(self, extent: str) -> str:
+        """The symbol's value from the code of its mode's extent."""
+        x = extent if self.shift == 0 else f"({extent} - {self.shift})"
+        return x if self.scale == 1 else f"({x} // {self.scale})"
 
 
 def _leaves(x: Any) -> list:
@@ -63,18 +70,25 @@ def symbols_of(x: Any) -> set:
     return set(x.free_symbols)
 
 
-def table(layouts: list, needed: set | None = None) -> tuple:
+def table(layouts: list, needed: set | None = None, affine: bool = False) -> tuple:
     """The kernel's symbols from its arguments' layouts (in argument order): each one's identifier and the first
-    flat mode whose extent is exactly it. A symbol no mode's extent gives (only ``2*M`` appears) is refused; with
-    ``needed``, only those symbols are wanted (the others may appear in strides alone)."""
+    flat mode whose extent is exactly it (with ``affine``, else one that is ``scale * sym + shift``: ``M + 8``). A
+    symbol no mode's extent gives (only ``2*M`` appears) is refused; with ``needed``, only those symbols are wanted
+    (the others may appear in strides alone)."""
     found: dict = {}
     every: set = set(needed or ())
+    solved: dict = {}
     for k, lay in enumerate(layouts):
         if needed is None:
             every |= symbols_of(lay)
         for d, s in enumerate(_leaves(lay.shape)):
             if getattr(s, "is_Symbol", False) and s not in found:
                 found[s] = (k, d, len(_leaves(lay.shape)))
+            elif affine and len(symbols_of(s)) == 1 and (a := _affine(s)) is not None and a[0] not in solved:
+                solved[a[0]] = (k, d, len(_leaves(lay.shape)), a[1], a[2])    # a leaf scale * sym + shift
+    for x, where in solved.items():
+        if x not in found:
+            found[x] = where
     missing = sorted(str(s) for s in every if s not in found)
     if missing:
         raise LoweringError(f"the symbols {sanitize(', '.join(missing))} are not the extent of any operand mode; "
@@ -290,3 +304,16 @@ def fake_symbolic(dt: Any, layout: Layout, syms: dict) -> Any:
         dyn.append(syms[s])
     return make_fake_compact_tensor(dt, tuple(dyn), stride_order=_stride_order(tuple(shape), tuple(stride)),
                                     assumed_align=16)
+
+
+def _affine(n: Any) -> tuple | None:
+    """(sym, scale, shift) when extent ``n`` is ``scale * sym + shift`` (integers, scale > 0), else None."""
+    (x,) = tuple(symbols_of(n))
+    try:
+        poly = sympy.Poly(sympy.sympify(n), x)
+    except sympy.PolynomialError:
+        return None
+    if poly.degree() != 1 or not all(c.is_Integer for c in poly.all_coeffs()):
+        return None
+    a, b = (int(c) for c in poly.all_coeffs())
+    return (x, a, b) if a > 0 else None
