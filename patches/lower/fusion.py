@@ -112,7 +112,19 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
     spec: list = []                  # groups joined on speculation since the last check
     window, saved = 1, (0, [], {})
     i = 0
-    while i < len(eqns):
+    while True:
+        if spec and (len(spec) >= window or i == len(eqns)):       # check the window (and what is left at the end)
+            if all(holds(groups[g]) for g in sorted({g for _, g in spec})):
+                window *= 2
+                saved = (i, [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups], dict(owner))
+            else:                    # undo it; retry at half size, or plainly when it held one equation
+                if len(spec) == 1:
+                    plain.add(id(spec[0][0]))
+                window = max(1, len(spec) // 2)
+                i, groups, owner = saved[0], [Group(q.kind, list(q.eqns), set(q.deps)) for q in saved[1]], dict(saved[2])
+            spec = []
+        if i == len(eqns):
+            break
         e = eqns[i]
         i += 1
         if graph.is_free(e):
@@ -145,16 +157,6 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         groups[target].deps.update(h for h in srcs if h != target)
         for v in e.outputs:
             owner[id(v)] = target
-        if spec and (len(spec) >= window or i == len(eqns)):
-            if all(holds(groups[g]) for g in sorted({g for _, g in spec})):
-                window *= 2
-                saved = (i, [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups], dict(owner))
-            else:
-                if len(spec) == 1:
-                    plain.add(id(spec[0][0]))
-                window = max(1, len(spec) // 2)
-                i, groups, owner = saved[0], [Group(q.kind, list(q.eqns), set(q.deps)) for q in saved[1]], dict(saved[2])
-            spec = []
     return groups, owner
 
 

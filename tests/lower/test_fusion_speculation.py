@@ -74,3 +74,15 @@ def test_a_refused_window_is_undone_and_its_equations_tried_one_by_one():
     x = np.random.default_rng(0).standard_normal((32, 48)).astype(np.float32)
     for got, want in zip(pt.lower(_mixed()).simulate(x), _mixed()(x)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_a_window_left_open_before_trailing_views_is_still_checked():
+    """[exp, tanh, sin, transpose]: the first window (tanh) holds, the second (sin) is still open when only a free
+    view is left; it is checked and, refused, undone: sin gets a kernel of its own."""
+    X = pt.tensor("f32", pt.make_layout((8, 16), stride=(16, 1)))
+    prog = S.prepare(pt.stage(lambda x: pt.sin(pt.tanh(pt.exp(x))).T, X))
+    assert [e.prim.name for e in prog.eqns] == ["exp", "tanh", "sin", "transpose"]
+    b = S.Builder(prog, None)
+    answers = iter([True])
+    groups, _ = partition(prog, b.graph, lambda g, e: False, holds=lambda g: next(answers, False))
+    assert [[e.prim.name for e in g.eqns] for g in groups] == [["exp", "tanh"], ["sin"]]
