@@ -16,6 +16,7 @@ from .module import Module
 from .names import kernel_name
 from .plan import Schedule
 from .routing import check_via
+from .schedule import prepare
 from .simt_spec import analyze_simt
 
 TARGETS = ("sm_90a", "simt")
@@ -46,7 +47,7 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
         if any(e.prim.name == "matmul" for e in prog.eqns):
             raise LoweringError("target='simt' lowers elementwise/reduction programs; this one has a matmul")
         t0 = time.perf_counter()
-        spec = analyze_simt(prog, kernel_name(next(_ids), "simt"))
+        spec = analyze_simt(prepare(prog), kernel_name(next(_ids), "simt"))     # stop_gradients folded first
         return Module(spec, emit_simt(spec), time.perf_counter() - t0, kind="simt")
     return Schedule(prog, config, via)
 

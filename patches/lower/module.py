@@ -85,6 +85,17 @@ class Module:
 
         return verify(self).raise_if_failed()
 
+    def simulate(self, *arrays: Any) -> Any:
+        """The kernel's CPU model on numpy arrays (the program's parameters, in order): the GEMM's tiles or the SIMT
+        kernel's rows; one output, or a tuple of them."""
+        from .simulate import simulate
+        from .simulate_simt import simulate_simt
+
+        outs = list(simulate(self.spec, *arrays, every=True)) if self.kind == "gemm" else \
+            simulate_simt(self.spec, *arrays)
+        outs = outs if isinstance(outs, list) else [outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def fake_args(self) -> list:
         """Fake tensors matching the kernel's arguments (symbolic extents become dynamic, with their divisibility)."""
         from cutlass.cute.runtime import make_fake_stream

@@ -102,7 +102,7 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
             out_leaves.append([c, leaves, pos, n])
     strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
     sizes = [o[3] for o in out_leaves]
-    starts = [_int(arith.floor_div(offset, d) % n) if not _unit(n) else 0 for d, n in zip(strides, sizes)]
+    starts = [0 if _unit(n) else _below(_int(arith.floor_div(offset, d)), n) for d, n in zip(strides, sizes)]
     y_leaves = []
     hosted: dict[int, list] = {}
     for mode, ml in enumerate(mode_layouts(m) if modes_of(m.shape) else []):
@@ -134,6 +134,11 @@ def embed_gather(e: Any, y_layout: Layout, out_domain: list) -> tuple:
 
 def _unit(x: Any) -> bool:
     return isinstance(x, int) and x == 1
+
+
+def _below(q: Any, n: Any) -> Any:
+    """``q % n``, which is ``q`` itself when the facts prove ``q < n`` (8 % M for M >= 16)."""
+    return q if _proved(arith.lt, q, n) else _int(q % n)
 
 
 def _int(x: Any) -> Any:

@@ -113,22 +113,24 @@ def bind_extents(pairs: list, env: dict | None = None) -> dict:
 
 
 def _solve(n: Any, x: Any, env: dict, have: int) -> int | None:
-    """The positive integer value of symbol ``x`` making extent ``n`` equal ``have`` (``n`` a multiple of a power
-    of ``x``, or ``a * x + b``), or None."""
+    """The positive integer value of symbol ``x`` making extent ``n`` equal ``have`` (``n`` a rational multiple of
+    a power of ``x``, or ``a * x + b``), or None."""
     import sympy
 
     e = sympy.expand(n.subs(env))
     coeff, power = e.as_coeff_exponent(x)
-    if getattr(coeff, "is_Integer", False) and power.is_Integer and int(power) > 0 and int(coeff) > 0:
-        q, r = divmod(int(have), int(coeff))
-        v = round(q ** (1 / int(power))) if q > 0 else 0
-        return v if r == 0 and v > 0 and v ** int(power) == q else None
+    if coeff.is_Rational and coeff > 0 and power.is_Integer and int(power) > 0:
+        q = sympy.Rational(int(have)) / coeff
+        if not q.is_Integer or q <= 0:
+            return None
+        v = round(int(q) ** (1 / int(power)))
+        return v if v > 0 and v ** int(power) == int(q) else None
     try:
         poly = sympy.Poly(e, x)
     except sympy.PolynomialError:
         return None
-    if poly.degree() != 1 or not all(c.is_Integer for c in poly.all_coeffs()):
+    if poly.degree() != 1 or not all(c.is_Rational for c in poly.all_coeffs()):
         return None
-    a, b = (int(c) for c in poly.all_coeffs())
-    q, r = divmod(int(have) - b, a) if a > 0 else (0, 1)
-    return q if r == 0 and q > 0 else None
+    a, b = poly.all_coeffs()
+    v = (sympy.Rational(int(have)) - b) / a
+    return int(v) if a > 0 and v.is_Integer and v > 0 else None

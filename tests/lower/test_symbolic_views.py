@@ -140,3 +140,39 @@ def test_symbolic_concatenations_compile_for_sm90a_without_spills():
     for name in ("along_the_symbolic_mode", "cumsum"):
         for exe in pt.lower(pt.stage(CONCAT[name], _XM)).compile().executables:
             assert exe.resources["spills"] == 0, (name, exe.resources)
+
+
+def test_symbolic_slice_bounds_from_a_transpose_and_open_ended_slices_of_a_symbolic_mode():
+    """A concatenation along M transposes into slices at symbolic bounds (M:2M); x[8:] and x[::2] of a symbolic
+    mode stage where the facts decide them (their gradients embed at a symbolic start); otherwise refused by name."""
+    M = Sym("M", divisible_by=8, min=16)
+    X = pt.tensor("f32", pt.make_layout((M, 64), stride=(64, 1)))
+    cases = [(pt.grad(lambda x: pt.sum(pt.concatenate([x * 2.0, x], axis=0) ** 2)), lambda x: 10 * x),
+             (lambda x: x[8:] * 2.0, lambda x: x[8:] * 2),
+             (lambda x: x[::2] + 1.0, lambda x: x[::2] + 1),
+             (pt.grad(lambda x: pt.sum(x[8:] ** 2)), lambda x: np.concatenate([0 * x[:8], 2 * x[8:]])),
+             (pt.grad(lambda x: pt.sum(x[::2] ** 2)), lambda x: np.where(np.arange(len(x))[:, None] % 2 == 0, 2 * x, 0))]
+    for f, ref in cases:
+        prog = pt.stage(f, X)
+        sched = pt.lower(prog)
+        sched.verify()
+        for m in (16, 40):
+            x = np.random.default_rng(m).standard_normal((m, 64)).astype(np.float32)
+            np.testing.assert_allclose(np.asarray(prog(x)), ref(x), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(np.asarray(sched.simulate(x)), ref(x), rtol=1e-5, atol=1e-6)
+    Y = pt.tensor("f32", pt.make_layout((Sym("M", divisible_by=8), 64), stride=(64, 1)))
+    with pytest.raises(pt.StagingError, match="needs to know whether M < 9"):        # M = 8 would leave nothing
+        pt.stage(lambda x: x[8:], Y)
+    with pytest.raises(pt.StagingError, match="the slice 1::2 of the symbolic mode 0 of extent M: needs M-1 % 2 == 0"):
+        pt.stage(lambda x: x[1::2], Y)
+
+
+def test_a_one_kernel_module_simulates_like_a_schedule():
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[::2] + 1.0
+    prog = pt.stage(pt.kernel(k, out_type=pt.tensor("f32", (8, 8))), pt.tensor("f32", pt.make_layout((16, 8), stride=(8, 1))))
+    x = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    np.testing.assert_allclose(pt.lower(prog).simulate(x), x[::2] + 1)
+    soft = pt.lower(pt.stage(lambda a: pt.softmax(a, -1), pt.tensor("f32", pt.make_layout((16, 8), stride=(8, 1)))),
+                    target="simt")       # softmax's stop_gradient is folded for the single-kernel target too
+    np.testing.assert_allclose(soft.simulate(x), np.exp(x) / np.exp(x).sum(-1, keepdims=True), rtol=1e-5)

@@ -31,6 +31,14 @@ class KernelModule(Module):
 
         return verify_kernel(self, sizes=sizes).raise_if_failed()
 
+    def simulate(self, *arrays: Any, sizes: dict | None = None) -> Any:
+        """The emitted source run on numpy arrays (the kernel's inputs, in order) by patches.lower.kernel.simulate;
+        one output, or a tuple of them."""
+        from .simulate import simulate_module
+
+        outs = simulate_module(self, *arrays, sizes=sizes)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def fake_args(self) -> list:
         import cutlass
         from cutlass.cute.runtime import make_fake_stream, make_fake_tensor

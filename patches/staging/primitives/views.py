@@ -148,12 +148,12 @@ def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
         if ix is None:
             kept.append(m)
         elif isinstance(ix, Span):
-            n = len(range(ix.start, ix.stop, ix.step))
+            n = _span_length(ix)
             if type(m.shape) is not tuple:
-                kept.append(Layout._make(n, m.stride * ix.step if n > 1 else 0 * m.stride))
+                kept.append(Layout._make(n, m.stride * ix.step if not _is_one(n) else 0 * m.stride))
                 delta = delta + m.stride * ix.start
             elif ix.start == 0:
-                kept.append(composition(m, Layout._make(n, ix.step if n > 1 else 0)))
+                kept.append(composition(m, Layout._make(n, ix.step if not _is_one(n) else 0)))
             else:
                 raise Refused(f"a range with a nonzero start ({ix}) in the hierarchical mode {m} is not a layout view")
         else:
@@ -162,6 +162,17 @@ def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
 
 
 slice_p = _view("slice", _slice_rule)
+
+
+def _span_length(ix: Any) -> Any:
+    """How many entries a Span selects (symbolic where its bounds are: ``(stop - start - 1) // step + 1``)."""
+    if all(isinstance(v, int) for v in (ix.start, ix.stop)):
+        return len(range(ix.start, ix.stop, ix.step))
+    return arith.exact_div(ix.stop - ix.start - 1, ix.step) + 1 if ix.step != 1 else ix.stop - ix.start
+
+
+def _is_one(n: Any) -> bool:
+    return isinstance(n, int) and n == 1
 
 
 def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
@@ -183,9 +194,14 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
             raise fail("slice", f"negative index {ix} into the symbolic mode {pos}", t)
         return ix
     if isinstance(ix, slice):
-        for part in (ix.start, ix.stop, ix.step):
-            if part is not None and (not isinstance(part, (int, np.integer)) or isinstance(part, (bool, np.bool_))):
-                raise fail("slice", f"slice bounds must be Python integers or None, got {part!r} in mode {pos}", t)
+        for k, part in enumerate((ix.start, ix.stop, ix.step)):
+            symbolic = k < 2 and hasattr(part, "free_symbols") and not isinstance(part, (bool, np.bool_))
+            if part is not None and not symbolic and \
+                    (not isinstance(part, (int, np.integer)) or isinstance(part, (bool, np.bool_))):
+                raise fail("slice", f"slice bounds must be Python integers, symbolic extents or None, got {part!r} in "
+                                    f"mode {pos}", t)
+        if any(hasattr(v, "free_symbols") for v in (ix.start, ix.stop)) and type(n) is int:
+            raise fail("slice", f"a symbolic bound {ix.start}:{ix.stop} on the static mode {pos} of extent {n}", t)
         if ix.step == 0:
             raise fail("slice", f"the slice step of mode {pos} is zero", t)
         if ix == slice(None):
@@ -205,20 +221,26 @@ def _index_entry(ix: Any, mode: Any, pos: int, t: TensorType) -> Any:
 
 
 def _symbolic_span(ix: slice, n: Any, pos: int, t: TensorType) -> Any:
-    """A slice of a symbolic mode: non-negative int bounds with the stop provably within the extent."""
-    start, stop, step = ix.start or 0, ix.stop, 1 if ix.step is None else ix.step
-    if stop is None or start < 0 or stop < 0 or step <= 0:
-        raise fail("slice", f"a slice of the symbolic mode {pos} needs non-negative bounds, a stop and a positive step "
-                            f"(got {start}:{stop}:{step})", t)
+    """A slice of a symbolic mode: bounds (ints or symbolic extents; the stop defaults to the extent) with
+    0 <= start < stop <= extent proved from the facts, and a step that provably divides the length."""
+    start, stop, step = ix.start or 0, n if ix.stop is None else ix.stop, 1 if ix.step is None else int(ix.step)
+    shown = f"{ix.start if ix.start is not None else ''}:{ix.stop if ix.stop is not None else ''}" + \
+        (f":{step}" if step != 1 else "")
+    if step <= 0 or (isinstance(start, (int, np.integer)) and start < 0) or \
+            (isinstance(stop, (int, np.integer)) and stop < 0):
+        raise fail("slice", f"a slice of the symbolic mode {pos} needs non-negative bounds and a positive step "
+                            f"(got {shown})", t)
     try:
-        inside = not arith.lt(n, stop)
+        ok = not arith.lt(stop, start + 1) and not arith.lt(n, stop) and not arith.lt(start, 0)
+        exact = step == 1 or arith.divides(step, stop - start)
     except LayoutError as e:
-        raise fail("slice", f"the slice {start}:{stop} of the symbolic mode {pos} of extent {n}: {e}", t) from None
-    if not inside:
-        raise fail("slice", f"the slice {start}:{stop} is past the symbolic extent {n} of mode {pos}", t)
-    k = len(range(start, stop, step))
-    if k == 0:
-        raise fail("slice", f"the slice {start}:{stop}:{step} of mode {pos} is empty", t)
+        raise fail("slice", f"the slice {shown} of the symbolic mode {pos} of extent {n}: {e}", t) from None
+    if not ok:
+        raise fail("slice", f"the slice {shown} is empty or past the symbolic extent {n} of mode {pos}", t)
+    if not exact:
+        raise fail("slice", f"the slice {shown} of the symbolic mode {pos}: its length {stop - start} is not a proven "
+                            f"multiple of the step {step}; state a divisibility fact", t)
+    k = arith.exact_div(stop - start, step) if step != 1 else stop - start
     return Span(start, start + step * (k - 1) + 1, step)
 
 
