@@ -88,20 +88,20 @@ def _arg(e: Eqn, first: Any) -> list:
     shape = t.shape
     ms = modes_of(shape)
     n = mode_size(ms[axis])
-    if not isinstance(n, int) or any(not isinstance(x, int) for x in it.flatten(shape)):
-        raise LoweringError(f"equation {e.prim.name}({t}): lowered for static shapes only")
-    if n > 1 << 24:
-        raise LoweringError(f"equation {e.prim.name}({t}): {n} indices are not exact in f32")
+    # Indices count in f32 where every one is exact there (a static extent up to 2**24), else in i32 (a symbolic
+    # extent; its sentinel, past any index, never survives: every slice attains its max).
+    exact = isinstance(n, int) and n <= 1 << 24
+    idx_dtype, past = ("f32", float(n)) if exact else ("i32", 1 << 30)
     kept = tuple(i for i in range(len(ms)) if i != axis)
     flat = tuple(mode_size(m) for m in ms)
 
     def fn(x: Any) -> Any:
         m = first(x, axes=(axis,))
         hit = P.where(P.ne(x, x), True, P.eq(x, P.broadcast(m, shape, kept)))   # NaN first, as numpy
-        idx = P.iota("f32", flat, axis)
+        idx = P.iota(idx_dtype, flat, axis)
         if flat != tuple(ms):
             idx = P.view(idx, compact(shape))
-        r = P.reduce_min(P.where(hit, idx, float(n)), axes=(axis,))
+        r = P.reduce_min(P.where(hit, idx, past), axes=(axis,))
         return P.astype(r, e.params["index_dtype"])
     return _splice(fn, e)
 

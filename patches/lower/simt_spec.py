@@ -487,7 +487,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if nm == "iota":                           # the coordinate of a domain mode
             d = e.params["dimension"]
             c = classes(var[id(out)])[d]
-            if not isinstance(cl.size[c] if c is not None else 1, int) or c is not None and cl.size[c] > 1 << 24:
+            big = not isinstance(cl.size[c] if c is not None else 1, int) or c is not None and cl.size[c] > 1 << 24
+            if big and out.type.dtype not in INT_DTYPES:        # an integer iota counts in Int32, exactly
                 raise LoweringError(f"equation iota: extent {cl.size[c]} is symbolic or past 2**24 (exact in f32)")
             ref[id(out)] = ("lit", 0.0) if c is None else ("dom", c)
             continue
