@@ -144,14 +144,18 @@ def test_symbolic_concatenations_compile_for_sm90a_without_spills():
 
 def test_symbolic_slice_bounds_from_a_transpose_and_open_ended_slices_of_a_symbolic_mode():
     """A concatenation along M transposes into slices at symbolic bounds (M:2M); x[8:] and x[::2] of a symbolic
-    mode stage where the facts decide them (their gradients embed at a symbolic start); otherwise refused by name."""
+    mode stage where the facts decide them (their gradients embed at a symbolic start), x[1::2] and x[3::4] where they
+    decide the count ceil(length / step); otherwise refused by name."""
     M = Sym("M", divisible_by=8, min=16)
     X = pt.tensor("f32", pt.make_layout((M, 64), stride=(64, 1)))
     cases = [(pt.grad(lambda x: pt.sum(pt.concatenate([x * 2.0, x], axis=0) ** 2)), lambda x: 10 * x),
              (lambda x: x[8:] * 2.0, lambda x: x[8:] * 2),
              (lambda x: x[::2] + 1.0, lambda x: x[::2] + 1),
              (pt.grad(lambda x: pt.sum(x[8:] ** 2)), lambda x: np.concatenate([0 * x[:8], 2 * x[8:]])),
-             (pt.grad(lambda x: pt.sum(x[::2] ** 2)), lambda x: np.where(np.arange(len(x))[:, None] % 2 == 0, 2 * x, 0))]
+             (pt.grad(lambda x: pt.sum(x[::2] ** 2)), lambda x: np.where(np.arange(len(x))[:, None] % 2 == 0, 2 * x, 0)),
+             (lambda x: x[1::2] * 3.0, lambda x: x[1::2] * 3),           # ceil((M - 1) / 2) = M / 2: M is even
+             (lambda x: x[3::4] - x[::4], lambda x: x[3::4] - x[::4]),
+             (pt.grad(lambda x: pt.sum(x[1::2] ** 2)), lambda x: np.where(np.arange(len(x))[:, None] % 2 == 1, 2 * x, 0))]
     for f, ref in cases:
         prog = pt.stage(f, X)
         sched = pt.lower(prog)
@@ -163,8 +167,10 @@ def test_symbolic_slice_bounds_from_a_transpose_and_open_ended_slices_of_a_symbo
     Y = pt.tensor("f32", pt.make_layout((Sym("M", divisible_by=8), 64), stride=(64, 1)))
     with pytest.raises(pt.StagingError, match="needs to know whether M < 9"):        # M = 8 would leave nothing
         pt.stage(lambda x: x[8:], Y)
-    with pytest.raises(pt.StagingError, match="the slice 1::2 of the symbolic mode 0 of extent M: needs M-1 % 2 == 0"):
-        pt.stage(lambda x: x[1::2], Y)
+    Z = pt.tensor("f32", pt.make_layout((Sym("M", min=2), 64), stride=(64, 1)))
+    with pytest.raises(pt.StagingError, match="the slice 1::2 of the symbolic mode 0 of extent M: the facts do not "
+                                              "decide how many"):
+        pt.stage(lambda x: x[1::2], Z)
 
 
 def test_a_one_kernel_module_simulates_like_a_schedule():

@@ -232,16 +232,30 @@ def _symbolic_span(ix: slice, n: Any, pos: int, t: TensorType) -> Any:
                             f"(got {shown})", t)
     try:
         ok = not arith.lt(stop, start + 1) and not arith.lt(n, stop) and not arith.lt(start, 0)
-        exact = step == 1 or arith.divides(step, stop - start)
+        # The count is ceil(length / step) = (length + r) / step for the r in [0, step) the facts prove it exact
+        # with (x[1::2] of an even M: (M - 1 + 1) / 2).
+        r = next((r for r in range(min(step, _STEP_TRIES)) if _proved_divides(step, stop - start + r)), None) \
+            if ok else 0
     except LayoutError as e:
         raise fail("slice", f"the slice {shown} of the symbolic mode {pos} of extent {n}: {e}", t) from None
     if not ok:
         raise fail("slice", f"the slice {shown} is empty or past the symbolic extent {n} of mode {pos}", t)
-    if not exact:
-        raise fail("slice", f"the slice {shown} of the symbolic mode {pos}: its length {stop - start} is not a proven "
-                            f"multiple of the step {step}; state a divisibility fact", t)
-    k = arith.exact_div(stop - start, step) if step != 1 else stop - start
+    if r is None:
+        raise fail("slice", f"the slice {shown} of the symbolic mode {pos} of extent {n}: the facts do not decide "
+                            f"how many elements it takes, ceil(({stop - start}) / {step}); state a divisibility fact", t)
+    k = arith.exact_div(stop - start + r, step) if step != 1 else stop - start
     return Span(start, start + step * (k - 1) + 1, step)
+
+
+def _proved_divides(d: int, x: Any) -> bool:
+    """Whether the facts prove ``d`` divides ``x`` (undecided is no)."""
+    try:
+        return bool(arith.divides(d, x))
+    except LayoutError:
+        return False
+
+
+_STEP_TRIES = 256      # remainders tried for a symbolic slice's count (a larger step needs the length divisible)
 
 
 def getitem(x: Any, index: Any) -> Any:
