@@ -142,9 +142,10 @@ def test_a_class_that_cannot_widen_keeps_its_refusal():
     assert "spanning the operand's whole mode" in widen_reason(an, c, 144, types)
     with pytest.raises(pt.LoweringError, match="129 values per thread"):
         fit_registers(e)
-    # a pt.ds slice along the axis mixes coordinates the widening would move
+    # a pt.ds at a traced start along the axis: where it reads is not known, so neither is how far a widened read
+    # would reach (a static start reads the same coordinates after the widening: it widens, tested below)
     def sliced(x_ref, o_ref):
-        o_ref[...] = x_ref[:, pt.ds(1, 128)] * 2.0
+        o_ref[...] = x_ref[:, pt.ds(pt.program_id(0) % 2, 128)] * 2.0
     k2 = pt.kernel(sliced, pt.tensor("f32", (32, 128)), grid=(4,), in_specs=[pt.BlockSpec((8, 129), lambda i: (i, 0))],
                    out_specs=pt.BlockSpec((8, 128), lambda i: (i, 0)))
     e2 = _kernel_eqn(pt.stage(k2, _rows("f32", (32, 129))))
@@ -156,7 +157,7 @@ def test_a_class_that_cannot_widen_keeps_its_refusal():
 @needs_sass
 def test_widened_kernels_compile_for_sm90a_without_spills():
     pytest.importorskip("cutlass")
-    for prog in (odd_softmax(32, 1001, 8), odd_layernorm()):
+    for prog in (odd_softmax(32, 1001, 8), odd_layernorm(), _window_prog("diff_rows"), _window_prog("shifted_write")):
         for sub in C.kernel_programs(prog):
             assert pt.lower(sub).compile().resources["spills"] == 0
 
@@ -227,3 +228,92 @@ def test_random_odd_kernels_widen_to_the_same_outputs(seed):
     if seed < 4:        # lowered: the fit widens the rows over all threads
         check_against_interpreter(prog, atol=1e-4, rtol=1e-4)
         pt.lower(prog).verify()
+
+
+# -- windows: modes selected by a static range (x_ref[1:], x_ref[pt.ds(0, 1023)], a value's x[:-1]) --------------
+
+def _diff(x_ref, o_ref):
+    o_ref[...] = x_ref[1:] - x_ref[:-1]
+
+
+def _diff_rows(x_ref, o_ref):
+    o_ref[...] = x_ref[:, 1:] * 2.0 - x_ref[:, pt.ds(0, 255)]
+
+
+def _value_diff(x_ref, o_ref):
+    x = x_ref[...]
+    o_ref[...] = pt.exp(x[1:]) - x[:-1]
+
+
+def _shifted_write(x_ref, o_ref):
+    o_ref[...] = pt.zeros((1024,), "f32") + 7.0
+    o_ref[pt.ds(1, 1023)] = x_ref[:-1] * 3.0        # o[0] keeps the 7 written before
+
+
+def _window_norms(x_ref, o_ref):
+    d = x_ref[:, 1:] - x_ref[:, :-1]
+    o_ref[...] = pt.sqrt(pt.reduce_sum(d * d, axes=(1,))) + pt.max(d, axis=1)
+
+
+def _accumulated(x_ref, o_ref):
+    o_ref[...] = pt.zeros((1024,), "f32")
+    o_ref[pt.ds(1, 1023)] += x_ref[:-1]
+    o_ref[pt.ds(0, 1023)] += x_ref[1:] * 0.5
+
+
+_f = pt.BlockSpec
+WINDOWS = {     # body, (out shape, out block), (in shape, in block), grid: each window's value is 1023 or 8 x 255
+    "diff": (_diff, ((1023,), (1023,)), ((1024,), (1024,)), 1),
+    "diff_rows": (_diff_rows, ((64, 255), (8, 255)), ((64, 256), (8, 256)), 8),
+    "value_diff": (_value_diff, ((1023,), (1023,)), ((1024,), (1024,)), 1),
+    "shifted_write": (_shifted_write, ((1024,), (1024,)), ((1024,), (1024,)), 1),
+    "window_norms": (_window_norms, ((64,), (8,)), ((64, 512), (8, 512)), 8),
+    "accumulated": (_accumulated, ((1024,), (1024,)), ((1024,), (1024,)), 1),
+}
+
+
+def _window_prog(name):
+    body, (oshape, oblock), (ishape, iblock), g = WINDOWS[name]
+    index = (lambda i: (i, 0)) if len(iblock) == 2 else (lambda i: (0,))
+    oindex = (lambda i: (i, 0)) if len(oblock) == 2 else (lambda i: (i,)) if g > 1 else (lambda i: (0,))
+    k = pt.kernel(body, pt.tensor("f32", oshape), grid=(g,), in_specs=[_f(iblock, index)], out_specs=_f(oblock, oindex))
+    return pt.stage(k, _rows("f32", ishape) if len(ishape) == 2 else pt.tensor("f32", ishape))
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+def test_a_mode_selected_by_a_static_range_widens_with_its_source(name):
+    """Before, a value of 1023 (or 8 x 255) elements was dealt to gcd(n, 128) threads and refused (1023 values on one
+    thread); now its range widens (and the block it reads, past its end, with it): every value is held by all 128
+    threads, the widened kernel interprets to the original's outputs, and the lowered one verifies."""
+    prog = _window_prog(name)
+    e = _kernel_eqn(prog)
+    wide = fit_registers(e)
+    assert wide is not e
+    sizes = [int(np.prod(v.type.layout.shape)) for v, _ in _values(wide.params["body"], "body") if v.type.rank]
+    assert all(owners(n) == 128 for n in sizes if n >= 128), sizes
+    x = np.random.default_rng(3).standard_normal(WINDOWS[name][2][0]).astype(np.float32)
+    np.testing.assert_allclose(_run(wide, x)[0], _run(e, x)[0], rtol=1e-6, atol=1e-6)
+    check_against_interpreter(prog, atol=1e-5, rtol=1e-5)
+    pt.lower(prog).verify()
+
+
+def test_the_gradient_of_a_windowed_kernel_lowers():
+    """dx of sum(w * diff(x)): the backward kernel accumulates the cotangent through both windows."""
+    fwd = pt.kernel(_diff, pt.tensor("f32", (1023,)), grid=(1,), in_specs=[_f((1024,), lambda i: (0,))],
+                    out_specs=_f((1023,), lambda i: (0,)))
+    g = pt.stage(pt.grad(lambda x, w: pt.reduce_sum(fwd(x) * w)), pt.tensor("f32", (1024,)), pt.tensor("f32", (1023,)))
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(1024).astype(np.float32), rng.standard_normal(1023).astype(np.float32)
+    want = np.concatenate([[0.0], w]) - np.concatenate([w, [0.0]])
+    np.testing.assert_allclose(np.asarray(g(x, w)), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pt.lower(g).simulate_kernels(x, w)), want, rtol=1e-6, atol=1e-6)
+    check_against_interpreter(g, atol=1e-5, rtol=1e-5)
+
+
+def test_a_window_past_a_block_that_cannot_widen_keeps_the_refusal():
+    """x_ref holds 256 of 512 columns (the grid walks them): x_ref[:, 1:] widened would read the next block's first
+    column, which the widening cannot make a padded edge, so the 8 x 255 value is refused as before."""
+    k = pt.kernel(_diff_rows, pt.tensor("f32", (64, 510)), grid=(8, 2), in_specs=[_f((8, 256), lambda i, j: (i, j))],
+                  out_specs=_f((8, 255), lambda i, j: (i, j)))
+    with pytest.raises(pt.LoweringError, match="255 values per thread"):
+        fit_registers(_kernel_eqn(pt.stage(k, _rows("f32", (64, 512)))))

@@ -19,7 +19,7 @@ from ...staging.ir import Literal, Program
 from ...staging.kernel.chunk import chunk_kernel, chunk_reason, pick_chunk
 from ...staging.kernel.refs import KernelError, is_ref
 from ...staging.kernel.split import analyze, factor_reason, split_kernel
-from ...staging.kernel.widen import widen_kernel, widen_reason, widening_analysis
+from ...staging.kernel.widen import widen_kernel, widen_reason, widening_analysis, window_needs
 from ...staging.types import modes_of
 from ..errors import LoweringError
 from .values import MAX_PER_THREAD, THREADS, owners
@@ -124,7 +124,26 @@ def _widths(e: Any, values: list) -> dict:
             if width != ext and widen_reason(an, c, width, types) is None:
                 widths[c.id] = width
                 break
-    return widths
+    return _reach(an, widths, types)
+
+
+def _reach(an: Any, widths: dict, types: list) -> dict:
+    """``widths`` with each source a widened window reads past (``x_ref[1:]`` of a whole block) widened as far,
+    rounded up to spread its blocks over all threads; a class whose window cannot be met is not widened."""
+    for _ in range(len(an.classes) + 1):
+        short = [(cid, src, need, have, win) for cid, src, need, have, win in window_needs(an, widths)
+                 if need > (widths.get(src.id, have) if src is not None else have)]
+        if not short:
+            return widths
+        cid, src, need, _, win = short[0]
+        other = it.product(modes_of(win.var.type.layout.shape)) // _size_of_mode(win.var, win.k)
+        step = THREADS // gcd(other, THREADS) if type(other) is int else 1
+        width = -(-need // step) * step
+        if src is not None and src.id != cid and widen_reason(an, src, width, types) is None:
+            widths[src.id] = width
+        else:
+            del widths[cid]
+    return {}
 
 
 def _chunk_and_split(e: Any) -> Any:

@@ -39,6 +39,7 @@ class AxisClass:
     ref_dims: list = field(default_factory=list)
     reason: str | None = None
     names: list = field(default_factory=list)
+    windows: list = field(default_factory=list)   # widening: Windows whose selected mode is in this class
 
     @property
     def splittable(self) -> bool:
@@ -49,12 +50,30 @@ class AxisClass:
         return f"the block axis {shown} (extent {self.extent})"
 
 
+@dataclass(frozen=True)
+class Window:
+    """A mode selected by a static range of another mode (widening only): ``ref[ds(start, n)]`` or ``x[start:]``.
+    Widened to ``w``, it reads ``start .. start + (w - 1) * stride`` of the source mode ``(var, k)``."""
+
+    var: Any
+    k: int
+    start: int
+    stride: int
+    where: str
+
+    def need(self, width: int) -> int:
+        """The source extent a width of ``width`` reads within."""
+        return self.start + (width - 1) * self.stride + 1
+
+
 class Analysis:
     """The union-find over a kernel body's modes, and the classes of its Ref parameters' modes.
 
     ``widening``: the question is whether a class can be padded (``widen.py``) rather than split: reductions over it
     and contractions of it are then allowed (masked past the old extent), a contraction ties its two modes, and an
-    output need not hold a mode along it."""
+    output need not hold a mode along it; a mode selected by a static range of another (``ref[ds(1, 1023)]``, a
+    value's ``x[1:]``) is a ``Window`` onto it, not tied to it: widened, it reads further along its source (which
+    must then hold that far, widened itself if need be)."""
 
     def __init__(self, params: dict, widening: bool = False) -> None:
         self.params = params
@@ -66,6 +85,7 @@ class Analysis:
         self.labels = [m.label for m in tuple(params["in_specs"]) + tuple(params["out_specs"])]
         n_io = len(self.labels)
         self.labels += [f"scratch {k}" for k in range(len(self.body.params) - n_io)]
+        self.windows: list = []         # (value, mode, Window): widening only
         self._walk(self.body, "body")
         if not widening:
             self._tie_generated_outputs()
@@ -149,6 +169,9 @@ class Analysis:
                     continue
                 if ix is None:
                     self.union(outs[0], j, ins[0], k)
+                elif self.widening and type(ix.start) is int:
+                    self.node(ins[0], k)
+                    self.windows.append((outs[0], j, Window(ins[0], k, ix.start, ix.step, f"{w} slices it")))
                 else:
                     self.refuse(ins[0], k, f"{w} slices it")
                     self.refuse(outs[0], j, f"{w} slices it")
@@ -225,10 +248,16 @@ class Analysis:
                     self.union(val, j, ref, k)
                 j += 1
                 continue
-            self.refuse(ref, k, f"{w} indexes it with {ix}")
+            window = self.widening and ix.kind == "ds" and type(ix.start) is int and type(ix.size) is int
+            if not window:
+                self.refuse(ref, k, f"{w} indexes it with {ix}")
             if ix.kind == "ds":
                 if type(val) is not Literal and _rank(val):
-                    self.refuse(val, j, f"{w} indexes it with {ix}")
+                    if window:
+                        self.node(val, j)
+                        self.windows.append((val, j, Window(ref, k, ix.start, ix.stride, f"{w} indexes it with {ix}")))
+                    else:
+                        self.refuse(val, j, f"{w} indexes it with {ix}")
                 j += 1
         for k in range(len(index)):
             self.node(ref, k)
@@ -302,6 +331,14 @@ class Analysis:
                                     "all of that output's block")
                         break
         self.by_root = by_root
+        for val, j, win in self.windows:     # a class of values alone (x_ref[:-1] reduced) widens by its windows
+            r = self.node(val, j)
+            c = by_root.get(r)
+            if c is None:
+                c = by_root[r] = AxisClass(len(out), self.extent[r], reason=self.bad.get(r),
+                                           names=[f"the value {win.where.split(' (')[0]} selects"])
+                out.append(c)
+            c.windows.append(win)
         return out
 
     def class_of_mode(self, var: Any, k: int) -> AxisClass | None:

@@ -5,7 +5,10 @@ operand (reads there are the pad value, writes there are dropped).
 Only a class of block axes (``axes.py``, asked with ``widening=True``) whose Ref modes each span their operand's
 whole mode can widen: each such block then becomes the operand's one, padded, edge block. Elementwise work at the
 added positions is never seen; every reduction over the class and every contraction of it reads the reduction's
-identity there (a ``where`` on ``iota < extent``), so the widened kernel computes the outputs of the original. The
+identity there (a ``where`` on ``iota < extent``), so the widened kernel computes the outputs of the original.
+A mode selected by a static range (``x_ref[1:]``, ``x_ref[pt.ds(0, 1023)]``, a value's ``x[:-1]``: a ``Window``)
+widens with its range, which must stay inside its source (widened too where it reaches past); a write through
+such a range keeps what the Ref held at the added positions, an accumulation adds zero there. The
 lowering uses it to spread an odd block over all the threads of a CTA (``patches.lower.kernel.fit``).
 """
 
@@ -21,11 +24,11 @@ from .. import dtypes
 from .. import primitives as P
 from ..core import bind_multi, get_aval
 from ..errors import fail
-from ..ir import Eqn
+from ..ir import Eqn, Literal
 from ..types import compact, layout_of_modes, mode_layouts, modes_of, shape_of_modes
 from .axes import REDUCTIONS, Analysis, class_parts, tile_modes
 from .blockspec import BlockMapping, padding_extents
-from .refs import GMEM, RefType
+from .refs import GMEM, RefType, get_p
 from .restage import restage_body
 
 
@@ -56,6 +59,28 @@ def widen_reason(an: Analysis, c: Any, width: int, types: list) -> str | None:
     return None
 
 
+def window_needs(an: Analysis, widths: dict) -> list:
+    """(class id, source class or None, the extent it must hold, the static extent it has, the window) for every window of a
+    widened class: a source class not in ``widths`` (or none) must already hold that far."""
+    out = []
+    for cid, w in widths.items():
+        if not 0 <= cid < len(an.classes):
+            continue
+        for win in an.classes[cid].windows:
+            src = an.class_of_mode(win.var, win.k)
+            have = modes_of(win.var.type.layout.shape)[win.k]
+            out.append((cid, src, win.need(w), have, win))
+    return out
+
+
+def _check_windows(an: Analysis, widths: dict) -> None:
+    for _, src, need, have, win in window_needs(an, widths):
+        holds = widths.get(src.id, have) if src is not None else have
+        if type(holds) is not int or need > holds:
+            raise fail("widen", f"kernel {an.params['name']}: {win.where}; widened, it reads {need} coordinates of a "
+                                f"mode holding {holds}")
+
+
 def widen_kernel(e: Eqn, widths: dict) -> Eqn:
     """The kernel equation ``e`` with each class ``widths`` names (by id of ``widening_analysis(e)``) widened to that
     extent; grid, operands and outputs are unchanged."""
@@ -63,6 +88,7 @@ def widen_kernel(e: Eqn, widths: dict) -> Eqn:
     p = e.params
     types = [a.type for a in e.inputs] + list(p["_out_types"])
     parts = class_parts(an, widths, lambda c, w: widen_reason(an, c, w, types), lambda w: f"widen to {w}", "widen")
+    _check_windows(an, widths)
     specs = tuple(p["in_specs"]) + tuple(p["out_specs"])
     maps = []
     for j, (m, t) in enumerate(zip(specs, types)):
@@ -138,11 +164,65 @@ def _masked(x: Any, modes: dict, fill: Any) -> Any:
     return P.where(mask, x, fill)
 
 
+def _widened_index(index: tuple, val: Any, width_of: Callable) -> tuple[tuple, dict]:
+    """A Ref index whose static ranges selecting widened value modes grow to the new width, and {value mode: old
+    extent} of those modes."""
+    new, masked, j = [], {}, 0
+    for ix in index:
+        if ix.kind == "at":
+            new.append(ix)
+            continue
+        w = width_of(val, j) if type(val) is not Literal and val.type.rank else None
+        if ix.kind == "ds" and w is not None:
+            new.append(ix._replace(size=w[1]))
+            masked[j] = w[0]
+        else:
+            new.append(ix)
+        j += 1
+    return tuple(new), masked
+
+
+def _widened_slice(index: tuple, out: Any, width_of: Callable) -> tuple:
+    """A value slice's index with each range selecting a widened mode grown to the new width."""
+    new, j = [], 0
+    for ix in index:
+        if isinstance(ix, int):
+            new.append(ix)
+            continue
+        w = width_of(out, j) if ix is not None else None
+        new.append(ix if w is None else ix._replace(stop=ix.start + (w[1] - 1) * ix.step + 1))
+        j += 1
+    return tuple(new)
+
+
+def _windows(e: Any, vals: list, width_of: Callable) -> list | None:
+    """Reads, writes and slices through static ranges of widened modes (None: nothing of ``e`` widens)."""
+    name = e.prim.name
+    if name == "slice":
+        index = _widened_slice(e.params["index"], e.outputs[0], width_of)
+        return None if index == e.params["index"] else bind_multi(e.prim, *vals, **{**e.params, "index": index})
+    val = e.outputs[0] if name == "get" else e.inputs[1]
+    index, masked = _widened_index(e.params["index"], val, width_of)
+    if not masked:
+        return None
+    params = {**e.params, "index": index}
+    if name == "get":
+        return bind_multi(e.prim, *vals, **params)
+    ref, x, dyn = vals[0], vals[1], vals[2:]
+    if name == "set":      # the added positions keep what the Ref holds there
+        x = _masked(x, masked, bind_multi(get_p, ref, *dyn, **params)[0])
+    else:
+        x = _masked(x, masked, identity("reduce_sum", e.inputs[1].type.dtype))
+    return bind_multi(e.prim, ref, x, *dyn, **params)
+
+
 def _hook(width_of: Callable) -> Callable:
     """Shapes along widened classes grow (broadcasts, iotas, copies into a layout); reductions over them and
-    contractions of them read their identity at the added positions."""
+    contractions of them read their identity at the added positions; static ranges selecting them grow."""
     def hook(e: Any, vals: list) -> list | None:
         name = e.prim.name
+        if name in ("get", "set", "addupdate", "slice"):
+            return _windows(e, vals, width_of)
         if name in ("broadcast", "iota", "copy"):
             out = e.outputs[0]
             parts = {k: w[1] for k in range(out.type.rank) if (w := width_of(out, k)) is not None}
