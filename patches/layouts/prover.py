@@ -45,6 +45,7 @@ class Normal(NamedTuple):
 
     expr: sympy.Expr
     atoms: tuple
+    caps: tuple = ()      # (t, T): a Sym with a stated maximum has t <= T
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -67,7 +68,7 @@ def _simplified(e: sympy.Expr, state: tuple) -> sympy.Expr:
 def _normal(e: sympy.Expr, state: tuple) -> Normal:
     e = _simplified(e, state)
     funcs = sorted(e.atoms(sympy.floor, sympy.ceiling, sympy.Mod), key=sympy.default_sort_key)
-    atoms, rep = [], {}
+    atoms, rep, caps = [], {}, []
     for f in funcs:
         u = sympy.Dummy("u", integer=True)
         arg = f.args[0] if not isinstance(f, sympy.Mod) else f.args[0] / f.args[1]
@@ -82,15 +83,18 @@ def _normal(e: sympy.Expr, state: tuple) -> Normal:
             raise LayoutError(f"symbolic extents must be built from Sym, got the symbol {s!r}")
         b = bounds(s, state)
         rep[s] = b.divisor * (b.lo // b.divisor + _t(s.name))
-    return Normal(sympy.expand(e.xreplace(rep)), tuple(atoms))
+        if b.hi is not None:
+            caps.append((_t(s.name), b.hi // b.divisor - b.lo // b.divisor))
+    return Normal(sympy.expand(e.xreplace(rep)), tuple(atoms), tuple(caps))
 
 
 def _number_sign(n: sympy.Expr) -> str:
     return POS if n > 0 else NEG if n < 0 else ZERO
 
 
-def _poly_sign(p: sympy.Expr, atoms: tuple) -> str | None:
-    """The sign of p for every value of its nonnegative variables, or None if the coefficients do not tell."""
+def _poly_sign(p: sympy.Expr, atoms: tuple, caps: tuple = ()) -> str | None:
+    """The sign of p for every value of its nonnegative variables, or None if the coefficients do not tell (nor,
+    where every variable has a stated maximum, the corners of their box)."""
     p = sympy.expand(p)
     if p.is_Number:
         return _number_sign(p)
@@ -117,6 +121,33 @@ def _poly_sign(p: sympy.Expr, atoms: tuple) -> str | None:
         return POS if const > 0 else NONNEG
     if all(c <= 0 for c in coeffs):
         return NEG if const < 0 else NONPOS
+    return _box_sign(p, terms, caps)
+
+
+_BOX_VARIABLES = 10      # at most 2**10 corners are evaluated
+
+
+def _box_sign(p: sympy.Expr, terms: dict, caps: tuple) -> str | None:
+    """The sign of a polynomial of mixed coefficients whose variables all have maxima (t in 0..T): one linear in
+    each variable separately takes its extremes at the corners of the box, so the corners decide it."""
+    box = dict(caps)
+    names = sorted(p.free_symbols, key=sympy.default_sort_key)
+    if not names or len(names) > _BOX_VARIABLES or any(v not in box for v in names):
+        return None
+    if any(exp > 1 for term in terms if term is not sympy.S.One for exp in term.as_powers_dict().values()):
+        return None
+    values = [p.xreplace(dict(zip(names, corner)))
+              for corner in itertools.product(*[(0, box[v]) for v in names])]
+    if all(v > 0 for v in values):
+        return POS
+    if all(v < 0 for v in values):
+        return NEG
+    if all(v == 0 for v in values):
+        return ZERO
+    if all(v >= 0 for v in values):
+        return NONNEG
+    if all(v <= 0 for v in values):
+        return NONPOS
     return None
 
 
@@ -138,12 +169,12 @@ def _sign_of(n: Normal) -> str | None:
     if n.expr.is_Number:
         return _number_sign(n.expr)
     if _coeffs(n.expr) is not None:
-        return _poly_sign(n.expr, n.atoms)
+        return _poly_sign(n.expr, n.atoms, n.caps)
     num, den = sympy.fraction(sympy.together(n.expr))
-    sd = _poly_sign(den, n.atoms)
+    sd = _poly_sign(den, n.atoms, n.caps)
     if sd not in (POS, NEG):
         return None
-    sn = _poly_sign(num, n.atoms)
+    sn = _poly_sign(num, n.atoms, n.caps)
     return sn if sd == POS else _FLIP[sn]
 
 

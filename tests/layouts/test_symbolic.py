@@ -303,6 +303,26 @@ def test_facts_decide_for_a_block():
         pl.complement(a)
 
 
+def test_stated_maxima_decide_orders_at_the_corners_of_their_box():
+    """A maximum (Sym(..., max=) or facts(M <= n)) bounds the prover's variables: an order whose polynomial has
+    coefficients of both signs is decided by the corners of the box (it is linear in each variable), refuted or
+    left undecided when the corners disagree; before, every maximum was ignored."""
+    from patches.layouts import arith
+    K, B = Sym("K", min=64, max=8192), Sym("B", divisible_by=8, max=64)
+    assert arith.lt(K, 10000) and arith.le(K, 8192) and not arith.lt(8192, K)
+    assert arith.lt(B * K, 600000) and arith.lt(K - B, 9000) and arith.le(B * K - K, 63 * 8192)
+    for undecided in ((K, 8192), (K, 5000), (B * K, 500000)):           # true for some values, false for others
+        with pytest.raises(UndecidableError):
+            arith.lt(*undecided)
+    with facts(N <= 100):
+        assert arith.lt(N, 101) and arith.lt(2 * N - K, 200) and not arith.lt(K + 2 * N, 64)
+    with pytest.raises(UndecidableError):       # N is unbounded outside the block
+        arith.lt(N, 101)
+    for k in (64, 100, 8192):
+        for b in (8, 64):
+            assert (b * k < 600000) and (k - b < 9000)
+
+
 def test_subs_checks_the_facts():
     a = make_layout((M, N))
     with pytest.raises(LayoutError, match="breaks its facts"):
