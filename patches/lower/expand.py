@@ -13,7 +13,8 @@
 * a top-level ``cond``: both branches computed, each output chosen by ``where`` on the predicate (as a vmapped
   cond is), since a schedule has no branches;
 * a top-level ``fori_loop`` with static bounds: its body inlined once per iteration (at most ``UNROLL_MAX``), the
-  index a literal;
+  index a literal; a longer one, or one whose bounds are symbolic extents, stays a loop (the schedule runs a
+  schedule of its body once per iteration, ``patches.lower.host_loop``);
 * a reduction of a large tensor to a scalar: first over all modes but one (many CTAs, one per slice), then over
   the partials (one CTA over a few thousand), where one CTA would walk the whole tensor. Sums of 16-bit floats
   keep f32 partials, so the result is rounded once, as before.
@@ -32,6 +33,7 @@ from ..layouts import Layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Var, bind, stage
 from ..staging import primitives as P
+from ..staging.kernel.control import n_bounds
 from ..staging.primitives import copy_p
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .errors import LoweringError
@@ -271,12 +273,12 @@ UNROLL_MAX = 64          # iterations of a top-level fori_loop inlined one after
 def _fori(e: Eqn) -> list:
     """The body inlined once per iteration, reading the previous iteration's carry and the index as a literal."""
     lo, hi, body, n_consts = e.params["lower"], e.params["upper"], e.params["body"], e.params["n_consts"]
-    if type(lo) is not int or type(hi) is not int:
-        raise LoweringError(f"equation fori_loop({lo}, {hi}): a loop outside a kernel is unrolled, which needs "
-                            "static integer bounds (write the loop inside a pt.kernel for run-time trip counts)")
-    if hi - lo > UNROLL_MAX:
-        raise LoweringError(f"equation fori_loop({lo}, {hi}): {hi - lo} iterations outside a kernel (at most "
-                            f"{UNROLL_MAX} are unrolled; write the loop inside a pt.kernel)")
+    if n_bounds(e.params):
+        raise LoweringError("equation fori_loop: bounds computed by the program are not "
+                            "lowered outside a kernel (the host would wait for them); use static or symbolic extents, "
+                            "or write the loop inside a pt.kernel")
+    if type(lo) is not int or type(hi) is not int or hi - lo > UNROLL_MAX:
+        return [e]                      # a host loop over its body's schedule
     consts, carry = list(e.inputs[:n_consts]), list(e.inputs[n_consts:])
     if hi <= lo:
         return [Eqn(copy_p, [x], {"layout": o.type.layout}, [o]) for x, o in zip(carry, e.outputs)]

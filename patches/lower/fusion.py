@@ -28,7 +28,8 @@ from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
-OWN_KIND = {"matmul": "gemm", "kernel": "kernel"}    # equations that open a kernel of their kind
+OWN_KIND = {"matmul": "gemm", "kernel": "kernel", "fori_loop": "loop"}    # equations that open a kernel of their kind
+ALONE = ("kernel", "loop")      # kinds nothing joins: a pt.kernel call, a host loop over a schedule of its body
 GENERATORS = ("iota", "extent")   # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
                 "where", "astype", "copy"}
@@ -137,9 +138,9 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         target = None
         horizontal = not srcs and groups and groups[-1].kind == "simt" and id(e) not in solo
         cands = [len(groups) - 1] if horizontal else srcs
-        if e.prim.name not in ("matmul", "kernel") and id(e) not in isolate:
+        if e.prim.name not in ("matmul", "kernel", "fori_loop") and id(e) not in isolate:
             for g in sorted(cands, reverse=True):
-                if groups[g].kind == "kernel" or any(id(q) in isolate for q in groups[g].eqns):
+                if groups[g].kind in ALONE or any(id(q) in isolate for q in groups[g].eqns):
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):
                     continue
@@ -200,7 +201,7 @@ def rematerialize(groups: list, owner: dict, graph: Graph, nbytes: Any, accepts:
     """
     cheap = EPILOGUE_OPS - {"copy"}
     for g, grp in enumerate(groups):
-        if g != only or grp.kind == "kernel":          # a kernel call runs its own body, nothing joins it
+        if g != only or grp.kind in ALONE:             # a kernel call runs its own body, nothing joins it
             continue
         mine = {id(v) for e in grp.eqns for v in e.outputs}
         ext: dict[int, Var] = {}

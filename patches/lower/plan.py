@@ -26,6 +26,7 @@ from .config import TileConfig
 from .emit_gemm import emit_gemm
 from .emit_simt import emit_simt
 from .errors import LoweringError
+from .host_loop import LoopModule
 from .kernel.api import kernel_call, lower_kernel_call
 from .module import Module
 from .names import sanitize
@@ -44,11 +45,16 @@ class Kernel:
         self.origin, self.refused = getattr(plan, "origin", ""), getattr(plan, "refused", "")
         self.config = config
         self._module: Module | None = getattr(plan, "module", None)
+        if self.kind == "loop":       # the module is the body's build: a schedule of its own, made on first use
+            self._body, self._module = self._module, None
 
     @property
     def module(self) -> Module:
         if self._module is None:
             t0 = time.perf_counter()
+            if self.kind == "loop":
+                self._module = LoopModule(self.program.eqns[-1], Schedule.of_build(self._body, self.config))
+                return self._module
             if self.kind == "kernel":
                 self._module = lower_kernel_call(kernel_call(self.program))
                 return self._module
@@ -80,6 +86,8 @@ class Kernel:
 
     def describe(self) -> str:
         """The kernel's configuration in a few words."""
+        if self.kind == "loop":
+            return self.module.describe()
         s = self.spec
         if self.kind == "gemm":
             return f"{s.ab_dtype} {s.config.describe()}, A {s.a.major} B {s.b.major} C {s.c.major}"
@@ -99,6 +107,9 @@ class Kernel:
 
         if self.kind == "gemm":
             return list(simulate(self.spec, *ins, every=True))
+        if self.kind == "loop":
+            pos = {id(p): i for i, p in enumerate(self.program.params)}
+            return self.module.run([ins[pos[id(x)]] for x in self.program.eqns[-1].inputs], sizes)
         if self.kind == "kernel":
             pos = {id(p): i for i, p in enumerate(self.program.params)}
             return simulate_module(self.module, *[ins[pos[id(x)]] for x in self.program.eqns[0].inputs],
@@ -223,6 +234,16 @@ class Schedule:
     """The lowered program: ``kernels`` in run order, ``buffers`` (intermediates, slots reused when dead), the
     prepared ``program``; ``simulate``, ``compile``; printing shows the schedule."""
 
+    @classmethod
+    def of_build(cls, built: tuple, config: TileConfig | None = None) -> Schedule:
+        """The schedule of an already built (prepared program, plans, buffers): a host loop's body."""
+        new = object.__new__(cls)
+        prog, plans, buffers = built
+        for name, value in (("source_program", prog), ("constants", []), ("program", prog), ("buffers", buffers),
+                            ("kernels", [Kernel(p, config) for p in plans]), ("schedule_seconds", 0.0)):
+            object.__setattr__(new, name, value)
+        return new
+
     def __init__(self, prog: Program, config: TileConfig | None = None, via: str = "template") -> None:
         t0 = time.perf_counter()
         self.source_program = prog
@@ -308,7 +329,10 @@ class Schedule:
         and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype; a
         ``pt.kernel`` call's emitted source through patches.lower.kernel.simulate), passing buffers between them:
         what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
-        leaves = self.arguments(args)
+        return tree_unflatten(self.program.out_tree, self.run_kernels(self.arguments(args)))
+
+    def run_kernels(self, leaves: list) -> list:
+        """``simulate_kernels`` on the program's parameters (a flat list), its outputs as a flat list."""
         prog = self.program
         env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
         syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
@@ -316,8 +340,7 @@ class Schedule:
             outs = k.run_model([env[id(p)] for p in k.program.params], syms)
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = np.asarray(x).reshape(tuple(int(n) for n in np.shape(evaluate_shape(v, x))))
-        res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
-        return tree_unflatten(prog.out_tree, res)
+        return [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
 
     def compile(self, arch: str = "sm_90a") -> ScheduleExecutable:
         """Compile every kernel for ``arch`` (no GPU needed)."""

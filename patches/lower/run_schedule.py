@@ -124,8 +124,11 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
     for k, kexe in zip(s.kernels, exe.executables):
         ins = [vals[id(p)] for p in k.program.params]
         outs = [vals[id(o)] for o in k.program.outputs]
+        if k.kind == "loop":                     # a host loop: its body's kernels once per iteration
+            pos = {id(p): i for i, p in enumerate(k.program.params)}
+            kexe.run([ins[pos[id(x)]] for x in k.program.eqns[-1].inputs], outs, env)
+            continue
         if k.kind == "gemm":
-            args = _gemm_args(k.spec, ins, outs)
             tf32 = [k.spec.ab_dtype == "tf32"] * 2
         elif k.kind == "kernel":
             args = _kernel_args(k, ins, outs)

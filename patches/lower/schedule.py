@@ -59,7 +59,8 @@ class KernelPlan:
     program: Program
     fuses: tuple
     group: int = -1           # the fusion group it was cut from (-1: a copy kernel)
-    module: Any = None        # a "kernel" kernel: its lowered KernelModule (lowered while scheduling)
+    module: Any = None        # a "kernel" kernel: its lowered KernelModule (lowered while scheduling); a "loop":
+                              # its body's build (prepared program, plans, buffers)
     origin: str = ""          # a group written as a pt.kernel call (routing.py): the kind it was ("gemm", "simt")
     refused: str = ""         # why routing kept this group on its emitter
 
@@ -103,7 +104,7 @@ def kernel_operands(eqns: list) -> list:
     producer = {id(v): e for e in eqns for v in e.outputs}
     out = []
     for e in eqns:
-        if e.prim.name != "kernel":
+        if e.prim.name not in ("kernel", "fori_loop"):       # (a host loop passes whole buffers to its body too)
             out.append(e)
             continue
         ins = []
@@ -343,6 +344,18 @@ class Builder:
             raise got
         return got
 
+    def loop_body(self, e: Eqn) -> Any:
+        """The build of a host loop's body (its own schedule), once per loop."""
+        if id(e) not in self.modules:
+            try:
+                self.modules[id(e)] = build(e.params["body"], self.config)[:3]
+            except LoweringError as err:
+                self.modules[id(e)] = LoweringError(f"the body of a loop of {_trips(e)} iterations: {err}")
+        got = self.modules[id(e)]
+        if isinstance(got, LoweringError):
+            raise got
+        return got
+
     def sub_program(self, eqns: list, outputs: list, name: str, all_params: bool = False) -> Program:
         """The group's equations plus the view chains they read through; parameters are the external roots."""
         mine = {id(v) for e in eqns for v in e.outputs}
@@ -448,7 +461,7 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         raise LoweringError("the scheduler did not converge")
     best = traffic(plans)
     for g in range(len(groups)):                       # recompute instead of reading, where it moves fewer bytes
-        if groups[g].kind == "kernel":
+        if groups[g].kind in ("kernel", "loop"):
             continue
         trial = [Group(q.kind, list(q.eqns), set(q.deps)) for q in groups]
         if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
@@ -460,6 +473,10 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
     plans = [_named(p) for p in plans]
     buffers = _buffers(prog, plans)
     return prog, plans, buffers, {"schedule": time.perf_counter() - t0}
+
+
+def _trips(e: Eqn) -> Any:
+    return e.params["upper"] - e.params["lower"]
 
 
 def traffic(plans: list) -> Any:
@@ -515,7 +532,7 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
                   and not any(e.prim.name == "broadcast" for e in b.graph.chain(o))
                   and b._analyzes(grp, grp.eqns, [o]) is not None)
         if not stored and isinstance(r, Var) and id(r) in owner and (_accesses(b.graph, o) or o is not r and (
-                groups[owner[id(r)]].kind == "kernel" or groups[owner[id(r)]].kind == "gemm"
+                groups[owner[id(r)]].kind in ("kernel", "loop") or groups[owner[id(r)]].kind == "gemm"
                 and any(e.prim.name == "broadcast" for e in b.graph.chain(o)))):
             want(owner[id(r)], r)                    # a slice/reshape/tile of a kernel value (any view of a kernel
             extra.append(o)                          # call's output, a broadcast of a GEMM's): stored, then copied
@@ -535,13 +552,15 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
         name = f"{kind}_{g}"
         if kind == "gemm":
             wanted[g] = _storable(groups[g], wanted[g])
-        if kind == "kernel":                         # the call writes all of its outputs
+        if kind in ("kernel", "loop"):               # the call (the loop) writes all of its outputs
             wanted[g] = list(groups[g].eqns[0].outputs)
-        sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single and kind != "kernel")
+        sub = b.sub_program(groups[g].eqns, wanted[g], name, all_params=single and kind not in ("kernel", "loop"))
         module = None
         try:
             if kind == "kernel":
                 module = b.kernel_module(groups[g].eqns[0], sub)
+            elif kind == "loop":
+                module = b.loop_body(groups[g].eqns[0])
             else:
                 _analyze(kind, sub, b.config, name)
         except LoweringError as err:

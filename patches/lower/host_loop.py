@@ -1,0 +1,125 @@
+"""A top-level ``fori_loop`` too long to unroll (or over a symbolic trip count) as a host loop: its body is a
+schedule of its own, run once per iteration, the iteration's outputs the next one's carries.
+
+The body schedule takes the index as a 0-d i32 buffer, then the loop's constants and carries, as the body program
+does; kernels are compiled once and launched every iteration. The CPU model runs the body schedule's kernel models
+(``Schedule.run_kernels``) iteration by iteration, so ``verify`` checks the whole loop against the interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..staging import Eqn
+from .errors import LoweringError
+
+
+def trip_bounds(e: Eqn, sizes: dict | None) -> tuple[int, int]:
+    """The loop's (lower, upper) as ints, symbolic extents bound by ``sizes``."""
+    out = []
+    for b in (e.params["lower"], e.params["upper"]):
+        if type(b) is not int:
+            b = b.subs(sizes or {}) if hasattr(b, "subs") else b
+            if not getattr(b, "is_Integer", False):
+                raise LoweringError(f"loop bound {e.params['lower']}..{e.params['upper']}: its symbols are not bound "
+                                    "by the arguments")
+        out.append(int(b))
+    return out[0], out[1]
+
+
+class LoopModule:
+    """What a host-loop kernel lowers to: the loop equation ``eqn`` and the ``body`` Schedule."""
+
+    kind = "loop"
+    takes_sm_count = False
+
+    def __init__(self, eqn: Eqn, body: Any) -> None:
+        self.eqn, self.body = eqn, body
+        self.n_consts = eqn.params["n_consts"]
+
+    @property
+    def trips(self) -> str:
+        lo, hi = self.eqn.params["lower"], self.eqn.params["upper"]
+        return f"{lo}..{hi}"
+
+    @property
+    def spec(self) -> Any:
+        return self
+
+    @property
+    def source(self) -> str:
+        head = (f"# A host loop over iterations {self.trips}: the {len(self.body.kernels)} kernel(s) below run once "
+                "per iteration, in order.\n")
+        return head + "\n\n".join(f"# ---- loop body kernel {k.name} ({k.kind}) ----\n{k.source}"
+                                  for k in self.body.kernels)
+
+    @property
+    def emit_seconds(self) -> float:
+        return self.body.emit_seconds
+
+    def describe(self) -> str:
+        return f"host loop over {self.trips} of a {len(self.body.kernels)}-kernel body"
+
+    def verify(self) -> Any:
+        """Every body kernel checked against its program (``Schedule.verify``)."""
+        return self.body.verify()
+
+    def run(self, args: list, sizes: dict | None = None) -> list:
+        """The loop on numpy operands (the equation's inputs in order) through the body's kernel models."""
+        lo, hi = trip_bounds(self.eqn, sizes)
+        consts, carry = list(args[:self.n_consts]), list(args[self.n_consts:])
+        for i in range(lo, hi):
+            carry = self.body.run_kernels([np.int32(i), *consts, *carry])
+        return carry
+
+    def compile(self, arch: str = "sm_90a") -> LoopExecutable:
+        return LoopExecutable(self, self.body.compile(arch))
+
+
+class LoopExecutable:
+    """The body schedule compiled once; ``run`` launches it per iteration on CUDA torch tensors."""
+
+    def __init__(self, module: LoopModule, body: Any) -> None:
+        self.module, self.body = module, body
+
+    @property
+    def executables(self) -> list:
+        return self.body.executables
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.body.compile_seconds
+
+    @property
+    def resources(self) -> dict:
+        """The body kernels' registers and shared memory at most, their spills in all."""
+        rs = [e.resources for e in self.body.executables]
+        return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
+                "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+
+    def counts(self, *names: str) -> dict:
+        per = [e.counts(*names) for e in self.body.executables]
+        return {n: sum(c[n] for c in per) for n in names}
+
+    def run(self, ins: list, outs: list, sizes: dict | None = None) -> None:
+        """The loop on CUDA torch tensors (the equation's inputs in order), its results copied into ``outs``."""
+        import torch
+
+        lo, hi = trip_bounds(self.module.eqn, sizes)
+        nc = self.module.n_consts
+        consts, carry = list(ins[:nc]), list(ins[nc:])
+        device = outs[0].device if outs else torch.device("cuda")
+        for i in range(lo, hi):
+            got = self.body(torch.tensor(i, dtype=torch.int32, device=device), *consts, *carry)
+            carry = list(got) if isinstance(got, (list, tuple)) else [got]
+        for o, c in zip(outs, carry):
+            o.copy_(c)
+
+    def export(self, directory: Any) -> Any:
+        raise LoweringError("a schedule with a host loop is not exported ahead of time yet (its body schedule is: "
+                            "export module.body.compile())")
+
+
+__all__ = ["LoopExecutable", "LoopModule", "trip_bounds"]

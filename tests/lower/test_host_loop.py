@@ -1,0 +1,112 @@
+"""A top-level ``fori_loop`` past UNROLL_MAX iterations, or over a symbolic trip count, lowers as a host loop: its
+body is a schedule of its own (kernels emitted and compiled once), run once per iteration with the iteration's
+outputs as the next one's carries. Before, such loops were refused ("at most 64 are unrolled"). The kernel models
+run the whole loop and are compared with the interpreter; ``verify`` checks the body's kernels and the loop."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.layouts import Sym
+from patches.lower import LoweringError
+from patches.lower.expand import UNROLL_MAX
+
+
+def _rows(*shape):
+    return pt.tensor("f32", pt.make_layout(shape, stride=(shape[1], 1)))
+
+
+def _recurrence(a, b, bias):
+    """A GEMM, elementwise work reading the index and a loop constant, and a carry passed through unchanged."""
+    def body(i, c):
+        h, keep = c
+        h = h * 0.9 + pt.tanh(h @ a + bias) * 0.1 + i.astype("f32") * 1e-3
+        return h, keep
+    return pt.fori_loop(0, 3 * UNROLL_MAX, body, (b, b * 2.0))
+
+
+def test_a_long_loop_runs_its_body_schedule_once_per_iteration():
+    prog = pt.stage(_recurrence, _rows(64, 64), _rows(64, 64), _rows(64, 64))
+    s = pt.lower(prog)
+    (k,) = [q for q in s.kernels if q.kind == "loop"]         # (b * 2.0, the initial carry, is a kernel before it)
+    assert "host loop over 0..192" in k.describe()
+    body = k.module.body
+    assert "gemm" in [q.kind for q in body.kernels]
+    assert k.source.startswith("# A host loop over iterations 0..192")
+    assert all(f"loop body kernel {q.name}" in k.source for q in body.kernels)
+    rng = np.random.default_rng(0)
+    a, b, bias = (rng.standard_normal((64, 64)).astype(np.float32) * 0.1 for _ in range(3))
+    want = prog(a, b, bias)
+    for got in (s.simulate(a, b, bias), s.simulate_kernels(a, b, bias)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-3, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(s.simulate_kernels(a, b, bias)[1]), 2 * b)
+    s.verify()
+
+
+def test_the_model_runs_every_iteration():
+    """A counter loop: the result is the trip count, so a model that skipped or repeated iterations shows."""
+    prog = pt.stage(lambda x: pt.fori_loop(5, 5 + 100, lambda i, c: c + 1.0 + (i - i).astype("f32"), x), _rows(8, 32))
+    s = pt.lower(prog)
+    x = np.zeros((8, 32), np.float32)
+    np.testing.assert_array_equal(np.asarray(s.simulate_kernels(x)), np.full((8, 32), 100.0, np.float32))
+    idx = pt.stage(lambda x: pt.fori_loop(0, 70, lambda i, c: c + i.astype("f32"), x), _rows(8, 32))
+    np.testing.assert_array_equal(np.asarray(pt.lower(idx).simulate_kernels(x)), np.full((8, 32), 70 * 69 / 2))
+
+
+def test_a_symbolic_trip_count_is_bound_by_the_arguments():
+    M = Sym("M")
+
+    def f(x):
+        return pt.fori_loop(0, x.shape[0], lambda i, c: c * 0.5 + pt.exp(-c), x)
+    prog = pt.stage(f, pt.tensor("f32", pt.make_layout((M, 32), stride=(32, 1))))
+    s = pt.lower(prog)
+    assert [k.kind for k in s.kernels] == ["simt", "loop"]     # the carry is copied to its compact layout first
+    for m in (3, 70):
+        x = np.random.default_rng(m).standard_normal((m, 32)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(s.simulate_kernels(x)), np.asarray(prog(x)), rtol=1e-5, atol=1e-6)
+
+
+def _mlp_training(w1, w2, x, y):
+    def loss(p):
+        h = pt.relu(x @ p[0])
+        return pt.mean((h @ p[1] - y) ** 2)
+
+    def step(i, p):
+        g = pt.grad(loss)(p)
+        return (p[0] - 0.05 * g[0], p[1] - 0.05 * g[1])
+    return pt.fori_loop(0, 100, step, (w1, w2))
+
+
+def test_a_training_loop_of_a_hundred_sgd_steps_lowers():
+    prog = pt.stage(_mlp_training, _rows(32, 64), _rows(64, 16), _rows(128, 32), _rows(128, 16))
+    s = pt.lower(prog)
+    (k,) = [q for q in s.kernels if q.kind == "loop"]
+    assert [q.kind for q in k.module.body.kernels].count("gemm") >= 3
+    rng = np.random.default_rng(7)
+    w1, w2 = rng.standard_normal((32, 64)).astype(np.float32) * 0.2, rng.standard_normal((64, 16)).astype(np.float32) * 0.2
+    x, y = rng.standard_normal((128, 32)).astype(np.float32), rng.standard_normal((128, 16)).astype(np.float32)
+    want = prog(w1, w2, x, y)
+    got = s.simulate_kernels(w1, w2, x, y)
+    for g, w, w0 in zip(got, want, (w1, w2)):
+        assert np.abs(np.asarray(w) - w0).max() > 1e-2            # the parameters moved
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-2, atol=2e-3)   # tf32 GEMMs, 100 steps
+
+
+def test_loops_with_bounds_the_program_computes_are_refused_by_name():
+    def f(x):
+        n = (pt.reduce_sum(x) > 0).astype("i32") + 100
+        return pt.fori_loop(0, n, lambda i, c: c * 2.0, x)
+    with pytest.raises(LoweringError, match="fori_loop: bounds computed by the program"):
+        pt.lower(pt.stage(f, _rows(8, 32)))
+
+
+def test_a_host_loop_compiles_once_and_refuses_export(tmp_path):
+    pytest.importorskip("cutlass")
+    prog = pt.stage(_recurrence, _rows(64, 64), _rows(64, 64), _rows(64, 64))
+    s = pt.lower(prog)
+    exe = s.compile()
+    r = exe.executables[[k.kind for k in s.kernels].index("loop")].resources
+    assert r["spills"] == 0 and r["registers"] > 0
+    with pytest.raises(LoweringError, match="host loop is not exported"):
+        exe.export(tmp_path / "loop")
