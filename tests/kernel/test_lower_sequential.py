@@ -173,3 +173,50 @@ def test_the_block_scan_compiles_for_sm90a_without_spills():
     exe = pt.lower(pt.stage(k, pt.tensor("f32", (256, 64)))).compile()
     assert exe.resources["spills"] == 0, exe.resources
     assert exe.counts("STG")["STG"] >= 2, exe.counts("STG")     # the zeroing loop's stores and the body's
+
+
+def _halves(x_ref, o_ref):
+    """Grid point 0 accumulates into the first 896 elements, point 1 writes the rest: one block, disjoint elements."""
+    @pt.when(pt.program_id(0) == 0)
+    def _():
+        o_ref.accumulate(pt.ds(0, 896), x_ref[pt.ds(0, 896)] * 2.0)
+
+    @pt.when(pt.program_id(0) == 1)
+    def _():
+        o_ref[pt.ds(896, 128)] = x_ref[pt.ds(0, 128)] - 77.0
+
+
+def _written_halves(x_ref, o_ref):
+    @pt.when(pt.program_id(0) == 0)
+    def _():
+        o_ref[pt.ds(0, 512)] = x_ref[pt.ds(0, 512)] * 2.0
+
+    @pt.when(pt.program_id(0) == 1)
+    def _():
+        o_ref[pt.ds(512, 512)] = x_ref[pt.ds(0, 512)] - 77.0
+
+
+def test_an_output_block_two_parallel_ctas_share_is_refused_where_each_would_zero_or_stage_it():
+    """The interpreter runs grid points one after another and allows disjoint writes to one block; the lowered kernel
+    zeroes an accumulated block (or stages and writes back a staged one) in each CTA that sees it, so two CTAs sharing
+    it would race (a simulated run gave zeros where point 0 accumulated). Refused by name; marking the axis that
+    revisits the block "arbitrary" makes it one CTA's, and that lowers and computes what the interpreter does."""
+    x = pt.tensor("f32", (1024,))
+    v = pt.BlockSpec((1024,), lambda i: (0,))
+    shared = pt.kernel(_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v)
+    with pytest.raises(pt.LoweringError, match=r"output o_ref: grid points \(0,\) and \(1,\) both see its block \(0,\)"):
+        pt.lower(pt.stage(shared, x))
+    staged = pt.kernel(_written_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v],
+                       out_specs=pt.BlockSpec((1024,), lambda i: (0,), memory_space=pt.SMEM))
+    with pytest.raises(pt.LoweringError, match="stages it and writes it back whole"):
+        pt.lower(pt.stage(staged, x))
+    ordered = pt.kernel(_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v,
+                        dimension_semantics=("arbitrary",))
+    prog = pt.stage(ordered, x)
+    a = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+    want = np.concatenate([2 * a[:896], a[:128] - 77])
+    np.testing.assert_allclose(np.asarray(prog(a)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(pt.lower(prog).simulate(a)), want, rtol=1e-6)
+    check_against_interpreter(prog)
+    plain = pt.kernel(_written_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v)
+    check_against_interpreter(pt.stage(plain, x))      # GMEM writes of disjoint elements: each CTA writes its own

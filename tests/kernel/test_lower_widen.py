@@ -261,6 +261,11 @@ def _accumulated(x_ref, o_ref):
     o_ref[pt.ds(0, 1023)] += x_ref[1:] * 0.5
 
 
+def _addupdates(x_ref, o_ref):          # accumulations proper (addupdate): the added positions add zero
+    o_ref.accumulate(pt.ds(1, 1023), x_ref[:-1])
+    o_ref.accumulate(pt.ds(0, 1023), x_ref[1:] * 0.5)
+
+
 _f = pt.BlockSpec
 WINDOWS = {     # body, (out shape, out block), (in shape, in block), grid: each window's value is 1023 or 8 x 255
     "diff": (_diff, ((1023,), (1023,)), ((1024,), (1024,)), 1),
@@ -269,6 +274,7 @@ WINDOWS = {     # body, (out shape, out block), (in shape, in block), grid: each
     "shifted_write": (_shifted_write, ((1024,), (1024,)), ((1024,), (1024,)), 1),
     "window_norms": (_window_norms, ((64,), (8,)), ((64, 512), (8, 512)), 8),
     "accumulated": (_accumulated, ((1024,), (1024,)), ((1024,), (1024,)), 1),
+    "addupdates": (_addupdates, ((1024,), (1024,)), ((1024,), (1024,)), 1),
 }
 
 
@@ -317,3 +323,34 @@ def test_a_window_past_a_block_that_cannot_widen_keeps_the_refusal():
                   out_specs=_f((8, 255), lambda i, j: (i, j)))
     with pytest.raises(pt.LoweringError, match="255 values per thread"):
         fit_registers(_kernel_eqn(pt.stage(k, _rows("f32", (64, 512)))))
+
+
+def test_a_widened_write_into_a_block_other_ctas_write_is_not_widened():
+    """Widened, ``o_ref[pt.ds(0, 1023)] = v`` reads and writes back o[1023]; with another parallel grid point (another
+    CTA) writing o[1023] into the same block, that would race on a GPU, so the window does not widen (and the 1023
+    values are refused as before); given its own block, it widens."""
+    def body(x_ref, o_ref):
+        @pt.when(pt.program_id(0) == 0)
+        def _():
+            o_ref[pt.ds(0, 1023)] = x_ref[:-1] * 2.0
+
+        @pt.when(pt.program_id(0) == 1)
+        def _():
+            o_ref[pt.ds(1023, 1)] = x_ref[pt.ds(0, 1)] - 77.0
+    v = _f((1024,), lambda i: (0,))
+    e = _kernel_eqn(pt.stage(pt.kernel(body, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v),
+                             pt.tensor("f32", (1024,))))
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == 1023]
+    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
+    assert "another CTA may write" in widen_reason(an, c, 1024, types)
+    with pytest.raises(pt.LoweringError, match="1023 values per thread"):
+        fit_registers(e)
+
+    def alone(x_ref, o_ref):
+        o_ref[pt.ds(0, 1023)] = x_ref[:-1] * 2.0
+        o_ref[pt.ds(1023, 1)] = x_ref[pt.ds(0, 1)] - 77.0
+    prog = pt.stage(pt.kernel(alone, pt.tensor("f32", (1024,)), grid=(1,), in_specs=[v], out_specs=v),
+                    pt.tensor("f32", (1024,)))
+    assert fit_registers(_kernel_eqn(prog)) is not _kernel_eqn(prog)
+    check_against_interpreter(prog, atol=1e-6, rtol=1e-6)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...layouts import ComposedLayout, Layout, arith, cosize, size
 from ...layouts import inttuple as it
-from ...staging.kernel.blockspec import padding_extents
+from ...staging.kernel.blockspec import padding_extents, shared_block
 from ...staging.kernel.refs import GMEM
 from ...staging.types import compact, layout_of_modes, mode_layouts
 from .. import elementwise_rules as R
@@ -114,6 +114,19 @@ def launch_grid(grid: tuple) -> tuple:
     return (grid[0] if grid else 1, grid[1] if len(grid) > 1 else 1, z)
 
 
+def _own_block(ctx: Ctx, m: Any, grid: tuple, sem: tuple, zeroed: bool) -> None:
+    """An output block zeroed or staged by each CTA that sees it must be seen by one CTA only: two CTAs (grid points
+    whose parallel coordinates differ) would race, one's zero fill or write-back of the whole block erasing what
+    the other wrote (the interpreter, running points one after another, allows disjoint writes)."""
+    sh = shared_block(m, grid, sem)
+    if isinstance(sh, tuple):
+        p, q, b = sh
+        how = "zeroes it first (the body accumulates)" if zeroed else "stages it and writes it back whole"
+        raise ctx.fail(f"output {m.label}: grid points {p} and {q} both see its block {b} on parallel grid axes (different "
+                       f"CTAs), and the kernel {how}, so the CTAs would race; give each parallel grid point its own "
+                       "block, or mark the axis that revisits it \"arbitrary\"")
+
+
 def _has_addupdate(prog: Any) -> bool:
     return any(e.prim.name == "addupdate" or any(hasattr(v, "eqns") and _has_addupdate(v) for v in e.params.values())
                for e in prog.eqns)
@@ -205,6 +218,9 @@ def _lower(e: Any, module_name: str, stages: tuple, tma_stores: bool = True) -> 
     seq = [a for a, x in enumerate(sem) if x != "parallel"]
     zero_outputs = _has_addupdate(body) or bool(seq)
     moving = {k for k in range(n_in, len(specs)) if seq and _uses(specs[k].index_map, seq)}
+    for k in range(n_in, len(specs)):
+        if zero_outputs or k in moving or specs[k].ref_type.space != GMEM:
+            _own_block(ctx, specs[k], grid, sem, zero_outputs or k in moving)
     if moving:
         _zero_moving_outputs(ctx, grid, seq, [(k, specs[k], types[k]) for k in sorted(moving)])
     for a in seq:

@@ -60,6 +60,7 @@ class Window:
     start: int
     stride: int
     where: str
+    write: bool = False     # a set through the range (widened, it writes back what it read at the added positions)
 
     def need(self, width: int) -> int:
         """The source extent a width of ``width`` reads within."""
@@ -143,7 +144,7 @@ class Analysis:
         if name in ("get", "ref_slice"):
             self._select(ins[0], outs[0], e.params["index"], w)
         elif name in ("set", "addupdate"):
-            self._select(ins[0], ins[1], e.params["index"], w)
+            self._select(ins[0], ins[1], e.params["index"], w, write=name == "set")
         elif name in ELEMENTWISE:
             for a in ins:
                 if type(a) is not Literal and _rank(a) == _rank(outs[0]):
@@ -239,7 +240,7 @@ class Analysis:
             for k in range(min(_rank(x), _rank(y))):
                 self.union(x, k, y, k)
 
-    def _select(self, ref: Any, val: Any, index: tuple, w: str) -> None:
+    def _select(self, ref: Any, val: Any, index: tuple, w: str, write: bool = False) -> None:
         """Ref modes selected whole (``:``) tie to the value's modes; others are indexed."""
         j = 0
         for k, ix in enumerate(index):
@@ -255,7 +256,8 @@ class Analysis:
                 if type(val) is not Literal and _rank(val):
                     if window:
                         self.node(val, j)
-                        self.windows.append((val, j, Window(ref, k, ix.start, ix.stride, f"{w} indexes it with {ix}")))
+                        self.windows.append((val, j, Window(ref, k, ix.start, ix.stride, f"{w} indexes it with {ix}",
+                                                            write)))
                     else:
                         self.refuse(val, j, f"{w} indexes it with {ix}")
                 j += 1

@@ -281,3 +281,39 @@ def format_index_map(prog: Program) -> str:
 
 def block_index_types(n: int) -> list:
     return [TensorType("i32", SCALAR_LAYOUT)] * n
+
+
+SHARING_POINTS = 1 << 14      # grid points enumerated to decide whether CTAs share a block
+
+
+def shared_block(m: Any, grid: tuple, semantics: tuple | None = None) -> tuple | None | bool:
+    """Two grid points that run in different CTAs (their parallel coordinates differ) yet see the same block of
+    mapping ``m``: ``(point, point, block)``; None when no two do; True when it is not known (a symbolic grid).
+    A grid past ``SHARING_POINTS`` points is probed at its origin and one step along each axis (a map that
+    ignores a parallel axis shows there), not proved."""
+    sem = tuple(semantics) if semantics else ("parallel",) * len(grid)
+    if any(type(n) is not int for n in grid):
+        return True
+    par = [a for a, s in enumerate(sem) if s == "parallel" and grid[a] > 1]
+    if not par:
+        return None
+    total = int(np.prod(grid)) if grid else 1
+    points = np.ndindex(*grid) if total <= SHARING_POINTS else \
+        [tuple(int(a == b) for b in range(len(grid))) for a in range(-1, len(grid)) if a < 0 or grid[a] > 1]
+    return _first_shared(m, points, par)
+
+
+def _first_shared(m: Any, points: Any, par: list) -> tuple | None:
+    from ..interpreter import evaluate
+
+    seen: dict = {}
+    for point in points:
+        block = exact_index(m.index_map, point)
+        if block is None:
+            got = evaluate(m.index_map, *(np.int32(p) for p in point))
+            block = [int(np.asarray(x)) for x in (got if isinstance(got, (tuple, list)) else (got,))]
+        key, cta = tuple(block), tuple(point[a] for a in par)
+        other = seen.setdefault(key, (cta, point))
+        if other[0] != cta:
+            return other[1], point, key
+    return None

@@ -27,7 +27,7 @@ from ..errors import fail
 from ..ir import Eqn, Literal
 from ..types import compact, layout_of_modes, mode_layouts, modes_of, shape_of_modes
 from .axes import REDUCTIONS, Analysis, class_parts, tile_modes
-from .blockspec import BlockMapping, padding_extents
+from .blockspec import BlockMapping, padding_extents, shared_block
 from .refs import GMEM, RefType, get_p
 from .restage import restage_body
 
@@ -56,6 +56,14 @@ def widen_reason(an: Analysis, c: Any, width: int, types: list) -> str | None:
                     "spanning the operand's whole mode can widen)")
         if m.staged and not _plain(m.ref_type.layout):
             return f"{m.label} mode {k}: its staging layout {m.ref_type.layout} is not a compact one"
+    n_in = len(an.params["in_specs"])
+    for win in c.windows:          # the output a write writes (its Ref may be a loop's or a branch's parameter)
+        src = an.class_of_mode(win.var, win.k) if win.write else None
+        for j in sorted({j for j, _ in src.ref_dims} if src is not None else ()):
+            if n_in <= j < len(specs) and \
+                    shared_block(specs[j], tuple(an.params["grid"]), an.params.get("dimension_semantics")) is not None:
+                return (f"{win.where}: widened, the write would read and write back positions of {specs[j].label}'s "
+                        "block that another CTA may write")
     return None
 
 
