@@ -1,0 +1,254 @@
+"""Preparing a staged program for scheduling: dead equations dropped, constants folded, primitives without a kernel
+form expanded (``expand.py``), and the copies the kernels need inserted: K-major (and 16-byte-aligned) buffers for
+GEMM operands TMA cannot load as they are, aligned buffers for GEMM results TMA cannot store, whole buffers for the
+operands of ``pt.kernel`` calls and host loops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..layouts import Layout, coalesce, cosize, make_layout
+from ..layouts import inttuple as it
+from ..staging import Eqn, Literal, Program, Var, evaluate
+from ..staging.primitives import copy_p
+from ..staging.types import TensorType, mode_size, modes_of
+from .analyze import merged_view
+from .errors import LoweringError
+from .expand import expand
+from .fusion import GENERATORS, VIEWS, literal_only
+from .simt_views import ACCESS_VIEWS
+
+ITEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4,
+              "u32": 4, "i64": 8, "u64": 8}
+
+
+def eqn_text(e: Eqn) -> str:
+    ins = ", ".join(str(x.type) for x in e.inputs)
+    name = f" {e.params['name']}" if e.prim.name == "kernel" else ""
+    return f"{e.prim.name}{name}({ins})"
+
+
+def prepare(prog: Program) -> Program:
+    """The program without dead equations and with constants folded (literal-only scalar equations become
+    literals; broadcasts of literals are read as the literal by the kernels)."""
+    if not isinstance(prog, Program):
+        raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
+    prog = prog.dce()
+    if prog.consts:
+        raise LoweringError("the program captures constant arrays; pass them as arguments (lower closed_over())")
+    lit: dict[int, Any] = {}             # folded scalars, and stop_gradient results (their operands: identities)
+    eqns = []
+    returned = {id(o) for o in prog.outputs}
+    for e in expand(prog.eqns):        # (jit bodies, loops and branches inlined first: they fold as well)
+        e2 = Eqn(e.prim, [lit.get(id(x), x) if isinstance(x, Var) else x for x in e.inputs], e.params, e.outputs)
+        if e.prim.name == "stop_gradient":
+            lit[id(e.outputs[0])] = e2.inputs[0]
+            continue
+        if literal_only(e2) and not modes_of(e2.outputs[0].type.shape) and id(e2.outputs[0]) not in returned:
+            lit[id(e2.outputs[0])] = _fold(e2)
+            continue
+        eqns.append(e2)
+    outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
+    eqns = kernel_operands(aligned_outputs(k_major(eqns)))
+    return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def kernel_operands(eqns: list) -> list:
+    """A ``pt.kernel`` call reads whole buffers: an operand that is a view (transpose, slice, ...) or a generator
+    (iota) is first copied into a buffer of the operand's own layout (a ``copy`` equation, fused into its
+    producer's kernel where it can be; a slice's buffer has the slice's holes), as is a literal (the constant
+    cotangent grad feeds a kernel with a 0-d output); a broadcast or overlapping view is refused."""
+    producer = {id(v): e for e in eqns for v in e.outputs}
+    out = []
+    for e in eqns:
+        if e.prim.name not in ("kernel", "fori_loop"):       # (a host loop passes whole buffers to its body too)
+            out.append(e)
+            continue
+        ins = []
+        for i, x in enumerate(e.inputs):
+            p = producer.get(id(x)) if isinstance(x, Var) else None
+            if isinstance(x, Var) and (p is None or p.prim.name not in VIEWS + GENERATORS):
+                ins.append(x)
+                continue
+            what = "a literal" if not isinstance(x, Var) else f"a {p.prim.name} of another value"
+            lay = x.type.layout
+            if not _injective(lay):
+                raise LoweringError(f"equation {eqn_text(e)}: operand {i} is {what} ({x.type}), which a kernel cannot "
+                                    "read as a buffer; pass a tensor with a compact layout")
+            y = Var(TensorType(x.type.dtype, lay))
+            out.append(Eqn(copy_p, [x], {"layout": lay}, [y]))
+            ins.append(y)
+        out.append(Eqn(e.prim, ins, e.params, e.outputs))
+    return out
+
+
+def _injective(lay: Layout) -> bool:
+    """Whether distinct coordinates of a layout reach distinct offsets (a compact layout, or a slice of one, whose
+    copy is a buffer with holes); a broadcast or overlapping view is not."""
+    if _compact(lay):
+        return True
+    shape, stride = lay.shape, lay.stride
+    leaves = list(zip(it.flatten(shape), it.flatten(stride))) if type(shape) is tuple else [(shape, stride)]
+    if not all(type(n) is int and type(d) is int for n, d in leaves):
+        return False
+    span = 1
+    for n, d in sorted(((n, abs(d)) for n, d in leaves if n > 1), key=lambda p: p[1]):
+        if d < span:
+            return False
+        span = d * n
+    return True
+
+
+def _compact(lay: Layout) -> bool:
+    """Whether a layout covers exactly its elements (cosize == size, no broadcast modes)."""
+    size: Any = 1
+    for m in modes_of(lay.shape):
+        size = size * mode_size(m)
+    return bool(sympy.simplify(sympy.sympify(cosize(lay)) - sympy.sympify(size)) == 0)
+
+
+def k_major(eqns: list) -> list:
+    """f32 matmuls run as tf32 wgmma, which reads K-major operands only: an MN-major f32 operand is copied into a
+    K-major buffer first (a ``copy`` equation, fused into its producer's kernel where that kernel allows). So is an
+    operand read through a slice, a reshape other than one merging consecutive modes, or a tile (TMA loads a parameter
+    or buffer through transposes and such merges only), and a
+    bf16/f16 one without a unit-stride mode or with a broadcast (stride-0) mode."""
+    out = []
+    producer = {id(v): e for e in eqns for v in e.outputs}
+
+    def accessed(x: Any) -> bool:
+        while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
+            p = producer[id(x)]
+            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view" and _merged_in_order(p, producer)):
+                return True           # (a vector's added mode, stride 0; a reshape merging modes the GEMM reads)
+            x = producer[id(x)].inputs[0]
+        return False
+
+    def ready(x: Any, kmode: int) -> bool:
+        """Whether TMA loads the operand as it is: not through a slice/reshape/tile, K-major for tf32, else with
+        a unit-stride mode and no broadcast (stride-0) one (a constant cotangent, ones of the loss's shape)."""
+        shape, stride = modes_of(x.type.layout.shape), modes_of(x.type.layout.stride)
+        if any(isinstance(q, tuple) for q in shape):   # grouped modes (an einsum's): each must walk one stride
+            return all(type(coalesce(Layout(q, d)).shape) is not tuple for q, d in zip(shape, stride))
+        if accessed(x):
+            return False
+        if x.type.dtype == "f32":
+            return _unit(stride[kmode]) and _aligned(x.type)
+        big = [d for n, d in zip(shape, stride) if not (isinstance(n, int) and n == 1)]
+        return not any(isinstance(d, int) and d == 0 for d in big) and any(_unit(d) for d in stride[:2]) \
+            and _aligned(x.type)
+
+    for e in eqns:
+        if e.prim.name != "matmul" or all(ready(x, 1 if role == "a" else 0) for role, x in zip("ab", e.inputs)):
+            out.append(e)
+            continue
+        ins = []
+        for role, x in zip("ab", e.inputs):
+            lay = x.type.layout
+            shape = modes_of(lay.shape)
+            kmode = 1 if role == "a" else 0
+            if ready(x, kmode):
+                ins.append(x)
+                continue
+            y = Var(TensorType(x.type.dtype, _k_major_layout(shape, kmode, x.type.dtype)))
+            out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+            ins.append(y)
+        out.append(Eqn(e.prim, ins, e.params, e.outputs))
+    return out
+
+
+def _merged_in_order(view: Eqn, producer: dict) -> bool:
+    """Whether ``view`` merges consecutive modes of its operand that are, through the transposes before it,
+    consecutive modes of the tensor they view in that tensor's order (a grouped batch): the GEMM reads such a merge
+    in place; a row-major reshape (a transpose inside the reshape) merges them in reverse and is copied first."""
+    owner = merged_view(view)
+    if owner is None or set(owner) != set(range(len(modes_of(view.outputs[0].type.shape)))):
+        return False                  # (a view mode no operand mode feeds: an added size-1 mode, not read in place)
+    x = view.inputs[0]
+    place = list(range(len(owner)))          # operand mode -> mode of the tensor the transposes start from
+    while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name == "transpose":
+        q = producer[id(x)]
+        place = [q.params["perm"][m] for m in place]
+        x = q.inputs[0]
+    if isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
+        return False
+    for v in set(owner):
+        ms = [place[m] for m, o in enumerate(owner) if o == v]
+        if any(b != a + 1 for a, b in zip(ms, ms[1:])):
+            return False
+    return True
+
+
+def _k_major_layout(shape: tuple, kmode: int, dtype: str) -> Layout:
+    """A compact layout of an operand's (M|N, K[, batch]) modes with K first (a grouped mode's leaves in colex order,
+    so it walks one stride), rows padded to whole 16-byte units."""
+    order = [kmode, 1 - kmode, *range(2, len(shape))]
+    strides: list = [None] * len(shape)
+    acc: Any = 1
+    for i, k in enumerate(order):
+        leaves = it.flatten(shape[k]) if isinstance(shape[k], tuple) else (shape[k],)
+        ds = []
+        for n in leaves:
+            ds.append(acc)
+            acc = acc * n
+        strides[k] = it.unflatten(tuple(ds), shape[k]) if isinstance(shape[k], tuple) else ds[0]
+        if i == 0:
+            acc = _pad16(acc, dtype)                             # rows of whole 16-byte units
+    return make_layout(tuple(shape), tuple(strides))
+
+
+def aligned_outputs(eqns: list) -> list:
+    """A matmul whose result layout has a stride TMA cannot store (not a multiple of 16 bytes: the column-major
+    (100, 72) f16 result) writes a buffer whose leading mode is padded to 16 bytes, then a ``copy`` puts it in the
+    result's layout (fused with the matmul where that kernel allows, else a kernel of its own)."""
+    out = []
+    for e in eqns:
+        o = e.outputs[0] if e.prim.name == "matmul" else None
+        lay = o.type.layout if o is not None else None
+        shape, stride = (it.flatten(lay.shape), it.flatten(lay.stride)) if o is not None else ((), ())
+        if o is None or _aligned(o.type) or not all(type(x) is int for x in (*shape, *stride)):
+            out.append(e)                  # static modes only (a symbolic result asks for a divisibility fact)
+            continue
+        order = sorted(range(len(shape)), key=lambda k: (stride[k], k))      # leaves, a grouped batch's too
+        st, acc = [0] * len(shape), 1
+        for i, k in enumerate(order):
+            st[k] = acc
+            acc = _pad16(acc * shape[k], o.type.dtype) if i == 0 else acc * shape[k]
+        y = Var(TensorType(o.type.dtype, make_layout(lay.shape, it.unflatten(tuple(st), lay.shape))))
+        out.append(Eqn(e.prim, e.inputs, e.params, [y]))
+        out.append(Eqn(copy_p, [y], {"layout": o.type.layout}, [o]))
+    return out
+
+
+def _aligned(t: Any) -> bool:
+    """Whether every static non-unit stride of a type's modes (of extent > 1) is a multiple of 16 bytes (symbolic ones
+    are left to the GEMM analysis, which asks for a divisibility fact)."""
+    nbytes = ITEM_BYTES.get(t.dtype, 2)
+    for n, d in zip(it.flatten(t.layout.shape), it.flatten(t.layout.stride)):
+        if isinstance(n, int) and n == 1 or _unit(d) or not isinstance(d, int):
+            continue
+        if d * nbytes % 16:
+            return False
+    return True
+
+
+def _pad16(n: Any, dtype: str) -> Any:
+    """``n`` elements rounded up to whole 16-byte units."""
+    if not isinstance(n, int):
+        return n
+    q = 16 // ITEM_BYTES.get(dtype, 2) or 1
+    return -(-n // q) * q
+
+
+def _unit(d: Any) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def _fold(e: Eqn) -> Literal:
+    p = Program([], [], [], [e], list(e.outputs), name="fold")
+    v = np.asarray(evaluate(p)).reshape(())
+    t = e.outputs[0].type
+    return Literal(v.astype(np.float32) if t.dtype == "bf16" else v[()], t)
