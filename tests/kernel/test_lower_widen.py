@@ -131,17 +131,21 @@ def test_the_gradient_of_an_odd_softmax_lowers():
     pt.lower(prog).verify()
 
 
+def _keeps_refusal(e, extent, width, why):
+    """The class of ``extent`` cannot widen to ``width`` (for ``why``), so fitting refuses the kernel as before."""
+    an = widening_analysis(e)
+    (c,) = [c for c in an.classes if c.extent == extent]
+    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
+    assert why in widen_reason(an, c, width, types)
+    with pytest.raises(pt.LoweringError, match=f"{extent} values per thread"):
+        fit_registers(e)
+
+
 def test_a_class_that_cannot_widen_keeps_its_refusal():
     # the block holds 129 of 258 columns: widening would move the second block's columns
     s = pt.BlockSpec((8, 129), lambda i, j: (i, j))
     k = pt.kernel(_softmax, pt.tensor("f32", (32, 258)), grid=(4, 2), in_specs=[s], out_specs=s)
-    e = _kernel_eqn(pt.stage(k, _rows("f32", (32, 258))))
-    an = widening_analysis(e)
-    (c,) = [c for c in an.classes if c.extent == 129]
-    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
-    assert "spanning the operand's whole mode" in widen_reason(an, c, 144, types)
-    with pytest.raises(pt.LoweringError, match="129 values per thread"):
-        fit_registers(e)
+    _keeps_refusal(_kernel_eqn(pt.stage(k, _rows("f32", (32, 258)))), 129, 144, "spanning the operand's whole mode")
     # a pt.ds at a traced start along the axis: where it reads is not known, so neither is how far a widened read
     # would reach (a static start reads the same coordinates after the widening: it widens, tested below)
     def sliced(x_ref, o_ref):
@@ -340,12 +344,7 @@ def test_a_widened_write_into_a_block_other_ctas_write_is_not_widened():
     v = _f((1024,), lambda i: (0,))
     e = _kernel_eqn(pt.stage(pt.kernel(body, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v),
                              pt.tensor("f32", (1024,))))
-    an = widening_analysis(e)
-    (c,) = [c for c in an.classes if c.extent == 1023]
-    types = [a.type for a in e.inputs] + list(e.params["_out_types"])
-    assert "another CTA may write" in widen_reason(an, c, 1024, types)
-    with pytest.raises(pt.LoweringError, match="1023 values per thread"):
-        fit_registers(e)
+    _keeps_refusal(e, 1023, 1024, "another CTA may write")
 
     def alone(x_ref, o_ref):
         o_ref[pt.ds(0, 1023)] = x_ref[:-1] * 2.0
