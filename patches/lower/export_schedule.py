@@ -13,6 +13,7 @@ import numpy as np
 from ..layouts import flatten
 from ..staging import Var
 from ..staging.types import modes_of
+from .errors import LoweringError
 from .run_schedule import stored_bytes
 
 RUNNER = '''"""Run an exported patches schedule with torch CUDA tensors (no CuTe DSL): build each kernel's loader first
@@ -32,12 +33,15 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "b
           "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i64": torch.int64}
 
 
-def _binding(name):
-    path = os.path.join(HERE, name, name + "_binding.py")
-    spec = importlib.util.spec_from_file_location(name + "_binding", path)
+def _module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _binding(name):
+    return _module(os.path.join(HERE, name, name + "_binding.py"), name + "_binding")
 
 
 def _view(t, perm, batched, flat=None, groups=None):
@@ -68,6 +72,15 @@ def run(*tensors):
             else:
                 vals[v["name"]] = torch.empty_strided(shape, stride, dtype=DTYPES[v["dtype"]], device=device)
     for k in PLAN["kernels"]:
+        if k["kind"] == "loop":          # a host loop: its body's runner (a subdirectory) once per iteration
+            body = _module(os.path.join(HERE, k["name"], "runner.py"), k["name"] + "_runner")
+            ins = [vals[name] for name in k["inputs"]]
+            consts, carry = ins[:k["n_consts"]], ins[k["n_consts"]:]
+            for i in range(k["lower"], k["upper"]):
+                carry = body.run(torch.tensor(i, dtype=torch.int32, device=device), *consts, *carry)
+            for name, c in zip(k["outputs"], carry):
+                vals[name].copy_(c)
+            continue
         views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat"), a.get("groups"))
                  for a in k["args"]]
         _binding(k["name"]).run(*views)
@@ -96,6 +109,20 @@ def _args(k: Any, names: dict) -> list[dict]:
     return out
 
 
+def _loop(k: Any, kexe: Any, names: dict, directory: Path) -> dict:
+    """A host loop's entry: its static bounds, the values it reads (constants, then carries) and writes; its body's
+    schedule exported into ``directory``."""
+    e = k.program.eqns[-1]
+    lo, hi = e.params["lower"], e.params["upper"]
+    if type(lo) is not int or type(hi) is not int:
+        raise LoweringError(f"host loop {k.name}: its bounds {lo}..{hi} are symbolic; the exported runner takes "
+                            "static shapes only")
+    export_schedule(kexe.body, directory)
+    return {"name": k.name, "kind": "loop", "fuses": list(k.fuses), "lower": lo, "upper": hi,
+            "n_consts": e.params["n_consts"], "inputs": [names[id(x)] for x in e.inputs],
+            "outputs": [names[id(o)] for o in k.program.outputs]}
+
+
 def export_schedule(exe: Any, directory: Path) -> Path:
     """Write every kernel's export, schedule.json and runner.py into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -113,6 +140,9 @@ def export_schedule(exe: Any, directory: Path) -> Path:
                        "stride": [str(x) for x in modes_of(lay.stride)], "file": f"const{i}.npy"})
     kernels = []
     for k, kexe in zip(s.kernels, exe.executables):
+        if k.kind == "loop":                 # a host loop: its body exported as a schedule of its own
+            kernels.append(_loop(k, kexe, names, directory / k.name))
+            continue
         kexe.export(directory / k.name)
         kernels.append({"name": k.name, "kind": k.kind, "fuses": list(k.fuses), "args": _args(k, names)})
     plan = {"kernels": kernels, "values": values, "outputs": [names[id(o)] for o in s.program.outputs],

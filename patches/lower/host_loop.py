@@ -79,7 +79,8 @@ class LoopModule:
 
 
 class LoopExecutable:
-    """The body schedule compiled once; ``run`` launches it per iteration on CUDA torch tensors."""
+    """The body schedule compiled once; ``run`` launches it per iteration on CUDA torch tensors (an export writes the
+    body as a schedule of its own: ``export_schedule``)."""
 
     def __init__(self, module: LoopModule, body: Any) -> None:
         self.module, self.body = module, body
@@ -117,9 +118,6 @@ class LoopExecutable:
         for o, c in zip(outs, carry):
             o.copy_(c)
 
-    def export(self, directory: Any) -> Any:
-        raise LoweringError("a schedule with a host loop is not exported ahead of time yet (its body schedule is: "
-                            "export module.body.compile())")
 
 
 __all__ = ["LoopExecutable", "LoopModule", "trip_bounds"]

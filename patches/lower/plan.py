@@ -412,7 +412,7 @@ class ScheduleExecutable:
         """Every kernel's ahead-of-time export (header, object, loader) in a subdirectory, ``schedule.json`` (run
         order, buffers, argument bindings, captured constants) and ``runner.py``; a one-kernel schedule without
         constants exports as its kernel did."""
-        if len(self.executables) == 1 and not self.schedule.constants:
+        if len(self.executables) == 1 and not self.schedule.constants and self.schedule.kernels[0].kind != "loop":
             return self.executables[0].export(Path(directory))
         from .export_schedule import export_schedule
 

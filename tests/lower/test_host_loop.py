@@ -101,12 +101,29 @@ def test_loops_with_bounds_the_program_computes_are_refused_by_name():
         pt.lower(pt.stage(f, _rows(8, 32)))
 
 
-def test_a_host_loop_compiles_once_and_refuses_export(tmp_path):
+def test_a_host_loop_compiles_once_and_exports_its_body_as_a_schedule(tmp_path):
+    """The body's kernels compile once (0 spills); the export holds the loop's entry (bounds, the values it reads and
+    writes) and its body's own exported schedule, whose runner the top-level runner calls once per iteration."""
+    import json
+    import py_compile
+
     pytest.importorskip("cutlass")
     prog = pt.stage(_recurrence, _rows(64, 64), _rows(64, 64), _rows(64, 64))
     s = pt.lower(prog)
     exe = s.compile()
     r = exe.executables[[k.kind for k in s.kernels].index("loop")].resources
     assert r["spills"] == 0 and r["registers"] > 0
-    with pytest.raises(LoweringError, match="host loop is not exported"):
-        exe.export(tmp_path / "loop")
+    out = exe.export(tmp_path / "loop")
+    plan = json.loads((out / "schedule.json").read_text())
+    (entry,) = [k for k in plan["kernels"] if k["kind"] == "loop"]
+    assert (entry["lower"], entry["upper"], entry["n_consts"]) == (0, 3 * UNROLL_MAX, 2)
+    assert entry["inputs"][:2] == ["in0", "in2"] and entry["outputs"] == ["out0", "out1"]
+    body = json.loads((out / entry["name"] / "schedule.json").read_text())
+    assert len(body["kernels"]) == len(s.kernels[-1].module.body.kernels)
+    for runner in (out / "runner.py", out / entry["name"] / "runner.py"):
+        py_compile.compile(str(runner), doraise=True)
+    M = Sym("M")
+    sym = pt.stage(lambda x: pt.fori_loop(0, x.shape[0], lambda i, c: c * 0.5, x),
+                   pt.tensor("f32", pt.make_layout((M, 32), stride=(32, 1))))
+    with pytest.raises(LoweringError, match="bounds 0..M are symbolic"):
+        pt.lower(sym).compile().export(tmp_path / "sym")
