@@ -91,8 +91,9 @@ def flat_buffer(t: Any, n: Any) -> Any:
     return torch.as_strided(t, (int(n),), (1,), t.storage_offset())
 
 
-def run_schedule(exe: Any, tensors: tuple) -> Any:
-    """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs."""
+def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
+    """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs.
+    ``sizes`` binds symbols the tensors do not give (a host loop body's inner bounds: the enclosing program's)."""
     import cuda.bindings.driver as cuda
     import torch
     from cutlass.cute.runtime import from_dlpack
@@ -107,7 +108,8 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
         raise LoweringError("call a compiled schedule with CUDA torch tensors")
     device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
     tensors = (*(constant_tensor(v, x, device) for v, x in zip(prog.params, s.constants)), *tensors)
-    env = _bind(prog, tensors)
+    bound = _bind(prog, tensors)
+    env = {**(sizes or {}), **bound}
     vals: dict[int, Any] = {id(p): t for p, t in zip(prog.params, tensors)}
     slots: dict[int, Any] = {}
     for b in s.buffers:
@@ -120,7 +122,7 @@ def run_schedule(exe: Any, tensors: tuple) -> Any:
         if id(o) not in vals:
             vals[id(o)] = _empty(o, env, device)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    dynamic = bool(env)
+    dynamic = bool(bound)          # (compiled for run-time extents where the tensors' symbols are)
     for k, kexe in zip(s.kernels, exe.executables):
         ins = [vals[id(p)] for p in k.program.params]
         outs = [vals[id(o)] for o in k.program.outputs]

@@ -146,10 +146,17 @@ def _fori_abstract(*types: TensorType, lower: Any, upper: Any, body: Program, n_
     return carry
 
 
+def _static_bound(b: Any) -> int:
+    if getattr(b, "free_symbols", None):
+        raise StagingError(f"fori_loop: the bound {b} holds symbols no argument binds (pass tensors whose extents give "
+                           "them)")
+    return int(b)
+
+
 def _fori_impl(*args: Any, lower: Any, upper: Any, body: Program, n_consts: int) -> list:
     syms = active_symbols()
     consts, carry = list(args[:n_consts]), list(args[n_consts:])
-    lower, upper = (int(b.logical()) if isinstance(b, Array) else int(b) for b in loop_bounds(
+    lower, upper = (int(b.logical()) if isinstance(b, Array) else _static_bound(b) for b in loop_bounds(
         {"lower": lower, "upper": upper}, consts))
     spend(max(0, upper - lower), f"fori_loop({lower}, {upper})")
     for i in range(lower, upper):
