@@ -3,7 +3,8 @@ schedule of its own, run once per iteration, the iteration's outputs the next on
 
 The body schedule takes the index as a 0-d i32 buffer, then the loop's constants and carries, as the body program
 does; kernels are compiled once and launched every iteration. The CPU model runs the body schedule's kernel models
-(``Schedule.run_kernels``) iteration by iteration, so ``verify`` checks the whole loop against the interpreter.
+(``Schedule.run_kernels``) iteration by iteration; ``verify`` checks every body kernel and the loop's first
+iterations against the interpreter (a long recurrence would amplify each kernel's rounding).
 """
 
 from __future__ import annotations
