@@ -131,6 +131,7 @@ def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
             kexe.run([ins[pos[id(x)]] for x in k.program.eqns[-1].inputs], outs, env)
             continue
         if k.kind == "gemm":
+            args = _gemm_args(k.spec, ins, outs)
             tf32 = [k.spec.ab_dtype == "tf32"] * 2
         elif k.kind == "kernel":
             args = _kernel_args(k, ins, outs)
