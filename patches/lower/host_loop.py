@@ -124,6 +124,7 @@ class LoopExecutable:
         import torch
 
         from .run_schedule import run_schedule
+        from .runtime import split_like
 
         lo, hi = trip_bounds(self.module.eqn, sizes)
         nc = self.module.n_consts
@@ -133,7 +134,7 @@ class LoopExecutable:
             got = run_schedule(self.body, (torch.tensor(i, dtype=torch.int32, device=device), *consts, *carry), sizes)
             carry = list(got) if isinstance(got, (list, tuple)) else [got]
         for o, c in zip(outs, carry):
-            o.copy_(c)
+            o.copy_(split_like(c, tuple(o.shape)))     # (a buffer holds one dimension per leaf of its layout)
 
 
 

@@ -13,7 +13,7 @@ from ..staging.array import Array
 from ..staging.pytree import tree_unflatten
 from ..staging.types import modes_of
 from .errors import LoweringError
-from .runtime import kernel_view
+from .runtime import kernel_view, regrouped, ungrouped
 
 TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "bool": "bool", "i8": "int8", "u8": "uint8",
                 "i16": "int16", "i32": "int32"}
@@ -54,6 +54,48 @@ def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
     return torch.as_strided(storage.view(dtype), shape, stride)
 
 
+def _argument(i: int, var: Any, t: Any, env: dict, device: Any) -> Any:
+    """The ``i``-th argument as the kernels read it: the tensor itself where its strides are the parameter's layout,
+    else a copy stored in that layout (kernels index their operands by the program's layouts; a ``pt.kernel``
+    module takes the raw buffer). A wrong shape or dtype is an error naming the parameter."""
+    import torch
+
+    groups = tuple(tuple(_ints(x, env) for x in flatten(m)) if isinstance(m, tuple) else (_ints(m, env),)
+                   for m in modes_of(var.type.layout.shape))
+    want = tuple(int(np.prod(g)) for g in groups)
+    if tuple(t.shape) != want:
+        raise LoweringError(f"argument {i}: shape {tuple(t.shape)} where the program's parameter is {want}")
+    if t.dtype != getattr(torch, TORCH_DTYPES[var.type.dtype]):
+        raise LoweringError(f"argument {i}: {t.dtype} where the program's parameter is {var.type.dtype}")
+    lay = flatten(var.type.layout)
+    leaves = tuple(_ints(s, env) for s in modes_of(lay.shape))
+    strides = tuple(_ints(d, env) for d in modes_of(lay.stride))
+    groups = groups if len(leaves) != len(want) else ()
+    split = ungrouped(t, groups)
+    if all(n == 1 or a == b for n, a, b in zip(leaves, split.stride(), strides)):
+        return t
+    out = _empty(var, env, device)
+    out.copy_(split)
+    return out
+
+
+def _logical(var: Any, t: Any, env: dict) -> Any:
+    """An output in its logical shape (one dimension per top-level mode): a view of the buffer where its leaves
+    merge, else a copy (a hierarchical layout such as ((4,8),16):((1,64),4) has no strided view of that shape)."""
+    import torch
+
+    modes = modes_of(var.type.layout.shape)
+    groups = tuple(tuple(_ints(x, env) for x in flatten(m)) if isinstance(m, tuple) else (_ints(m, env),) for m in modes)
+    if t.dim() == len(groups):
+        return t
+    try:
+        return regrouped(t, groups)
+    except RuntimeError:
+        out = torch.empty(tuple(int(np.prod(g)) for g in groups), dtype=t.dtype, device=t.device)
+        ungrouped(out, groups).copy_(t)
+        return out
+
+
 def stored_bytes(var: Any, value: Any) -> np.ndarray:
     """A captured constant's bytes as its parameter's layout stores them."""
     return np.ascontiguousarray(Array.from_logical(value, var.type.layout, var.type.dtype).storage).view(np.uint8)
@@ -92,7 +134,8 @@ def flat_buffer(t: Any, n: Any) -> Any:
 
 
 def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
-    """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs.
+    """Run every kernel of ``exe`` (a ScheduleExecutable) on CUDA torch tensors; returns the program's outputs. A
+    tensor whose strides are not its parameter's layout is copied into that layout first.
     ``sizes`` binds symbols the tensors do not give (a host loop body's inner bounds: the enclosing program's)."""
     import cuda.bindings.driver as cuda
     import torch
@@ -110,6 +153,8 @@ def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
     tensors = (*(constant_tensor(v, x, device) for v, x in zip(prog.params, s.constants)), *tensors)
     bound = _bind(prog, tensors)
     env = {**(sizes or {}), **bound}
+    tensors = tuple(_argument(i - n_const, p, t, env, device) if i >= n_const else t
+                    for i, (p, t) in enumerate(zip(prog.params, tensors)))
     vals: dict[int, Any] = {id(p): t for p, t in zip(prog.params, tensors)}
     slots: dict[int, Any] = {}
     for b in s.buffers:
@@ -128,7 +173,7 @@ def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
         outs = [vals[id(o)] for o in k.program.outputs]
         if k.kind == "loop":                     # a host loop: its body's kernels once per iteration
             pos = {id(p): i for i, p in enumerate(k.program.params)}
-            kexe.run([ins[pos[id(x)]] for x in k.program.eqns[-1].inputs], outs, env)
+            kexe.run([_logical(x, ins[pos[id(x)]], env) for x in k.program.eqns[-1].inputs], outs, env)
             continue
         if k.kind == "gemm":
             args = _gemm_args(k.spec, ins, outs)
@@ -148,4 +193,4 @@ def run_schedule(exe: Any, tensors: tuple, sizes: dict | None = None) -> Any:
 
             cute_args.append(cutlass.Int32(torch.cuda.get_device_properties(device).multi_processor_count))
         kexe.compiled(*cute_args, stream)
-    return tree_unflatten(prog.out_tree, [vals[id(o)] for o in prog.outputs])
+    return tree_unflatten(prog.out_tree, [_logical(o, vals[id(o)], env) for o in prog.outputs])

@@ -31,6 +31,23 @@ def ungrouped(t: Any, groups: tuple) -> Any:
     return v.permute(*reversed(range(v.dim())))
 
 
+def split_like(t: Any, shape: tuple) -> Any:
+    """``t`` viewed with ``shape``, each of its dimensions split into the next ones of ``shape`` whose product it is
+    (colexicographically, as a hierarchical mode's leaves): a buffer's leaves from its logical dimensions."""
+    if tuple(t.shape) == tuple(shape):
+        return t
+    groups, i = [], 0
+    for n in t.shape:
+        g, p = [], 1
+        while i < len(shape) and (p < n or (not g and shape[i] == 1 and n == 1)):
+            g.append(shape[i])
+            p *= shape[i]
+            i += 1
+        groups.append(tuple(g) or (1,))
+    groups[-1] += tuple(shape[i:])
+    return ungrouped(t, tuple(groups))
+
+
 def kernel_view(t: Any, perm: tuple, batched: bool, groups: tuple = ()) -> Any:
     """The torch tensor ``t`` read in kernel mode order (M,K,L)/(N,K,L)/(M,N,L): a permutation view plus L=1
     (after merging the modes ``groups`` merges)."""

@@ -71,9 +71,24 @@ def _kernel_view(x: np.ndarray, perm: tuple, batched: bool, groups: tuple = ()) 
 def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bool = False) -> Any:
     """Run the kernel's schedule on numpy arrays (the program's parameters, in order); returns the output (with
     ``every``, all of the program's outputs in order: the further ones stored from the epilogue's registers)."""
+    a = _kernel_view(args[spec.a.param], spec.a.perm, spec.batched, spec.a.groups)  # (M, K, L)
+    b = _kernel_view(args[spec.b.param], spec.b.perm, spec.batched, spec.b.groups)  # (N, K, L)
+    out, extras = simulate_views(spec, a, b, args, every)
+    inv = np.argsort(spec.c.perm)
+    main = np.transpose(out if spec.batched else out[..., 0], inv)
+    if spec.c.groups:                                  # split back into the output's modes (a reshape)
+        main = main.reshape(tuple(int(x) for g in spec.c.groups for x in g), order="F")
+    if not every:
+        return main
+    rest = iter(extras)
+    return [main if i == spec.out_index else next(rest) for i in range(len(spec.extra_outputs) + 1)]
+
+
+def simulate_views(spec: GemmSpec, a: np.ndarray, b: np.ndarray, args: Any, every: bool = True) -> tuple:
+    """The kernel's tiles on its operands in kernel mode order, A (M, K, L) and B (N, K, L) (as the compiled kernel
+    takes them); side inputs read from ``args[param]``. Returns C (M, N, L) and the further outputs (``every``)."""
     cfg = spec.config
-    a = _kernel_view(round_to(args[spec.a.param], spec.ab_dtype), spec.a.perm, spec.batched, spec.a.groups)  # (M, K, L)
-    b = _kernel_view(round_to(args[spec.b.param], spec.ab_dtype), spec.b.perm, spec.batched, spec.b.groups)  # (N, K, L)
+    a, b = round_to(np.asarray(a), spec.ab_dtype), round_to(np.asarray(b), spec.ab_dtype)
     M, K, L = a.shape
     N = b.shape[0]
     tm, tn, tk = cfg.tile
@@ -105,14 +120,7 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bo
                 v = np.broadcast_to(round_to(v, eo.dtype), (tm, tn))[:rm, :rn]
                 kc = (m[:rm, :rn], n[:rm, :rn], np.full((rm, rn), bz))
                 x[tuple(np.zeros((rm, rn), int) if c is None else kc[c] for c in eo.coords)] = v
-    inv = np.argsort(spec.c.perm)
-    main = np.transpose(out if spec.batched else out[..., 0], inv)
-    if spec.c.groups:                                  # split back into the output's modes (a reshape)
-        main = main.reshape(tuple(int(x) for g in spec.c.groups for x in g), order="F")
-    if not every:
-        return main
-    rest = iter(extras)
-    return [main if i == spec.out_index else next(rest) for i in range(len(spec.extra_outputs) + 1)]
+    return out, extras
 
 
 def tile_order(spec: GemmSpec, m: int, n: int, batch: int) -> list[tuple[int, int, int]]:

@@ -195,19 +195,22 @@ def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
                                                 value_layout=symbolic.substitute(a.value_layout, env))
                                         for a in spec.args))
         ins = [a for a in spec.args if a.role == "in"]
+    stores = [np.array(Array.from_logical(np.asarray(x), a.value_layout, a.dtype).storage) for a, x in zip(ins, arrays)]
+    for a in spec.args[len(ins):]:
+        poison = np.nan if dtypes.is_float(a.dtype) else np.array(-1).astype(_DTYPES[a.dtype].np)  # all ones
+        stores.append(np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np))
+    run_host(module, stores, spec)
+    return [Array(store, 0, a.value_layout, a.dtype).numpy() for a, store in zip(spec.args[len(ins):], stores[len(ins):])]
+
+
+def run_host(module: Any, stores: list, spec: Any = None) -> None:
+    """The module's emitted host function run on flat numpy buffers, one per operand (inputs then outputs, in
+    ``spec.args`` order, each of its dtype's storage: bf16 as float32), as the compiled kernel takes them; the
+    outputs are written in place."""
+    spec = spec or module.spec
     code = re.sub(r"^(import|from) .*$", "", module.source, flags=re.M)
     env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object), "sm90_utils": sm90_utils,
                  "warpgroup": warpgroup, "OperandMajorMode": OperandMajorMode, "cpasync": tma.cpasync,
                  "pipeline": tma.pipeline, "warp": warp, "LayoutEnum": LayoutEnum}
     exec(compile(code, f"<{spec.name}>", "exec"), env)   # the module we emitted ourselves, never user text
-    bufs, outs = [], []
-    for a, x in zip(ins, arrays):
-        arr = Array.from_logical(np.asarray(x), a.value_layout, a.dtype)
-        bufs.append(_Tensor(_Ptr(np.array(arr.storage), 0, _DTYPES[a.dtype]), a.layout))
-    for a in spec.args[len(ins):]:
-        poison = np.nan if dtypes.is_float(a.dtype) else np.array(-1).astype(_DTYPES[a.dtype].np)  # all ones
-        store = np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np)
-        bufs.append(_Tensor(_Ptr(store, 0, _DTYPES[a.dtype]), a.layout))
-        outs.append((a, store))
-    env["host"](*bufs, None)
-    return [Array(store, 0, a.value_layout, a.dtype).numpy() for a, store in outs]
+    env["host"](*(_Tensor(_Ptr(x, 0, _DTYPES[a.dtype]), a.layout) for a, x in zip(spec.args, stores)), None)
