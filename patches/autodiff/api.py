@@ -154,11 +154,13 @@ class VJPFunction:
 
     def flat(self, cts: list) -> list:
         for i, (c, t) in enumerate(zip(cts, self.out_types)):
+            if isinstance(c, Zero):
+                continue
             ct = get_aval(c)
             if not same_modes(ct.layout.shape, t.layout.shape):
                 raise fail("vjp", f"cotangent {i} must have the output's modes", t, ct)
         undefined = [UndefinedPrimal(v.type) for v in self.program.params]
-        cts_in = backward_pass(self.program, undefined, cts)
+        cts_in = backward_pass(self.program, undefined, list(cts) + getattr(self, "aux_zeros", []))
         it = iter(cts_in)
         out = []
         for t, d in zip(self.primal_types, self.diff):
@@ -180,13 +182,32 @@ def vjp_flat(f: Callable, primals: list) -> tuple[list, VJPFunction, Any]:
     return outs, fn, out_tree
 
 
-def vjp(f: Callable, *primals: Any) -> tuple:
-    """(f(*primals), f_vjp): f_vjp(cotangent) gives a tuple of cotangents, one per primal argument."""
+def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """(f(*primals), f_vjp): f_vjp(cotangent) gives a tuple of cotangents, one per primal argument. With
+    ``has_aux``, f returns (output, aux) and vjp returns (output, f_vjp, aux), aux not differentiated (JAX's)."""
     check_callable("vjp", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
-    outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree), _values(leaves, "vjp"))
-    fn.in_tree = in_tree
-    return tree_unflatten(out_tree, [to_user(o) for o in outs]), fn
+    if not has_aux:
+        outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree), _values(leaves, "vjp"))
+        fn.in_tree = in_tree
+        return tree_unflatten(out_tree, [to_user(o) for o in outs]), fn
+    outs, fn, out_tree = vjp_flat(_flat_fun(_aux_pair("vjp", f), in_tree), _values(leaves, "vjp"))
+    main_tree, aux_tree = out_tree.children
+    n = main_tree.num_leaves
+    fn.in_tree, fn.out_tree, fn.out_types = in_tree, main_tree, fn.out_types[:n]
+    fn.aux_zeros = [Zero(tangent_type(get_aval(o))) for o in outs[n:]]
+    return (tree_unflatten(main_tree, [to_user(o) for o in outs[:n]]), fn,
+            tree_unflatten(aux_tree, [to_user(o) for o in outs[n:]]))
+
+
+def _aux_pair(name: str, f: Callable) -> Callable:
+    """f, checked to return a pair (output, aux), as a function returning that pair as a tuple."""
+    def g(*args: Any, **kwargs: Any) -> tuple:
+        got = f(*args, **kwargs)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise fail(name, f"has_aux=True: f must return a pair (output, aux), it returned {type(got).__name__}")
+        return tuple(got)
+    return g
 
 
 # -- grad ---------------------------------------------------------------------------------------
@@ -197,15 +218,16 @@ def _copy_tree(tree: Any) -> Any:
     return tree_unflatten(td, [np.array(x) if isinstance(x, np.ndarray) else x for x in leaves])
 
 
-def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
-    """A function returning (f(*args), gradient of f's scalar output with respect to args[argnums])."""
+def value_and_grad(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """A function returning (f(*args), gradient of f's scalar output with respect to args[argnums]); keyword
+    arguments pass through undifferentiated. With ``has_aux``, f returns (scalar, aux) and the value is that pair."""
     check_callable("grad", f, None, "f")
     many = not isinstance(argnums, int)
     if many and not (isinstance(argnums, (tuple, list)) and argnums):
         raise fail("grad", f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     nums = tuple(argnums) if many else (argnums,)
 
-    def wrapped(*args: Any) -> tuple:
+    def wrapped(*args: Any, **kwargs: Any) -> tuple:
         for n in nums:
             if type(n) is not int or not -len(args) <= n < len(args):
                 raise fail("grad", f"argnums={argnums!r} does not name arguments of a call with {len(args)} arguments")
@@ -224,32 +246,39 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0) -> Callable:
             full = list(args)
             for i, v in zip(idx, tree_unflatten(d_tree, list(flat))):
                 full[i] = v
-            return f(*full)
+            return fun(*full, **kwargs)
 
+        fun = _aux_pair("grad", f) if has_aux else f
         outs, fn, out_tree = vjp_flat(g, values)
-        if len(outs) != 1:
+        if (out_tree.children[0].num_leaves if has_aux else len(outs)) != 1:
             raise fail("grad", f"f must return one scalar, it returned {out_tree}")
         t: TensorType = get_aval(outs[0])
         if t.rank != 0 or not is_differentiable(t):
             raise fail("grad", "f must return a floating-point scalar (rank 0); use vjp for other outputs", t)
-        cts = fn.flat([scalar(1, t.dtype)])
+        cts = fn.flat([scalar(1, t.dtype)] + [Zero(tangent_type(get_aval(o))) for o in outs[1:]])
         grads = dict(zip(idx, tree_unflatten(d_tree, [to_user(c) for c in cts])))
         seen: set = set()
         picked = []
         for i in positions:  # a repeated position gets its own copy, so writing one leaves the other alone
             picked.append(_copy_tree(grads[i]) if i in seen else grads[i])
             seen.add(i)
-        return to_user(outs[0]), (tuple(picked) if many else picked[0])
+        grads = tuple(picked) if many else picked[0]
+        if has_aux:
+            aux = tree_unflatten(out_tree.children[1], [to_user(o) for o in outs[1:]])
+            return (to_user(outs[0]), aux), grads
+        return to_user(outs[0]), grads
 
     return wrapped
 
 
-def grad(f: Callable, argnums: int | tuple = 0) -> Callable:
-    """The gradient of a scalar function with respect to args[argnums] (a tuple of gradients for a tuple)."""
-    vg = value_and_grad(f, argnums)
+def grad(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a scalar function with respect to args[argnums] (a tuple of gradients for a tuple); with
+    ``has_aux``, f returns (scalar, aux) and grad returns (gradient, aux)."""
+    vg = value_and_grad(f, argnums, has_aux)
 
-    def wrapped(*args: Any) -> Any:
-        return vg(*args)[1]
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        (value, got) = vg(*args, **kwargs)
+        return (got, value[1]) if has_aux else got
 
     wrapped.__name__ = f"grad_{getattr(f, '__name__', 'f')}"
     return wrapped

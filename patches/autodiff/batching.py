@@ -17,7 +17,7 @@ from ..staging.array import Array, to_array
 from ..staging.core import Trace, Tracer, bind_multi, full_lower, full_raise, get_aval, is_tensor_like, new_main, to_user
 from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
-from ..staging.pytree import tree_flatten, tree_unflatten
+from ..staging.pytree import prefix_leaves, tree_flatten, tree_unflatten
 from ..staging.types import TensorType, drop_mode, logical_shape, modes_of, shape_of_modes
 from .control_flow import CONTROL, written_out
 
@@ -83,22 +83,12 @@ def move_bdim(x: Any, src: int | None, dst: int, size: int) -> Any:
 
 
 def _axes_for(in_axes: Any, args: tuple) -> list:
-    """One axis (int or None) per argument leaf, from an int/None or a tuple with one entry per argument."""
+    """One axis (int or None) per argument leaf: ``in_axes`` is an int/None, or a tree prefix of the arguments."""
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes for a in args for _ in tree_flatten(a)[0]]
     if not isinstance(in_axes, (tuple, list)) or len(in_axes) != len(args):
         raise fail("vmap", f"in_axes={in_axes!r} must be an int, None, or one entry per argument ({len(args)})")
-    out = []
-    for ax, a in zip(in_axes, args):
-        n = len(tree_flatten(a)[0])
-        if ax is None or isinstance(ax, int):
-            out += [ax] * n
-        else:
-            leaves, _ = tree_flatten(ax)
-            if len(leaves) != n:
-                raise fail("vmap", f"in_axes entry {ax!r} does not match its argument's structure")
-            out += leaves
-    return out
+    return prefix_leaves(tuple(in_axes), tree_flatten(tuple(args))[1], "vmap", "in_axes")
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -130,10 +120,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             tracers = [BatchTracer(trace, v, ax) if ax is not None else v for v, ax in vals]
             outs = f(*tree_unflatten(in_tree, tracers))
             out_leaves, out_tree = tree_flatten(outs)
-            oaxes = [out_axes] * len(out_leaves) if out_axes is None or isinstance(out_axes, int) else (
-                tree_flatten(out_axes)[0])
-            if len(oaxes) != len(out_leaves):
-                raise fail("vmap", f"out_axes={out_axes!r} does not match the outputs {out_tree}")
+            oaxes = prefix_leaves(out_axes, out_tree, "vmap", "out_axes")
             results = []
             for o, oax in zip(out_leaves, oaxes):
                 t = full_raise(trace, o)

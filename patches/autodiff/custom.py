@@ -187,7 +187,7 @@ class custom_vjp(_Custom):
                 got = self.fwd(*args)
                 if not isinstance(got, tuple) or len(got) != 2:
                     raise fail(self.name, "fwd must return a pair (output, residuals)")
-                out, res = tree_flatten(got[0]), tree_flatten(got[1])
+                out, res = tree_flatten(got[0]), tree_flatten(tree_map_nones(got[1], _NONE))
                 trees["out"], trees["res"] = out[1], res[1]
                 return out[0] + res[0]
             fwd = self._stage(flat_fwd, static, types, in_tree, "fwd")
@@ -200,6 +200,31 @@ class custom_vjp(_Custom):
 
     def __call__(self, *args: Any) -> Any:
         return self._bind(custom_vjp_call_p, args)
+
+
+class _Empty(tuple):
+    """A residual None (JAX's empty pytree: ``fwd`` may return ``(out, None)``), a node without leaves."""
+
+    _fields = ()
+
+    def __new__(cls, *_: Any) -> _Empty:
+        return super().__new__(cls, ())
+
+
+_NONE = _Empty()
+
+
+def tree_map_nones(tree: Any, to: Any) -> Any:
+    """``tree`` with each None (or, ``to=None``, each empty node standing for one) replaced by ``to``."""
+    if tree is None or isinstance(tree, _Empty):
+        return to
+    if type(tree) in (tuple, list):
+        return type(tree)(tree_map_nones(x, to) for x in tree)
+    if type(tree) is dict:
+        return {k: tree_map_nones(v, to) for k, v in tree.items()}
+    if isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
+        return type(tree)(*(tree_map_nones(x, to) for x in tree))
+    return tree
 
 
 def _typed(name: str, x: Any, t: TensorType) -> Any:
@@ -276,7 +301,7 @@ def _cotangents(name: str, got: Any, in_tree: Any, in_types: tuple) -> list:
 
 def _custom_lin_transpose(cts: list, *operands: Any, name: str, out_types: tuple, nres: int, which: tuple,
                           _bwd: Rule, _res_tree: Any, _in_types: tuple) -> list:
-    res = tree_unflatten(_res_tree, list(operands[:nres]))
+    res = tree_map_nones(tree_unflatten(_res_tree, list(operands[:nres])), None)
     g = tree_unflatten(_bwd.out_tree, [instantiate(c) for c in cts])
     leaves = _cotangents(name, _bwd.fn(*_bwd.static, res, g), _bwd.in_tree, _in_types)
     return [None] * nres + [leaves[i] for i, w in enumerate(which) if w]
@@ -315,7 +340,8 @@ def _batch_custom_vjp(size: int, vals: list, dims: list, *, program: Program, na
 
     def bwd_b(res: list, g: list) -> tuple:
         def one(r: list, c: list) -> list:
-            got = _bwd.fn(*_bwd.static, tree_unflatten(res_tree, r), tree_unflatten(_bwd.out_tree, c))
+            got = _bwd.fn(*_bwd.static, tree_map_nones(tree_unflatten(res_tree, r), None),
+                          tree_unflatten(_bwd.out_tree, c))
             return [instantiate(Zero(t)) if v is None else v
                     for v, t in zip(_cotangents(name, got, _bwd.in_tree, in_types), in_types)]
         cts = vmap(one)(res, g)

@@ -138,9 +138,19 @@ def _pow(primals: list, tangents: list) -> tuple:
     (x, y), (tx, ty) = primals, tangents
     out = P.pow_p.bind(x, y)
     o = _out_type(out)
-    ym1 = y - 1 if isinstance(y, np.generic) else P.sub(y, like(1, y))  # fold a literal exponent
-    dx = Zero(o) if isinstance(tx, Zero) else scale(tx, P.mul(y, P.pow(x, ym1)), o)
-    dy = Zero(o) if isinstance(ty, Zero) else scale(ty, P.mul(P.log(x), out), o)
+    # JAX's conventions where the formulas meet 0 * inf: d/dx is 0 at y == 0, d/dy reads log(1) at x == 0
+    if isinstance(tx, Zero):
+        dx = Zero(o)
+    elif isinstance(y, np.generic):                                   # a literal exponent folds
+        dx = Zero(o) if y == 0 else scale(tx, P.mul(y, P.pow(x, y - 1)), o)
+    else:
+        d = P.mul(y, P.pow(x, P.sub(y, like(1, y))))
+        dx = scale(tx, P.where(P.eq(y, like(0, y)), like(0, d), d), o)
+    if isinstance(ty, Zero):
+        dy = Zero(o)
+    else:
+        safe = x if isinstance(x, np.generic) and x != 0 else P.where(P.eq(x, like(0, x)), like(1, x), x)
+        dy = scale(ty, P.mul(P.log(safe), out), o)
     return out, add_tangents(dx, dy, o)
 
 

@@ -538,6 +538,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                 ref[id(out)] = value(x, nm)        # a computed value is evaluated per domain point: views are free
             continue
         if nm in REDUCE:
+            _check_u32(e)                          # (a u32 sum in f32 would round, and its conversion saturate)
             if not {c for c in classes(vars_of(x)) if c is not None} & cols_set:
                 ref[id(out)] = value(x, nm)        # over size-1 modes only: the identity
                 continue

@@ -78,7 +78,9 @@ class Array(Operators):
 
     @property
     def shape(self) -> Any:
-        return self.layout.shape
+        """numpy's: one entry per top-level mode (a rank-1 array's is ``(n,)``; the layout's own is ``layout.shape``)."""
+        s = self.layout.shape
+        return s if type(s) is tuple else (s,)
 
     # -- reading -----------------------------------------------------------------------
     def strided(self) -> np.ndarray:

@@ -119,7 +119,8 @@ class Tracer(Operators):
 
     @property
     def shape(self) -> Any:
-        return self.aval.layout.shape
+        s = self.aval.layout.shape     # numpy's: one entry per top-level mode, (n,) at rank 1
+        return s if type(s) is tuple else (s,)
 
     def full_lower(self) -> Any:
         return self

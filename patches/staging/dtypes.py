@@ -72,6 +72,16 @@ def cast(values: Any, name: str) -> np.ndarray:
     return round_bf16(out) if name == "bf16" else out
 
 
+SUM_DTYPES = {"bool": "i32", "i8": "i32", "i16": "i32", "u8": "i32", "u16": "i32"}
+
+
+def sum_dtype(name: str) -> str:
+    """The dtype a sum or product of ``name`` values is computed in: narrow integers and booleans widen to 32 bits
+    (as ``jnp.sum``: an i8 sum of 100 values of 100 is 10000, not a wrapped 16). Narrow unsigned ones widen to i32,
+    not JAX's u32: the kernels compute i32 exactly, u32 they do not."""
+    return SUM_DTYPES.get(name, name)
+
+
 def check_int_fits(x: int, name: str, where: str | None = None) -> None:
     """Refuse a Python int that ``name`` cannot hold (an int dtype wraps it, a float one cannot reach it)."""
     if name in INTS:

@@ -84,3 +84,31 @@ def _build(td: TreeDef, it: Any) -> Any:
 def tree_map(f: Any, tree: Any) -> Any:
     leaves, td = tree_flatten(tree)
     return tree_unflatten(td, [f(x) for x in leaves])
+
+
+def prefix_leaves(prefix: Any, td: TreeDef, name: str, what: str) -> list:
+    """One entry of ``prefix`` per leaf of the structure ``td``: ``prefix`` is a tree prefix of it (JAX's rule for
+    ``in_axes``/``out_axes``), each of its leaves (None or an int) standing for the whole subtree at its place;
+    dicts must have the same keys, sequences the same length."""
+    out: list = []
+
+    def walk(p: Any, t: TreeDef, path: str) -> None:
+        if p is None or not isinstance(p, (tuple, list, dict)) or t.kind is None:
+            out.extend([p] * t.num_leaves)
+            return
+        if isinstance(p, dict) != (t.kind is dict):
+            raise fail(name, f"{what}{path} is {type(p).__name__} where the value is {t!r}")
+        if t.kind is dict:
+            keys = tuple(sorted(p, key=repr))
+            if keys != t.aux:
+                raise fail(name, f"{what}{path} has keys {list(keys)} where the value has {list(t.aux)}")
+            for k, c in zip(t.aux, t.children):
+                walk(p[k], c, f"{path}[{k!r}]")
+            return
+        if len(p) != len(t.children):
+            raise fail(name, f"{what}{path} has {len(p)} entries where the value has {len(t.children)}: {t!r}")
+        for i, (q, c) in enumerate(zip(p, t.children)):
+            walk(q, c, f"{path}[{i}]")
+
+    walk(prefix, td, "")
+    return out

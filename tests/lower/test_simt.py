@@ -319,3 +319,13 @@ def test_zero_d_outputs_compile():
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-2, atol=2e-2)
         s.verify()
         assert all(e.resources["spills"] == 0 for e in s.compile().executables)
+
+
+def test_unsigned_sums_are_exact_or_refused():
+    """A u32 reduction is refused (f32 would round it, Int32 compare it as signed); narrow unsigned sums widen to
+    i32 while staging and lower exactly."""
+    with pytest.raises(LoweringError, match="u32 values are not computed exactly"):
+        pt.lower(pt.stage(lambda x: pt.reduce_sum(x), pt.tensor("u32", 16)))
+    prog = pt.stage(lambda x: pt.sum(x), pt.tensor("u8", 1000))
+    x = np.full(1000, 200, np.uint8)
+    assert int(np.asarray(pt.lower(prog).simulate_kernels(x))) == 200000

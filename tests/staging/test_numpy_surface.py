@@ -57,7 +57,7 @@ def test_var_ddof_mean_of_ints_and_hierarchical_modes():
     i, ri = random_array(rng, (3, 4), "col", dtype="i32")
     out = pt.mean(i, 0)
     assert out.dtype == "f32" and np.allclose(out.logical(), ri.mean(0))
-    assert pt.reduce_sum(a, axes=0).shape == 4  # the old spelling still works
+    assert pt.reduce_sum(a, axes=0).shape == (4,)  # the old spelling still works (numpy's shape: a tuple)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -13,14 +13,14 @@ import numpy as np
 
 from .. import dtypes
 from ..array import Array, to_array
-from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules
+from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules, is_tensor_like
 from ..errors import StagingError, check_callable, fail
 from ..interpreter import active_symbols, run
 from ..ir import Program, Var
 from ..primitives.integer import extent, extent_p, static_extent  # noqa: F401 (kernel names)
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
-from ..types import TensorType, computed_layout
+from ..types import TensorType, computed_layout, same_modes
 from .state import I32, current_grid, current_grid_spec, current_point, spend
 
 # -- the grid -----------------------------------------------------------------------------------------
@@ -174,13 +174,17 @@ def carry_type(x: Any) -> TensorType:
     return TensorType(t.dtype, computed_layout(t.layout))
 
 
-def conform_to(x: Any, t: TensorType) -> Any:
-    """``x`` in type t's layout (a ``copy`` when it differs); dtypes must agree."""
+def conform_to(x: Any, t: TensorType, what: str = "fori_loop: a carry") -> Any:
+    """``x`` in type t's layout (a ``copy`` when it differs); dtypes and shapes must agree (``what`` names the
+    value in the error: a loop's carry, a branch's output)."""
     from ..primitives import copy
 
     have = get_aval(x)
+    who, thing = what.split(": ", 1)
     if have.dtype != t.dtype:
-        raise fail("fori_loop", f"a carry changes dtype from {t.dtype} to {have.dtype}", t, have)
+        raise fail(who, f"{thing} changes dtype from {t.dtype} to {have.dtype}", t, have)
+    if not same_modes(have.layout.shape, t.layout.shape):
+        raise fail(who, f"{thing} changes shape from {t.layout.shape} to {have.layout.shape}", t, have)
     return x if have.layout == t.layout else copy(x, t.layout)
 
 
@@ -192,7 +196,8 @@ def stage_body(f: Callable, types: list, name: str, out_types: list | None = Non
         if out_types is not None:
             if len(leaves) != len(out_types):
                 raise fail(name, f"the body returns {len(leaves)} values, expected {len(out_types)}")
-            leaves = [conform_to(o, t) for o, t in zip(leaves, out_types)]
+            what = (f"cond: the {name} branch's output" if name in ("true", "false") else "fori_loop: a carry")
+            leaves = [conform_to(o, t, f"{what} {k}") for k, (o, t) in enumerate(zip(leaves, out_types))]
         return leaves
     return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name)
 
@@ -293,8 +298,16 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     both return values of the same types."""
     if isinstance(pred, bool):
         pred = np.bool_(pred)
+    if isinstance(pred, (int, np.integer)):                 # an integer predicate holds where nonzero (JAX's)
+        pred = np.bool_(pred != 0)
+    elif is_tensor_like(pred) and dtypes.is_int(get_aval(pred).dtype):
+        from ..primitives import ne
+
+        pred = ne(pred, 0)
     check_callable("cond", true_fn, len(operands), "the true branch")
     check_callable("cond", false_fn, len(operands), "the false branch")
+    leaves, tree = tree_flatten(operands)        # numpy operands as tensors: the branches run patches' semantics
+    operands = tree_unflatten(tree, [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves])
     res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands)))
     return res[0] if len(res) == 1 else tuple(res) if res else None
 

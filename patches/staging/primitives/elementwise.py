@@ -315,9 +315,11 @@ eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
 
 
 def where(c: Any, x: Any, y: Any) -> Any:
-    """``x`` where ``c`` holds, else ``y`` (elementwise; c is bool)."""
+    """``x`` where ``c`` holds, else ``y`` (elementwise; a numeric ``c`` holds where nonzero, as numpy's)."""
     if isinstance(c, bool):
         c = np.bool_(c)
+    if is_tensor_like(c) and not _is_py_scalar(c) and get_aval(c).dtype != "bool":
+        c = ne(c, 0)
     x, y = coerce("where", x, y)
     c, x, y = broadcast_operands("where", [c, x, y])
     return bind(where_p, c, x, y)

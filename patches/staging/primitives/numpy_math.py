@@ -79,7 +79,8 @@ def logaddexp(x: Any, y: Any) -> Any:
     x, y = _operands("logaddexp", x, y)
     m = maximum(x, y)
     spread = log1p(exp(neg(abs(sub(x, y)))))
-    return where(eq(x, y), add(x, math.log(2.0)), add(m, spread))
+    # at a tie the value is written symmetrically, so each side's derivative is 1/2 (softplus'(0) = 0.5)
+    return where(eq(x, y), add(mul(add(x, y), 0.5), math.log(2.0)), add(m, spread))
 
 
 def softplus(x: Any) -> Any:

@@ -50,9 +50,10 @@ _tensor = tensor_arg
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
-    """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes); booleans are counted (as i32)."""
-    if is_tensor_like(x) and get_aval(x).dtype == "bool":
-        x = astype(x, "i32")
+    """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes); booleans are counted, narrow
+    integers summed in 32 bits (``dtypes.sum_dtype``)."""
+    if is_tensor_like(x) and dtypes.sum_dtype(get_aval(x).dtype) != get_aval(x).dtype:
+        x = astype(x, dtypes.sum_dtype(get_aval(x).dtype))
     return reduce(reduce_sum_p, "sum", x, axis, keepdims)
 
 
@@ -78,6 +79,9 @@ def _count(x: Any, axes: tuple) -> Any:
     return n if type(n) is int else astype(extent(n), get_aval(x).dtype)
 
 
+NARROW_FLOATS = ("f16", "bf16")
+
+
 def _float(name: str, x: Any, dtype: Any) -> Any:
     if dtype is not None:
         return astype(x, dtypes.canonical(dtype, name))
@@ -89,6 +93,9 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) ->
     """numpy's ``mean``: the sum over ``axis`` divided by the number of elements summed (integers give f32);
     over symbolic extents the count is computed from the shape."""
     x = _float("mean", _tensor("mean", x), dtype)
+    narrow = get_aval(x).dtype
+    if narrow in NARROW_FLOATS:               # summed and divided in f32, rounded once (JAX's upcast)
+        return astype(mean(astype(x, "f32"), axis, keepdims), narrow)
     axes = normalize_axes(x, axis, "mean")
     return div(reduce_sum(x, axes, keepdims), _count(x, axes))
 
@@ -105,6 +112,8 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False, dtype: 
     """numpy's ``var``: the mean squared deviation from the mean, divided by ``n - ddof`` instead of ``n``."""
     x = _float("var", _tensor("var", x), dtype)
     t = get_aval(x)
+    if t.dtype in NARROW_FLOATS:              # computed in f32, rounded once (JAX's upcast)
+        return astype(var(astype(x, "f32"), axis, ddof, keepdims), t.dtype)
     axes = normalize_axes(x, axis, "var")
     total = _total(t, axes)
     if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool) or ddof < 0:

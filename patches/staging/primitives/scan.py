@@ -96,8 +96,8 @@ def _cumulative(name: str, op: Callable, bool_as: str | None) -> Callable:
         t = get_aval(x)
         if dtype is not None:
             x = astype(x, dtypes.canonical(dtype, name))
-        elif t.dtype == "bool" and bool_as is not None:
-            x = astype(x, bool_as)
+        elif bool_as is not None and dtypes.sum_dtype(t.dtype) != t.dtype:     # (sums and products widen)
+            x = astype(x, dtypes.sum_dtype(t.dtype))
         if axis is None:      # numpy's: over the flattened tensor
             sizes = [mode_size(m) for m in modes_of(t.shape)] if t.rank else [1]
             if any(type(n) is not int for n in sizes):

@@ -21,7 +21,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...layouts import Layout, LayoutError, arith, composition, cosize, logical_divide, make_layout, size, zipped_divide
+from ...layouts import (
+    Layout,
+    LayoutError,
+    arith,
+    coalesce,
+    composition,
+    cosize,
+    logical_divide,
+    make_layout,
+    size,
+    zipped_divide,
+)
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
@@ -44,6 +55,7 @@ from ..types import (
     shape_of_modes,
     zeros_like_shape,
 )
+from .elementwise import copy
 from .registry import primitive
 
 
@@ -149,6 +161,9 @@ def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
             kept.append(m)
         elif isinstance(ix, Span):
             n = _span_length(ix)
+            if type(m.shape) is tuple and ix.start != 0:      # a hierarchical mode that is one run slices as one
+                flat = coalesce(m)
+                m = flat if type(flat.shape) is not tuple else m
             if type(m.shape) is not tuple:
                 kept.append(Layout._make(n, m.stride * ix.step if not _is_one(n) else 0 * m.stride))
                 delta = delta + m.stride * ix.start
@@ -300,6 +315,11 @@ def getitem(x: Any, index: Any) -> Any:
     norm = tuple(_index_entry(ix, m, i, t) for i, (ix, m) in enumerate(zip(index, ms)))
     if all(ix is None for ix in norm):
         return x
+    if any(type(m) is tuple and isinstance(ix, Span) for m, ix in zip(ms, norm)):
+        try:
+            _slice_rule(t.layout, index=norm, name="slice")
+        except (Refused, LayoutError):       # a range no view of this hierarchical mode selects: copy, then slice
+            x = copy(x)                      # (numpy's reshape(-1)[a:b] of a transposed array copies too)
     return bind(slice_p, x, index=norm)
 
 
