@@ -16,7 +16,7 @@ from .errors import LoweringError
 from .runtime import kernel_view, regrouped, ungrouped
 
 TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "bool": "bool", "i8": "int8", "u8": "uint8",
-                "i16": "int16", "i32": "int32"}
+                "i16": "int16", "i32": "int32", "u16": "uint16", "u32": "uint32"}
 
 
 def _ints(x: Any, env: dict) -> int:
@@ -65,7 +65,8 @@ def _argument(i: int, var: Any, t: Any, env: dict, device: Any) -> Any:
     want = tuple(int(np.prod(g)) for g in groups)
     if tuple(t.shape) != want:
         raise LoweringError(f"argument {i}: shape {tuple(t.shape)} where the program's parameter is {want}")
-    if t.dtype != getattr(torch, TORCH_DTYPES[var.type.dtype]):
+    want_dtype = getattr(torch, TORCH_DTYPES.get(var.type.dtype, ""), None)
+    if want_dtype is None or t.dtype != want_dtype:
         raise LoweringError(f"argument {i}: {t.dtype} where the program's parameter is {var.type.dtype}")
     lay = flatten(var.type.layout)
     leaves = tuple(_ints(s, env) for s in modes_of(lay.shape))

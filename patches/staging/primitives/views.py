@@ -162,7 +162,10 @@ def _slice_rule(layout: Layout, *, index: tuple, name: str) -> tuple:
         elif isinstance(ix, Span):
             n = _span_length(ix)
             if type(m.shape) is tuple and ix.start != 0:      # a hierarchical mode that is one run slices as one
-                flat = coalesce(m)
+                try:
+                    flat = coalesce(m)
+                except LayoutError:                            # (an undecided merge of symbolic modes)
+                    flat = m
                 m = flat if type(flat.shape) is not tuple else m
             if type(m.shape) is not tuple:
                 kept.append(Layout._make(n, m.stride * ix.step if not _is_one(n) else 0 * m.stride))
