@@ -16,7 +16,8 @@ needs_sass = pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvi
 W, R = pt.BlockSpec((16, 16), lambda i: (0, 0)), pt.BlockSpec((16, 1), lambda i: (0, 0))
 BODIES = {
     "transpose": (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, x_ref[...].T + x_ref[...]), (16, 16)),
-    "rowsum": (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, pt.sum(x_ref[...], axis=1, keepdims=True)), (16, 1)),
+    "rowsum": (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, pt.reduce_sum(x_ref[...], axes=1, keepdims=True)),
+               (16, 1)),   # (reduce_sum keeps the dtype; pt.sum widens narrow integers to i32, as jnp.sum)
     "rowmax": (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, pt.max(x_ref[...], axis=1, keepdims=True)), (16, 1)),
     "rowmin": (lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, pt.min(x_ref[...], axis=1, keepdims=True)), (16, 1)),
 }

@@ -37,7 +37,7 @@ from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
-from ..core import Tracer, bind, get_aval
+from ..core import Tracer, abstract_eval_rules, bind, get_aval
 from ..errors import fail
 from ..scalars import weak_scalar
 from ..types import (
@@ -55,7 +55,6 @@ from ..types import (
     shape_of_modes,
     zeros_like_shape,
 )
-from .elementwise import copy
 from .registry import primitive
 
 
@@ -322,8 +321,14 @@ def getitem(x: Any, index: Any) -> Any:
         try:
             _slice_rule(t.layout, index=norm, name="slice")
         except (Refused, LayoutError):       # a range no view of this hierarchical mode selects: copy, then slice
-            x = copy(x)                      # (numpy's reshape(-1)[a:b] of a transposed array copies too)
+            x = bind(_copy_p(), x, layout=None)   # (numpy's x.T.reshape(-1)[a:b] copies too)
     return bind(slice_p, x, index=norm)
+
+
+def _copy_p() -> Any:
+    """The ``copy`` primitive, found by name in the table of primitives: elementwise.py declares it and reaches
+    this module for its broadcasts, so importing it here would close a circle."""
+    return next(p for p in abstract_eval_rules if p.name == "copy")
 
 
 # -- tile --------------------------------------------------------------------------------
