@@ -54,14 +54,20 @@ def _empty(var: Any, env: dict, device: Any, storage: Any = None) -> Any:
     return torch.as_strided(storage.view(dtype), shape, stride)
 
 
+def _mode_leaves(var: Any, env: dict) -> tuple:
+    """The extents of each top-level mode's leaves of ``var``'s layout (bound by ``env``): how a logical dimension
+    splits into a buffer's dimensions."""
+    return tuple(tuple(_ints(x, env) for x in flatten(m)) if isinstance(m, tuple) else (_ints(m, env),)
+                 for m in modes_of(var.type.layout.shape))
+
+
 def _argument(i: int, var: Any, t: Any, env: dict, device: Any) -> Any:
     """The ``i``-th argument as the kernels read it: the tensor itself where its strides are the parameter's layout,
     else a copy stored in that layout (kernels index their operands by the program's layouts; a ``pt.kernel``
     module takes the raw buffer). A wrong shape or dtype is an error naming the parameter."""
     import torch
 
-    groups = tuple(tuple(_ints(x, env) for x in flatten(m)) if isinstance(m, tuple) else (_ints(m, env),)
-                   for m in modes_of(var.type.layout.shape))
+    groups = _mode_leaves(var, env)
     want = tuple(int(np.prod(g)) for g in groups)
     if tuple(t.shape) != want:
         raise LoweringError(f"argument {i}: shape {tuple(t.shape)} where the program's parameter is {want}")
@@ -85,8 +91,7 @@ def _logical(var: Any, t: Any, env: dict) -> Any:
     merge, else a copy (a hierarchical layout such as ((4,8),16):((1,64),4) has no strided view of that shape)."""
     import torch
 
-    modes = modes_of(var.type.layout.shape)
-    groups = tuple(tuple(_ints(x, env) for x in flatten(m)) if isinstance(m, tuple) else (_ints(m, env),) for m in modes)
+    groups = _mode_leaves(var, env)
     if t.dim() == len(groups):
         return t
     try:
