@@ -82,7 +82,8 @@ def _argument(i: int, var: Any, t: Any, env: dict, device: Any) -> Any:
     if all(n == 1 or a == b for n, a, b in zip(leaves, split.stride(), strides)):
         return t
     out = _empty(var, env, device)
-    out.copy_(split)
+    keep = tuple(1 if d == 0 else n for n, d in zip(leaves, strides))     # a stride-0 mode holds one value: its first
+    torch.as_strided(out, keep, out.stride()).copy_(torch.as_strided(split, keep, split.stride()))
     return out
 
 

@@ -150,6 +150,9 @@ class Tensor:
         self.numpy_storage()[...] = x
 
     def copy_(self, src: Tensor) -> Tensor:
+        if any(n > 1 and d == 0 for n, d in zip(self._shape, self._stride)):
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location")            # (torch's refusal)
         self.write(src.values())
         return self
 

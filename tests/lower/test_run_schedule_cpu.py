@@ -114,6 +114,9 @@ def test_arguments_are_checked_and_stored_in_the_parameters_layouts(monkeypatch)
         exe(fake_torch.to_device(x[:16], "f32"))
     with pytest.raises(LoweringError, match="argument 0: torch.float16"):
         exe(fake_torch.to_device(x, "f16"))
+    bcast = pt.stage(lambda x: pt.exp(x) * 2.0, pt.tensor("f32", pt.Layout((13, 29), (0, 1))))   # a stride-0 mode
+    rows = np.tile(np.arange(29, dtype=np.float32) / 29, (13, 1))
+    _check(monkeypatch, bcast, [rows])
     loop = pt.stage(lambda x: pt.fori_loop(0, 70, lambda i, c: c * 0.5 + pt.exp(-c), x * 1.0), pt.tensor("f32", lay))
     assert "loop" in [k.kind for k in pt.lower(loop).kernels]
     _check(monkeypatch, loop, [x])
