@@ -3,7 +3,8 @@
 Elementwise: operands get the batch at the same mode (transpose views, stride-0 broadcasts for unbatched
 ones). Views and reductions: the batch is one more mode their params skip. ``tile``, ``view`` and
 ``embed`` read through a coordinate map; batched, the map gets the batch as one more mode whose stride is
-the per-example size. ``matmul``: the batch joins the trailing batch modes (CuTe's L).
+the per-example size. ``matmul``: the batch joins the trailing batch modes (CuTe's L), or, when one operand only is
+batched, that operand's free mode (one larger GEMM).
 """
 
 from __future__ import annotations
@@ -147,10 +148,38 @@ def _embed(n: int, vals: list, bdims: list, *, shape: Any, map: Layout, offset: 
 
 
 def _matmul(n: int, vals: list, bdims: list, **params: Any) -> tuple:
+    """Both operands batched: the batch joins the batch modes L. One batched: it joins that operand's free mode (M of
+    a, N of b) as a hierarchical mode, so ``vmap(lambda x: x @ w)`` is one (M*n, K) x (K, N) GEMM, not n GEMMs of M
+    rows against n stride-0 copies of w (JAX's rule; the modes are grouped and ungrouped by free views)."""
     (a, b), (da, db) = vals, bdims
     ra, rb = _per_example(a, da).rank, _per_example(b, db).rank
+    side, d = (0, da) if db is None else (1, db)     # the batched operand, and its free mode's place in it
+    first = _inner(get_aval(vals[side]).layout, d, side if d > side else side + 1) if None in (da, db) else None
+    if first is not None:
+        x = move_bdim(vals[side], bdims[side], side if first else side + 1, n)
+        ms = list(modes_of(get_aval(x).shape))
+        pair = [ms[side], ms[side + 1]]
+        x = P.view(x, compact(shape_of_modes(ms[:side] + [tuple(pair)] + ms[side + 2:])))
+        c = P.matmul_p.bind(x, b, **params) if side == 0 else P.matmul_p.bind(a, x, **params)
+        cm = list(modes_of(get_aval(c).shape))
+        c = P.view(c, compact(shape_of_modes(cm[:side] + pair + cm[side + 1:])))
+        return c, side + (0 if first else 1)
     a, b = move_bdim(a, da, ra, n), move_bdim(b, db, rb, n)
     return P.matmul_p.bind(a, b, **params), ra
+
+
+def _inner(lay: Layout, d: int, m: int) -> bool | None:
+    """How the batch mode ``d`` and the free mode ``m`` group into one mode that walks one stride: True for (batch,
+    m) (a column-major batch, ``x[i]`` of a column-major (n, K) input), False for (m, batch); None where neither does
+    (the batch stays a batch mode L). Symbolic strides: (batch, m)."""
+    ms = mode_layouts(lay)
+    q, r = ms[d], ms[m]
+    if not all(isinstance(v, int) for v in (q.shape, q.stride, r.shape, r.stride)):
+        return True
+    for inner, outer, answer in ((q, r, True), (r, q, False)):
+        if inner.shape == 1 or outer.shape == 1 or outer.stride == inner.stride * inner.shape:
+            return answer
+    return None
 
 
 batch_rules.update({

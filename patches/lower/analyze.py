@@ -23,6 +23,7 @@ from ..layouts import inttuple as it
 from ..layouts.hopper import smem_atom, wgmma_smem_layout
 from ..layouts.product import tile_to_shape
 from ..staging import Literal, Program, Var
+from ..staging.primitives import squeeze_modes
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .config import TileConfig, check_config, default_config, resolve_stages
 from .elementwise_rules import UNARY_OPS
@@ -201,6 +202,12 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
             owner = _split(e)
             kmap[id(out)] = tuple(kmap[id(e.inputs[0])][q] for q in owner)
             kpos[id(out)] = tuple(kpos[id(e.inputs[0])][q] + (t - owner.index(q),) for t, q in enumerate(owner))
+            value[id(out)] = value[id(e.inputs[0])]
+            continue
+        if e.prim.name in ("slice", "view") and squeeze_modes(e) is not None:   # extent-1 modes dropped or added
+            sq = squeeze_modes(e)
+            kmap[id(out)] = tuple(None if q is None else kmap[id(e.inputs[0])][q] for q in sq)
+            kpos[id(out)] = tuple(() if q is None else kpos[id(e.inputs[0])][q] for q in sq)
             value[id(out)] = value[id(e.inputs[0])]
             continue
         if e.prim.name not in UNARY | BINARY | SELECT and e.prim.name != "astype":

@@ -4,8 +4,8 @@
   numpy) -- two reductions over the same mode, so one SIMT kernel;
 * ``concatenate``: each operand placed into the result by ``embed`` (zeros elsewhere), the placements added;
 * ``call`` (a ``jit`` function): its body inlined;
-* a ``matmul`` whose result is one element (a dot product): a sum of products in f32; one whose contracted extent
-  is 1 (an outer product): an elementwise product of broadcasts;
+* a ``matmul`` with one row or one column (a dot product, a matrix-vector product, row-wise dots): a sum of
+  products in f32; one whose contracted extent is 1 (an outer product): an elementwise product of broadcasts;
 * a ``matmul`` with several batch modes (attention's batch and heads): one grouped batch mode, a view each way,
   so it is one batched GEMM;
 * in a kernel body (``BODY_RULES``), a batched block ``matmul`` (batch modes last): one rank-2 matmul per batch
@@ -35,7 +35,7 @@ from ..staging import Eqn, Literal, Var, bind, stage
 from ..staging import primitives as P
 from ..staging.kernel.control import n_bounds
 from ..staging.primitives import copy_p
-from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
+from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of, shape_of_modes
 from .errors import LoweringError
 from .names import sanitize
 
@@ -196,19 +196,28 @@ def _two_pass(e: Eqn) -> list:
 
 
 def _dot(e: Eqn) -> list:
-    """A rank-2 ``matmul`` whose result is one element (a dot product, ``u @ v``): a sum of products in f32, which
-    no GEMM tile is for."""
+    """A ``matmul`` with one row or one column (M or N of 1: a dot product, a matrix-vector product, a vmapped or
+    einsum'd row-wise dot): a sum over K of elementwise products in f32 (the accumulator's type), which no GEMM tile
+    is for (a tile of 64 rows would compute one)."""
     a, b = e.inputs
     out = e.outputs[0].type
-    ms = modes_of(out.shape) if out.rank else ()
-    if a.type.rank != 2 or b.type.rank != 2 or len(ms) != 2 or any(mode_size(m) != 1 for m in ms):
+    m, n = (mode_size(x) for x in modes_of(out.shape)[:2])
+    if not (_one(m) or _one(n)):
         return [e]
+    shape = (*modes_of(a.type.shape)[:1], *modes_of(b.type.shape)[1:2], *modes_of(a.type.shape)[1:])
+    rest = tuple(range(3, len(shape)))
+    acc = "f32" if out.dtype in ("f32", "bf16", "f16") else out.dtype
 
     def fn(x: Any, y: Any) -> Any:
-        prod = P.mul(P.astype(x, "f32"), P.astype(P.transpose(y, (1, 0)), "f32"))
-        r = P.astype(P.reduce_sum(prod, axes=(1,)), out.dtype)
-        return P.copy(P.broadcast(r, (1, 1), (0,)), out.layout)
+        xs = P.broadcast(P.astype(x, acc), shape_of_modes(shape), (0, 2, *rest))
+        yt = P.transpose(y, (1, 0, *range(2, len(shape) - 1)))
+        ys = P.broadcast(P.astype(yt, acc), shape_of_modes(shape), (1, 2, *rest))
+        return P.copy(P.astype(P.reduce_sum(P.mul(xs, ys), axes=(2,)), out.dtype), out.layout)
     return _splice(fn, e)
+
+
+def _one(n: Any) -> bool:
+    return isinstance(n, int) and n == 1
 
 
 def _group_batch(e: Eqn) -> list:
@@ -250,7 +259,10 @@ def _outer(e: Eqn) -> list:
 def _matmul(e: Eqn) -> list:
     if mode_size(modes_of(e.inputs[0].type.shape)[1]) == 1:
         return _outer(e)
-    return _dot(e) if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
+    ms = modes_of(e.outputs[0].type.shape)
+    if _one(mode_size(ms[0])) or _one(mode_size(ms[1])):
+        return _dot(e)
+    return [e] if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
 
 
 def _cond(e: Eqn) -> list:

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..staging import Program, Var, dtypes, evaluate
-from ..staging.interpreter import bind_argument, run
+from ..staging.array import to_array
+from ..staging.interpreter import bind_argument, injective, run
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.symbols import bind_symbols, substitute
 from .analyze import analyze
@@ -224,6 +225,8 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
             out.append((rng.integers(1, 4, shape) * signs).astype(dtypes.to_numpy(t.dtype)))
         else:
             out.append((rng.standard_normal(shape) * 0.5).astype(np.float32))
+        if not injective(t.layout):        # a layout that stores several coordinates in one element (stride 0)
+            out[-1] = to_array(out[-1]).relayout(t.layout).logical()      # holds one value along those modes
     return out
 
 
@@ -323,6 +326,10 @@ class Schedule:
         want = len(self.program.params) - len(self.constants)
         if len(leaves) != want:
             raise LoweringError(f"the program takes {want} arrays, got {len(leaves)}")
+        types = [p.type for p in self.program.params[len(self.constants):]]
+        env = bind_symbols(types, leaves) if self.program.symbolic else None
+        for i, (t, x) in enumerate(zip(types, leaves)):      # shapes, dtypes and stride-0 modes, as the interpreter
+            bind_argument(substitute(t, env) if env else t, x, i, self.program.name)
         return [*self.constants, *leaves]
 
     def simulate(self, *args: Any) -> Any:

@@ -132,7 +132,10 @@ def k_major(eqns: list) -> list:
         a unit-stride mode and no broadcast (stride-0) one (a constant cotangent, ones of the loss's shape)."""
         shape, stride = modes_of(x.type.layout.shape), modes_of(x.type.layout.stride)
         if any(isinstance(q, tuple) for q in shape):   # grouped modes (an einsum's): each must walk one stride
-            return all(type(coalesce(Layout(q, d)).shape) is not tuple for q, d in zip(shape, stride))
+            if not all(type(coalesce(Layout(q, d)).shape) is not tuple for q, d in zip(shape, stride)):
+                return False
+            return x.type.dtype != "f32" or _unit(coalesce(Layout(shape[kmode], stride[kmode])).stride) \
+                and _aligned(x.type)
         if accessed(x):
             return False
         if x.type.dtype == "f32":

@@ -295,7 +295,7 @@ def _cut(prog: Program, b: Builder, groups: list, owner: dict) -> tuple[list, An
     for o in prog.outputs:                           # the program's outputs (views of a kernel value: that kernel)
         r = b.graph.root(o) if isinstance(o, Var) else o
         grp = groups[owner[id(r)]] if isinstance(r, Var) and id(r) in owner else None
-        stored = (grp is not None and o is not r and grp.kind == "gemm"      # a view the GEMM stores itself
+        stored = (grp is not None and o is not r and grp.kind in ("gemm", "simt")     # a view the kernel stores
                   and not any(e.prim.name == "broadcast" for e in b.graph.chain(o))
                   and b._analyzes(grp, grp.eqns, [o]) is not None)
         if not stored and isinstance(r, Var) and id(r) in owner and (_accesses(b.graph, o) or o is not r and (

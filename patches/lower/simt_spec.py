@@ -20,7 +20,7 @@ import numpy as np
 from ..layouts import Layout, flatten
 from ..layouts import inttuple as it
 from ..staging import Literal, Program
-from ..staging.primitives import BITWISE
+from ..staging.primitives import BITWISE, squeeze_modes
 from ..staging.types import mode_size, modes_of
 from .analyze import BINARY, UNARY, _flat_modes, _note
 from .errors import LoweringError
@@ -303,6 +303,9 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
         elif nm in ("transpose", "broadcast"):
             var[id(out)] = new_vars(out)
             fresh.add(id(out))
+        elif nm in ACCESS_VIEWS and id(e.inputs[0]) not in params and squeeze_modes(e) is not None:
+            xv = vars_of(e.inputs[0])              # extent-1 modes dropped from a computed value: the value itself
+            var[id(out)] = [None if i is None else xv[i] for i in squeeze_modes(e)]
         elif nm in ACCESS_VIEWS or nm in ("embed", "iota", "extent"):
             var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
         elif nm in REDUCE:
@@ -496,6 +499,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         if nm in ACCESS_VIEWS:
             if ref.get(id(x), ("",))[0] == "lit":   # a view of a constant is the constant
                 ref[id(out)] = ref[id(x)]
+                continue
+            if id(x) not in src and squeeze_modes(e) is not None:
+                ref[id(out)] = value(x, nm)
                 continue
             if id(x) not in src:
                 raise LoweringError(f"equation {nm}({x.type}): a view of a value computed in this kernel (the view "

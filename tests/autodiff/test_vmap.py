@@ -129,9 +129,28 @@ def test_out_axes_and_unbatched_outputs():
 
 
 def test_batch_modes_are_views():
+    # a batch next to the free mode in memory joins it: one (15, 4) x (4, 2) matmul, the weights read once
     prog = pt.stage(pt.vmap(lambda x, w: pt.tanh(x @ w), in_axes=(0, None)), pt.tensor("f32", (5, 3, 4)),
                     pt.tensor("f32", (4, 2)))
+    assert [e.prim.name for e in prog.eqns] == ["view", "matmul", "view", "tanh"]
+    assert str(prog.eqns[1].outputs[0].type) == "f32[((5,3),2):((1,5),15)]"
+    assert str(prog.outputs[0].type) == "f32[(5,3,2):(1,5,15)]"
+    # a batch far from it in memory stays a batch mode: the weights broadcast with stride 0
+    prog = pt.stage(pt.vmap(lambda x, w: pt.tanh(x @ w), in_axes=(2, None)), pt.tensor("f32", (3, 4, 5)),
+                    pt.tensor("f32", (4, 2)))
     names = [e.prim.name for e in prog.eqns]
-    assert names == ["transpose", "broadcast", "matmul", "tanh", "transpose"]
-    assert str(prog.eqns[1].outputs[0].type) == "f32[(4,2,5):(1,4,0)]"        # the weights, stride 0 over the batch
-    assert str(prog.eqns[2].outputs[0].type) == "f32[(3,2,5):(1,3,6)]"        # batch last: contiguous matrices
+    assert names == ["broadcast", "matmul", "tanh", "transpose"]
+    assert str(prog.eqns[0].outputs[0].type) == "f32[(4,2,5):(1,4,0)]"        # the weights, stride 0 over the batch
+    assert str(prog.eqns[1].outputs[0].type) == "f32[(3,2,5):(1,3,6)]"        # batch last: contiguous matrices
+    rng = np.random.default_rng(0)
+    for axis, shape in ((0, (5, 3, 4)), (1, (3, 5, 4)), (2, (3, 4, 5))):
+        for wside in (False, True):
+            x, w = rng.standard_normal(shape).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+            xs = np.moveaxis(x, axis, 0)
+            if wside:          # the batched operand on the right: w.T @ x_i.T
+                got = pt.vmap(lambda xi, w: w.T @ xi.T, in_axes=(axis, None))(x, w)
+                want = np.einsum("nk,bmk->bnm", w.T, xs)
+            else:
+                got = pt.vmap(lambda xi, w: xi @ w, in_axes=(axis, None))(x, w)
+                want = xs @ w
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)

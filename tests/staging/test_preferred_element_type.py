@@ -81,7 +81,7 @@ def test_vmap_keeps_the_param():
     a, b = bf16(rng, 4, 6, 8), bf16(rng, 8, 3)
     f = pt.vmap(mm32, in_axes=(0, None))
     text = str(pt.stage(f, pt.tensor("bf16", (4, 6, 8)), pt.tensor("bf16", (8, 3))))
-    assert "f32[(6,3,4)" in text and "matmul[preferred_element_type=f32]" in text
+    assert "f32[((4,6),3)" in text and "matmul[preferred_element_type=f32]" in text      # one (24, 8) x (8, 3)
     got = pt.stage(f, pt.tensor("bf16", (4, 6, 8)), pt.tensor("bf16", (8, 3)))(a, b)
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 

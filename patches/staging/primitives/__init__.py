@@ -134,6 +134,7 @@ from .views import (
     getitem,
     ones,
     slice_p,
+    squeeze_modes,
     tile,
     tile_p,
     transpose,
@@ -192,7 +193,7 @@ __all__ = [
     "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
     "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",
     "reduce_sum_p", "relu_p", "sin_p", "slice_p", "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p",
-    "view_rules", "where_p",
+    "view_rules", "where_p", "squeeze_modes",
 ]
 
 def _length(x: Any) -> int:
