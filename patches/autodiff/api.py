@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..staging.array import Array, to_array
-from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, new_main, to_user
+from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, is_weak, mark_weak, new_main, to_user
 from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
@@ -54,8 +54,13 @@ def _typed(leaves: list, types: list, what: str, kind: str) -> list:
     return out
 
 
-def _flat_fun(f: Callable, in_tree: Any) -> Callable:
-    return lambda *xs: f(*tree_unflatten(in_tree, list(xs)))
+def _flat_fun(f: Callable, in_tree: Any, leaves: list = ()) -> Callable:
+    """f on flat arguments; those standing for Python scalars in ``leaves`` are marked weak (JAX's weak types)."""
+    return lambda *xs: f(*tree_unflatten(in_tree, _weakened(list(xs), leaves)))
+
+
+def _weakened(xs: list, leaves: Any) -> list:
+    return [mark_weak(x) if i < len(leaves) and is_weak(leaves[i]) else x for i, x in enumerate(xs)]
 
 
 # -- jvp ----------------------------------------------------------------------------------------
@@ -79,7 +84,7 @@ def jvp(f: Callable, primals: Any, tangents: Any) -> tuple:
         if tt.dtype != pt_.dtype or not same_modes(tt.layout.shape, pt_.layout.shape):
             raise fail("jvp", f"tangent {i} must have the primal's dtype and modes", pt_, tt)
         ts.append(t)
-    outs_p, outs_t, out_tree = jvp_flat(_flat_fun(f, p_tree), ps, ts)
+    outs_p, outs_t, out_tree = jvp_flat(_flat_fun(f, p_tree, p_leaves), ps, ts)
     return (tree_unflatten(out_tree, [to_user(x) for x in outs_p]),
             tree_unflatten(out_tree, [to_user(x) for x in outs_t]))
 
@@ -135,7 +140,7 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     check_callable("linearize", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     ps = _values(leaves, "linearize")
-    outs, program, out_tree, diff = linearize_flat(_flat_fun(f, in_tree), ps)
+    outs, program, out_tree, diff = linearize_flat(_flat_fun(f, in_tree, leaves), ps)
     fn = LinearFunction(program, in_tree, out_tree, [get_aval(p) for p in ps], diff)
     return tree_unflatten(out_tree, [to_user(o) for o in outs]), fn
 
@@ -188,10 +193,10 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     check_callable("vjp", f, None, "f")
     leaves, in_tree = tree_flatten(primals)
     if not has_aux:
-        outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree), _values(leaves, "vjp"))
+        outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree, leaves), _values(leaves, "vjp"))
         fn.in_tree = in_tree
         return tree_unflatten(out_tree, [to_user(o) for o in outs]), fn
-    outs, fn, out_tree = vjp_flat(_flat_fun(_aux_pair("vjp", f), in_tree), _values(leaves, "vjp"))
+    outs, fn, out_tree = vjp_flat(_flat_fun(_aux_pair("vjp", f), in_tree, leaves), _values(leaves, "vjp"))
     main_tree, aux_tree = out_tree.children
     n = main_tree.num_leaves
     fn.in_tree, fn.out_tree, fn.out_types = in_tree, main_tree, fn.out_types[:n]
@@ -244,7 +249,7 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0, has_aux: bool = False)
 
         def g(*flat: Any) -> Any:
             full = list(args)
-            for i, v in zip(idx, tree_unflatten(d_tree, list(flat))):
+            for i, v in zip(idx, tree_unflatten(d_tree, _weakened(list(flat), d_leaves))):
                 full[i] = v
             return fun(*full, **kwargs)
 

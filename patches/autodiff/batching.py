@@ -14,7 +14,18 @@ from typing import Any
 
 from ..staging import primitives as P
 from ..staging.array import Array, to_array
-from ..staging.core import Trace, Tracer, bind_multi, full_lower, full_raise, get_aval, is_tensor_like, new_main, to_user
+from ..staging.core import (
+    Trace,
+    Tracer,
+    bind_multi,
+    full_lower,
+    full_raise,
+    get_aval,
+    is_tensor_like,
+    is_weak,
+    new_main,
+    to_user,
+)
 from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.pytree import prefix_leaves, tree_flatten, tree_unflatten
@@ -102,7 +113,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if not is_tensor_like(x):
                 raise fail("vmap", f"argument leaf {i} is {type(x).__name__}, not a tensor")
-            v = x if isinstance(x, (Tracer, Array)) else to_array(x)
+            keep = isinstance(x, (Tracer, Array)) or ax is None and is_weak(x)     # (a Python scalar stays weak)
+            v = x if keep else to_array(x)
             if ax is not None:
                 t = get_aval(v)
                 if type(ax) is not int or not -t.rank <= ax < t.rank:

@@ -25,7 +25,7 @@ from ..layouts.product import tile_to_shape
 from ..staging import Literal, Program, Var
 from ..staging.primitives import squeeze_modes
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of
-from .config import TileConfig, check_config, default_config, resolve_stages
+from .config import DTYPE_BYTES, TileConfig, check_config, default_config, resolve_stages
 from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .names import sanitize
@@ -257,6 +257,8 @@ def analyze(prog: Program, config: TileConfig | None = None, name: str = "gemm")
         config = default_config(m, n, k, batch)
         if ab_dtype == "tf32":
             config = replace(config, tile_k=32)
+    if config.tile_k == 0:                           # one 128-byte swizzle row of the operands
+        config = replace(config, tile_k=128 // DTYPE_BYTES[ab_dtype])
     check_config(config, ab_dtype)
     config = resolve_stages(config, ab_dtype, c_dtype)
     smem_a = _smem(ab_dtype, a.major, (config.tile_m, config.tile_k), config.stages)

@@ -21,11 +21,12 @@ DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "tf32": 4}
 
 @dataclass(frozen=True)
 class TileConfig:
-    """One kernel configuration; ``stages=0`` means "as many as shared memory holds"."""
+    """One kernel configuration; ``stages=0`` means "as many as shared memory holds", ``tile_k=0`` "one 128-byte
+    swizzle row of the operands" (64 for bf16/f16, 32 for f32 as tf32)."""
 
     tile_m: int = 128
     tile_n: int = 128
-    tile_k: int = 64
+    tile_k: int = 0
     cluster_m: int = 1
     cluster_n: int = 1
     stages: int = 0
@@ -71,8 +72,9 @@ def check_fields(cfg: TileConfig) -> None:
     if (cfg.tile_m, cfg.tile_n) not in TILES_MN:
         raise LoweringError(f"CTA tile {cfg.tile_m}x{cfg.tile_n} is not supported; choose one of "
                             + ", ".join(f"{m}x{n}" for m, n in TILES_MN))
-    if cfg.tile_k not in {128 // b for b in DTYPE_BYTES.values()}:
-        raise LoweringError(f"tile_k must be 64 (16-bit operands) or 32 (32-bit), one 128-byte swizzle row; got {cfg.tile_k}")
+    if cfg.tile_k not in {0} | {128 // b for b in DTYPE_BYTES.values()}:
+        raise LoweringError(f"tile_k must be 64 (16-bit operands) or 32 (32-bit), one 128-byte swizzle row, or 0 (that "
+                            f"row for the operands' dtype); got {cfg.tile_k}")
     if cfg.cluster not in CLUSTERS:
         raise LoweringError(f"cluster {cfg.cluster_m}x{cfg.cluster_n} is not supported; choose 1x1, 2x1 or 1x2")
     if cfg.stages < 0 or cfg.stages == 1:

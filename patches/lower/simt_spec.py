@@ -303,9 +303,9 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
         elif nm in ("transpose", "broadcast"):
             var[id(out)] = new_vars(out)
             fresh.add(id(out))
-        elif nm in ACCESS_VIEWS and id(e.inputs[0]) not in params and squeeze_modes(e) is not None:
+        elif nm in ACCESS_VIEWS and id(e.inputs[0]) not in params and squeeze_modes(e, True) is not None:
             xv = vars_of(e.inputs[0])              # extent-1 modes dropped from a computed value: the value itself
-            var[id(out)] = [None if i is None else xv[i] for i in squeeze_modes(e)]
+            var[id(out)] = [None if i is None else xv[i] for i in squeeze_modes(e, True)]
         elif nm in ACCESS_VIEWS or nm in ("embed", "iota", "extent"):
             var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
         elif nm in REDUCE:
@@ -500,7 +500,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             if ref.get(id(x), ("",))[0] == "lit":   # a view of a constant is the constant
                 ref[id(out)] = ref[id(x)]
                 continue
-            if id(x) not in src and squeeze_modes(e) is not None:
+            if id(x) not in src and squeeze_modes(e, True) is not None:
                 ref[id(out)] = value(x, nm)
                 continue
             if id(x) not in src:

@@ -96,10 +96,15 @@ class Trace:
 
 
 class Tracer(Operators):
-    """A value seen by a transformation; its abstract value is ``aval`` (a TensorType)."""
+    """A value seen by a transformation; its abstract value is ``aval`` (a TensorType). A *weak* one stands for a
+    Python scalar argument (of ``jit``, ``grad``, ...): like the scalar, it takes the dtype of a tensor it meets."""
 
-    __slots__ = ("_trace",)
+    __slots__ = ("_trace", "_weak")
     __array_priority__ = 100
+
+    @property
+    def weak(self) -> bool:
+        return getattr(self, "_weak", False)
 
     @property
     def aval(self) -> TensorType:
@@ -229,6 +234,20 @@ def bind_multi(prim: Primitive, *args: Any, **params: Any) -> list:
 
 
 # -- abstract values of anything -----------------------------------------------------------------
+
+
+def is_weak(x: Any) -> bool:
+    """Whether ``x`` is weakly typed: a Python int or float (not a bool, not a numpy scalar), or a weak Tracer."""
+    if isinstance(x, Tracer):
+        return x.weak
+    return isinstance(x, (int, float)) and not isinstance(x, (bool, np.generic))
+
+
+def mark_weak(x: Any) -> Any:
+    """``x`` marked weak (a Tracer standing for a Python scalar); other values as they are."""
+    if isinstance(x, Tracer):
+        x._weak = True
+    return x
 
 
 def get_aval(x: Any) -> TensorType:

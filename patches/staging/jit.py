@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from .array import Array
-from .core import bind_multi, get_aval, is_tensor_like, to_user
+from .core import bind_multi, get_aval, is_tensor_like, is_weak, to_user
 from .errors import check_callable, check_name, fail, name_of
 from .interpreter import run
 from .ir import Program
@@ -50,10 +50,11 @@ class Jitted:
     def _entry(self, args: tuple) -> tuple[Program, Program]:
         leaves, in_tree = tree_flatten(args)
         types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
-        key = (in_tree, types)
+        weak = tuple(i for i, a in enumerate(leaves) if is_weak(a))     # Python scalars: JAX's weak types
+        key = (in_tree, types, weak)
         hit = self.cache.get(key)
         if hit is None:
-            staged = stage_flat(self.f, list(types), in_tree, self.name)
+            staged = stage_flat(self.f, list(types), in_tree, self.name, weak)
             hit = self.cache[key] = (staged, staged.closed_over())
         return hit
 

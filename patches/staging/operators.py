@@ -1,7 +1,7 @@
 """Python operators (``+``, ``@``, ``x[i]``, ``x.T``, ...) on staged values, shared by tracers and concrete Arrays.
 
-Each operator calls the op of the same meaning, which binds its primitive; numpy defers to these
-methods (``__array_ufunc__ = None``) so ``ndarray + tracer`` stages too. The ops live above this floor
+Each operator calls the op of the same meaning, which binds its primitive; numpy's ufuncs (``np.sin(x)``,
+``ndarray + x``) call it too, through ``__array_ufunc__``. The ops live above this floor
 (``primitives``), which installs them here when imported.
 """
 
@@ -22,7 +22,10 @@ class Operators:
     """Mixin: arithmetic, comparison, matmul, indexing and transposition operators."""
 
     __slots__ = ()
-    __array_ufunc__ = None
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's ufuncs on staged values (``np.sin(x)``, ``ndarray + x``): the op of the same meaning."""
+        return _OPS.ufunc(ufunc, method, inputs, kwargs)
 
     def __neg__(self) -> Any:
         return _OPS.neg(self)

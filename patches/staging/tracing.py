@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .array import Array, to_array
-from .core import Trace, Tracer, abstract_eval, full_raise, get_aval, is_tensor_like, new_main
+from .core import Trace, Tracer, abstract_eval, full_raise, get_aval, is_tensor_like, mark_weak, new_main
 from .errors import check_callable, check_name, fail, name_of
 from .ir import Eqn, Literal, Program, Var
 from .pytree import tree_flatten, tree_unflatten
@@ -100,12 +100,13 @@ def stage(f: Any, *arg_types: Any, name: str | None = None) -> Program:
     return stage_flat(f, types, in_tree, check_name("stage", name) if name is not None else name_of(f, "program"))
 
 
-def stage_flat(f: Any, types: list, in_tree: Any, name: str) -> Program:
+def stage_flat(f: Any, types: list, in_tree: Any, name: str, weak: tuple = ()) -> Program:
+    """The program of ``f`` on parameters of ``types``; those at the positions ``weak`` stand for Python scalars."""
     builder = ProgramBuilder()
     with new_main(StagingTrace, builder, dynamic=True) as main:
         trace = StagingTrace(main)
         params = [StagingTracer(trace, Var(t)) for t in types]
-        outs = f(*tree_unflatten(in_tree, params))
+        outs = f(*tree_unflatten(in_tree, [mark_weak(p) if i in weak else p for i, p in enumerate(params)]))
         out_leaves, out_tree = tree_flatten(outs)
         for o in out_leaves:
             if not is_tensor_like(o):

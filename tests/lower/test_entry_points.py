@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import patches as pt
 from patches.lower import LoweringError, TileConfig
 from patches.lower.module import Executable
+from patches.staging import dtypes
 
 
 def gemm():
@@ -31,6 +33,22 @@ def test_tile_configs_are_checked_when_written(kw, words):
     """TileConfig(96, 128) was accepted and refused only by lower()."""
     with pytest.raises(LoweringError, match=words):
         TileConfig(**kw)
+
+
+@pytest.mark.parametrize("dt, k", [("f32", 32), ("bf16", 64), ("f16", 64)])
+def test_the_default_k_tile_is_one_swizzle_row_of_the_operands(dt, k):
+    """``TileConfig(128, 128)`` lowers f32 GEMMs too (its tile_k was 64, which tf32 refuses): the default K tile is one
+    128-byte row of the operands' dtype; an explicit one is still checked against it."""
+    prog = pt.stage(lambda a, b: a @ b, pt.tensor(dt, (256, 256)), pt.tensor(dt, (256, 256)))
+    assert f"128x128x{k} " in str(pt.lower(prog, config=TileConfig(128, 128)))
+    s = pt.lower(prog, config=TileConfig(128, 128), via="kernel")          # routed through the kernel rules
+    assert "kernel" in [kk.kind for kk in s.kernels], str(s)
+    rng = np.random.default_rng(0)
+    a, b = (dtypes.cast(rng.standard_normal((256, 256)), dt) for _ in range(2))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(np.asarray(s.simulate_kernels(a, b), np.float64) - want) / np.linalg.norm(want) < 1e-2
+    with pytest.raises(LoweringError, match="tile_k must be"):
+        pt.lower(prog, config=TileConfig(128, 128, tile_k=96 - k))
 
 
 @pytest.mark.parametrize("arch, words", [("sm_80", "need sm_90a"), ("sm_90", "need sm_90a"), ("sm90", "arch must"),

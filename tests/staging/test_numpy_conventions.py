@@ -87,3 +87,61 @@ def test_numeric_conditions_hold_where_nonzero():
     np.testing.assert_array_equal(p(np.int32(5), ones), 2 * ones)
     np.testing.assert_array_equal(p(np.int32(0), ones), ones)
     assert float(np.asarray(pt.cond(0, lambda: 1.0, lambda: 2.0))) == 2.0
+
+
+def test_numpy_ufuncs_on_staged_values_call_the_ops():
+    """``np.sin(x)``, ``np.maximum(x, 0.5)``, ``ndarray @ x`` on traced values stage the op of the same meaning (was
+    numpy's TypeError); methods such as ``np.add.reduce``, ``out=`` and ufuncs without an op are StagingErrors."""
+    x = np.linspace(0.1, 1.0, 4).astype(np.float32)
+    prog = pt.stage(lambda v: np.sin(v) + np.exp(v) * np.array([1, 2, 3, 4], np.float32), pt.tensor("f32", 4))
+    assert [e.prim.name for e in prog.eqns] == ["sin", "exp", "mul", "add"]
+    np.testing.assert_allclose(prog(x), np.sin(x) + np.exp(x) * [1, 2, 3, 4], rtol=1e-6)
+    f = pt.jit(lambda v: np.maximum(v, 0.5) - np.subtract(1, v) + np.square(v) / np.absolute(-v))
+    np.testing.assert_allclose(f(x), np.maximum(x, 0.5) - (1 - x) + x, rtol=1e-6)
+    assert float(pt.jit(lambda v: np.ones(4, np.float32) @ v)(x)) == pytest.approx(x.sum())
+    np.testing.assert_allclose(pt.grad(lambda v: pt.sum(np.tanh(v) ** 2))(x), 2 * np.tanh(x) / np.cosh(x) ** 2,
+                               rtol=1e-5)
+    np.testing.assert_array_equal(pt.jit(lambda v: np.less(v, 0.5))(x), x < 0.5)
+    for bad, words in ((lambda v: np.add.reduce(v), "add.reduce"), (lambda v: np.sin(v, out=np.empty(4)), "out"),
+                       (lambda v: np.heaviside(v, v), "heaviside has no staged counterpart")):
+        with pytest.raises(StagingError, match=words):
+            pt.stage(bad, pt.tensor("f32", 4))
+
+
+def test_integer_tensors_to_int_powers_multiply():
+    """``i ** 2`` of an integer tensor is ``i * i`` (JAX's integer_pow; was refused: "expects floating-point
+    operands"), by squaring for larger powers, wrapping as numpy's; a negative power is refused as numpy does."""
+    x = np.array([-3, 0, 2, 7, 11], np.int32)
+    for n in (0, 1, 2, 3, 5, 10):
+        got = pt.jit(lambda v: v ** n)(x)
+        assert got.dtype == np.int32 and np.array_equal(got, x ** n), n
+    assert [e.prim.name for e in pt.stage(lambda v: v ** 4, pt.tensor("i32", 5)).eqns] == ["mul", "mul"]
+    u = np.array([200, 3], np.uint8)
+    np.testing.assert_array_equal(pt.jit(lambda v: pt.power(v, 2))(u), u ** 2)          # wraps as numpy's
+    with pytest.raises(StagingError, match="negative integer powers"):
+        pt.stage(lambda v: v ** -1, pt.tensor("i32", 5))
+    s = pt.lower(pt.stage(lambda v: v ** 3 - 1, pt.tensor("i32", 64)))
+    np.testing.assert_array_equal(s.simulate_kernels(np.arange(-32, 32, dtype=np.int32)),
+                                  np.arange(-32, 32) ** 3 - 1)
+
+
+def test_python_scalar_arguments_are_weakly_typed():
+    """A Python number passed to ``jit``, ``grad``, ``jvp`` or ``vmap`` takes the dtype of the tensor it meets, as a
+    literal would (JAX's weak types): ``x * s`` of f16 ``x`` stays f16 (was: "operands have different dtypes", the
+    scalar a fixed f32 tensor). A numpy scalar keeps its dtype."""
+    x = np.ones(3, np.float16)
+    r = pt.jit(lambda v, s: v * pt.exp(s * 0.5) + s)(x, 2.0)
+    assert r.dtype == np.float16 and np.allclose(r, np.e + 2, rtol=1e-3)
+    assert pt.jit(lambda v, s: v * s)(np.ones(3, np.int8), 2).dtype == np.int8
+    assert pt.jit(lambda v, s: v * s)(x, 2).dtype == np.float16                 # a weak int meets a float
+    assert float(pt.grad(lambda s, v: pt.sum(v * s * s).astype("f32"))(3.0, x)) == 18.0
+    assert pt.grad(lambda v, s: pt.sum(v * s))(x, 2.0).dtype == np.float16
+    p, t = pt.jvp(lambda s, v: v * s, (2.0, x), (1.0, np.zeros(3, np.float16)))
+    assert p.dtype == t.dtype == np.float16 and np.all(t == 1)
+    assert pt.vmap(lambda v, s: v * s, in_axes=(0, None))(np.ones((2, 3), np.float16), 2.0).dtype == np.float16
+    with pytest.raises(StagingError, match="different dtypes"):                  # a strong (numpy) scalar
+        pt.jit(lambda v, s: v * s)(x, np.float32(2))
+    f = pt.jit(lambda v, s: v * s)               # weak and strong arguments of one type are staged apart
+    assert f(np.ones(3, np.float32), 2.0).dtype == np.float32
+    with pytest.raises(StagingError):
+        f(x, np.asarray(2.0, np.float32))

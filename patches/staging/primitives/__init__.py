@@ -215,8 +215,30 @@ def _count(x: Any) -> Any:
     return n
 
 
-_operators.install(neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt, le=le, gt=gt,
-                   ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
+# numpy's ufunc names whose op here is spelled differently (the rest are the same name)
+UFUNC_NAMES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "absolute": "abs",
+               "fabs": "abs", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq",
+               "not_equal": "ne", "rint": "round", "power": "pow", "positive": "copy"}
+
+
+def _ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """A numpy ufunc called on staged values: the op of the same meaning; its other methods (``reduce``, ...),
+    ``out=``/``where=``/``dtype=`` and ufuncs with no op here are a StagingError naming them."""
+    name = getattr(ufunc, "__name__", str(ufunc))
+    if method != "__call__":
+        raise fail(None, f"numpy's {name}.{method} on a staged value is not supported; use the patches op "
+                         "(pt.sum, pt.max, pt.cumsum, ...)")
+    extra = sorted(k for k, v in kwargs.items() if v is not None and not (k == "casting" and v == "same_kind"))
+    if extra:
+        raise fail(None, f"numpy's {name} on a staged value: keyword(s) {', '.join(extra)} are not supported")
+    op = globals().get(UFUNC_NAMES.get(name, name))
+    if op is None or name not in UFUNC_NAMES and name not in OPS:
+        raise fail(None, f"numpy's {name} has no staged counterpart in patches; write it with patches ops")
+    return op(*inputs)
+
+
+_operators.install(ufunc=_ufunc, neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt,
+                   le=le, gt=gt, ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
                    argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=bitwise_and,
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,

@@ -20,7 +20,7 @@ from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
-from ..core import Tracer, bind, get_aval, is_tensor_like
+from ..core import Tracer, bind, get_aval, is_tensor_like, mark_weak
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce, weak_scalar  # noqa: F401 (re-exported)
 from ..types import (
@@ -250,6 +250,24 @@ def broadcast_operands(name: str, xs: list) -> list:
     return out
 
 
+def weak_operands(*xs: Any) -> list:
+    """Weak tracers (standing for Python scalars) converted to the dtype of the other tensors, as the scalars would
+    be: a float to the tensors' float, an int to the tensors' int or float; none converted where all are weak."""
+    strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and is_tensor_like(x)
+              and not (isinstance(x, Tracer) and x.weak)]
+    if not strong or not any(isinstance(x, Tracer) and x.weak for x in xs):
+        return list(xs)
+    ctx = strong[0]
+    out = []
+    for x in xs:
+        if isinstance(x, Tracer) and x.weak and x.aval.dtype != ctx:
+            d = x.aval.dtype
+            if dtypes.kind(d) == dtypes.kind(ctx) or dtypes.is_int(d) and dtypes.is_float(ctx):
+                x = astype(x, ctx)
+        out.append(x)
+    return out
+
+
 def _unary_op(name: str) -> Any:
     p = prims[name]
 
@@ -259,7 +277,8 @@ def _unary_op(name: str) -> Any:
         elif not is_tensor_like(x):
             raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                              f"{type(x).__name__} {x!r:.80}")
-        return bind(p, x)
+        out = bind(p, x)
+        return mark_weak(out) if isinstance(x, Tracer) and x.weak else out
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
     return op
@@ -269,10 +288,13 @@ def _binary_op(name: str) -> Any:
     p = prims[name]
 
     def op(x: Any, y: Any) -> Any:
-        if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout:
+        if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout \
+                and not (x.weak or y.weak):
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
-        x, y = broadcast_operands(name, coerce(name, x, y))
-        return bind(p, x, y)
+        x, y = weak_operands(x, y)
+        out = bind(p, *broadcast_operands(name, coerce(name, x, y)))
+        weak = [isinstance(v, Tracer) and v.weak for v in (x, y) if not _is_py_scalar(v)]
+        return mark_weak(out) if weak and all(weak) else out
     op.__name__ = name
     op.__doc__ = f"Elementwise {name} (Python scalars take the tensor's dtype; shapes broadcast with stride-0 modes)."
     return op
@@ -297,7 +319,25 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 (numpy's name)
         return _true_div(_round(mul(x, scale)), scale)
     scale = 10.0 ** -int(decimals)                # as numpy: divided first, so the scale is an exact integer
     return mul(_round(_true_div(x, scale)), scale)
-add, sub, mul, _true_div, pow, maximum, minimum = (_binary_op(n) for n in BINARY)  # noqa: A001
+add, sub, mul, _true_div, _pow, maximum, minimum = (_binary_op(n) for n in BINARY)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001 (numpy's name)
+    """``x ** y`` elementwise, of floats; an integer tensor to a non-negative Python int power is repeated
+    multiplication by squaring (JAX's ``integer_pow``: ``i ** 2`` is ``i * i``, exact, wrapping as numpy's)."""
+    if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)) and not _is_py_scalar(x) \
+            and is_tensor_like(x) and dtypes.is_int(get_aval(x).dtype):
+        if y < 0:
+            raise fail("pow", f"integers to negative integer powers are not allowed (got ** {int(y)})", get_aval(x))
+        out, base, n = None, x, int(y)
+        while n:
+            if n & 1:
+                out = base if out is None else mul(out, base)
+            n >>= 1
+            if n:
+                base = mul(base, base)
+        return out if out is not None else add(mul(x, 0), 1)         # x ** 0 is 1 (of x's dtype and shape)
+    return _pow(x, y)
 
 
 def div(x: Any, y: Any) -> Any:

@@ -104,26 +104,31 @@ def coordinate_map(prim: Any, shape: Any, params: dict) -> tuple[Layout, Any]:
     return _apply(view_rules[prim], prim.name, ident, ident, params)
 
 
-def squeeze_modes(e: Any) -> list | None:
+def squeeze_modes(e: Any, regroup: bool = False) -> list | None:
     """For a view equation that only drops or inserts modes of extent 1 (``c[0, 0, :]`` of a (1, 1, n) value, a reshape
     (1, n) -> (n,)), the operand mode each result mode is (None for an inserted extent-1 mode); else None. Such a
-    view of a value computed in the kernel is the value itself, read at the same domain point."""
+    view of a value computed in the kernel is the value itself, read at the same domain point. With ``regroup`` a
+    mode may also change its hierarchy in colexicographic order (128 viewed as (16, 8)): the same flat coordinate."""
     x, out = e.inputs[0].type, e.outputs[0].type
     xs, os_ = modes_of(x.shape) if x.rank else (), modes_of(out.shape) if out.rank else ()
     big_x = [i for i, m in enumerate(xs) if not _unit(m)]
     big_o = [j for j, m in enumerate(os_) if not _unit(m)]
-    if len(big_x) != len(big_o) or any(xs[i] != os_[j] or isinstance(os_[j], tuple) for i, j in zip(big_x, big_o)):
+    if len(big_x) != len(big_o):
         return None
+    for i, j in zip(big_x, big_o):
+        same = xs[i] == os_[j] and not isinstance(os_[j], tuple)
+        if not (same or regroup and mode_size(xs[i]) == mode_size(os_[j])):
+            return None
     b, offset = coordinate_map(e.prim, x.shape, e.params)
     colex, acc = [], 1
     for n in xs:
         colex.append(acc)
-        acc = acc * (it.product(n) if isinstance(n, tuple) else n)
+        acc = acc * mode_size(n)
     bs = mode_layouts(b) if b.rank else []
     if not (isinstance(offset, int) and offset == 0) or len(bs) != len(os_):
         return None
     for i, j in zip(big_x, big_o):
-        if bs[j].stride != colex[i]:
+        if coalesce(bs[j]) != Layout._make(mode_size(os_[j]), colex[i]):
             return None
     mapping: list = [None] * len(os_)
     for i, j in zip(big_x, big_o):
