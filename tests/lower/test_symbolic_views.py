@@ -182,3 +182,18 @@ def test_a_one_kernel_module_simulates_like_a_schedule():
     soft = pt.lower(pt.stage(lambda a: pt.softmax(a, -1), pt.tensor("f32", pt.make_layout((16, 8), stride=(8, 1)))),
                     target="simt")       # softmax's stop_gradient is folded for the single-kernel target too
     np.testing.assert_allclose(soft.simulate(x), np.exp(x) / np.exp(x).sum(-1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_a_reduction_over_a_flattened_symbolic_buffer_reads_its_extent_off_the_leaves(op):
+    """``sum(x.reshape(-1))`` of a symbolic (M, 4) input: the row-major reshape copies to a (4, M) buffer read flat as
+    4*M, an extent no argument has as one mode; it is the product of the buffer's two leaves (was refused: "no
+    argument carries the symbolic extent 4*M (a broadcast mode that is reduced)")."""
+    M = pt.Sym("M")
+    f = getattr(pt, op)
+    s = pt.lower(pt.stage(lambda x: f(pt.exp(x).reshape(-1)), pt.tensor("f32", (M, 4))))
+    assert any("cute.size(mX0, mode=[0]) * cute.size(mX0, mode=[1])" in k.source for k in s.kernels)
+    for n in (3, 70):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(float(s.simulate_kernels(x)), float(getattr(np, op)(np.exp(x))), rtol=1e-5)
+    s.verify()

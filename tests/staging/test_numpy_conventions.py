@@ -113,7 +113,7 @@ def test_integer_tensors_to_int_powers_multiply():
     operands"), by squaring for larger powers, wrapping as numpy's; a negative power is refused as numpy does."""
     x = np.array([-3, 0, 2, 7, 11], np.int32)
     for n in (0, 1, 2, 3, 5, 10):
-        got = pt.jit(lambda v: v ** n)(x)
+        got = pt.jit(lambda v, n=n: v ** n)(x)
         assert got.dtype == np.int32 and np.array_equal(got, x ** n), n
     assert [e.prim.name for e in pt.stage(lambda v: v ** 4, pt.tensor("i32", 5)).eqns] == ["mul", "mul"]
     u = np.array([200, 3], np.uint8)
