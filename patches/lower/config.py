@@ -129,5 +129,5 @@ def default_config(m: Any, n: Any, k: Any, batch: Any = 1) -> TileConfig:
         ctas = -(-mm // tm) * -(-nn // tn) * ll
         if ctas >= NUM_SMS or (tm, tn) == (64, 64):
             waves = ctas >= 2 * NUM_SMS and -(-mm // tm) >= 2
-            return TileConfig(tm, tn, cluster_m=2 if waves else 1, persistent=waves)
-    return TileConfig(64, 64)
+            return TileConfig(tm, tn, 64, cluster_m=2 if waves else 1, persistent=waves)
+    return TileConfig(64, 64, 64)

@@ -30,6 +30,67 @@ def trip_bounds(e: Eqn, sizes: dict | None) -> tuple[int, int]:
     return out[0], out[1]
 
 
+def index_symbol(e: Eqn) -> Any:
+    """The symbol standing for ``index + 1`` of the host loop ``e`` in its body's schedule (positive, as symbols
+    are): inner loops bounded by the index run over it, bound per iteration."""
+    from ..layouts import Sym
+
+    return Sym(f"index_of_loop{id(e.params['body'])}")
+
+
+def with_index_bounds(e: Eqn) -> Program:
+    """The body of the host loop ``e`` with each inner loop whose run-time bound is the index, or the index plus or
+    times integers (``fori_loop(0, i, ...)``, ``fori_loop(i + 1, n, ...)``), bounded by ``index_symbol`` instead:
+    the host knows the index, so the inner loop is a host loop of symbolic trip count, not a bound the host would
+    wait for. The bound stays an operand of the inner loop (its body may read it)."""
+    from ..staging import Literal, Var
+    from ..staging.kernel.control import RunTimeBound
+
+    body = e.params["body"]
+    lo = e.params["lower"]
+    if type(lo) is not int or lo < 0 or not body.params:
+        return body
+    index, sym = body.params[0], index_symbol(e)
+    producer = {id(v): q for q in body.eqns for v in q.outputs}
+
+    def affine(x: Any, depth: int = 0) -> Any:
+        if isinstance(x, Literal):
+            v = np.asarray(x.value)
+            return int(v) if v.shape == () and np.issubdtype(v.dtype, np.integer) else None
+        if x is index:
+            return sym - 1
+        q = producer.get(id(x)) if isinstance(x, Var) else None
+        if q is None or depth > 8 or q.prim.name not in ("add", "sub", "mul"):
+            return None
+        a, b = (affine(y, depth + 1) for y in q.inputs)
+        if a is None or b is None or q.prim.name == "mul" and not (isinstance(a, int) or isinstance(b, int)):
+            return None
+        return a + b if q.prim.name == "add" else a - b if q.prim.name == "sub" else a * b
+
+    eqns, changed = [], False
+    for q in body.eqns:
+        if q.prim.name == "fori_loop":
+            params, k = dict(q.params), 0
+            for side in ("lower", "upper"):
+                if isinstance(params[side], RunTimeBound):
+                    b = affine(q.inputs[k])
+                    k += 1
+                    if b is not None:
+                        params[side], changed = b, True
+            if params != q.params:
+                q = Eqn(q.prim, list(q.inputs), params, list(q.outputs))
+        eqns.append(q)
+    if not changed:
+        return body
+    return Program(list(body.consts), list(body.const_values), list(body.params), eqns, list(body.outputs),
+                   body.in_tree, body.out_tree, body.name)
+
+
+def _with_index(e: Eqn, sizes: dict | None, i: int) -> dict:
+    """``sizes`` with the loop's index symbol bound for iteration ``i``."""
+    return {**(sizes or {}), index_symbol(e): i + 1}
+
+
 class LoopModule:
     """What a host-loop kernel lowers to: the loop equation ``eqn`` and the ``body`` Schedule."""
 
@@ -74,7 +135,7 @@ class LoopModule:
         hi = hi if limit is None else min(hi, lo + limit)
         consts, carry = list(args[:self.n_consts]), list(args[self.n_consts:])
         for i in range(lo, hi):
-            carry = self.body.run_kernels([np.int32(i), *consts, *carry], sizes)
+            carry = self.body.run_kernels([np.int32(i), *consts, *carry], _with_index(self.eqn, sizes, i))
         return carry
 
     def shortened(self, program: Program, limit: int) -> Program:
@@ -131,7 +192,8 @@ class LoopExecutable:
         consts, carry = list(ins[:nc]), list(ins[nc:])
         device = outs[0].device if outs else torch.device("cuda")
         for i in range(lo, hi):
-            got = run_schedule(self.body, (torch.tensor(i, dtype=torch.int32, device=device), *consts, *carry), sizes)
+            got = run_schedule(self.body, (torch.tensor(i, dtype=torch.int32, device=device), *consts, *carry),
+                               _with_index(self.module.eqn, sizes, i))
             carry = list(got) if isinstance(got, (list, tuple)) else [got]
         for o, c in zip(outs, carry):
             o.copy_(split_like(c, tuple(o.shape)))     # (a buffer holds one dimension per leaf of its layout)

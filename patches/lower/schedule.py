@@ -25,6 +25,7 @@ from .analyze import OUT_DTYPES, analyze
 from .config import TileConfig
 from .errors import LoweringError
 from .fusion import EPILOGUE_OPS, Graph, Group, order, partition, rematerialize
+from .host_loop import with_index_bounds
 from .kernel.api import kernel_call, lower_kernel_call
 from .prepare import ITEM_BYTES, eqn_text, prepare
 from .simt_spec import analyze_simt
@@ -115,7 +116,7 @@ class Builder:
         """The build of a host loop's body (its own schedule), once per loop."""
         if id(e) not in self.modules:
             try:
-                self.modules[id(e)] = build(e.params["body"], self.config)[:3]
+                self.modules[id(e)] = build(with_index_bounds(e), self.config)[:3]
             except LoweringError as err:
                 self.modules[id(e)] = LoweringError(f"the body of a loop of {_trips(e)} iterations: {err}")
         got = self.modules[id(e)]

@@ -220,3 +220,29 @@ def test_an_output_block_two_parallel_ctas_share_is_refused_where_each_would_zer
     check_against_interpreter(prog)
     plain = pt.kernel(_written_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v)
     check_against_interpreter(pt.stage(plain, x))      # GMEM writes of disjoint elements: each CTA writes its own
+
+
+def test_the_simulator_names_a_race_between_ctas_the_analysis_missed(monkeypatch):
+    """The simulator runs CTAs one after another, so a race between them (one erasing what another wrote) could give
+    the interpreter's answer. It records which CTA writes and reads each output element and names the race: with the
+    shared-block refusal switched off, the racing kernel lowers and its simulation (and so verify) fails; the kernel
+    whose revisiting axis is "arbitrary" (one CTA) and one whose CTAs write disjoint blocks simulate as before."""
+    from patches.lower.kernel import template
+
+    monkeypatch.setattr(template, "shared_block", lambda *a: None)
+    x = pt.tensor("f32", (1024,))
+    a = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+    v = pt.BlockSpec((1024,), lambda i: (0,))
+    racing = pt.kernel(_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v)
+    with pytest.raises(pt.LoweringError, match=r"output o_ref: CTA 1 (writes|reads) element \d+, which CTA 0 of the "
+                                               r"same launch wrote.*a race"):
+        pt.lower(pt.stage(racing, x)).simulate(a)
+    with pytest.raises(pt.LoweringError, match="a race"):
+        pt.lower(pt.stage(lambda a: pt.tanh(racing(a)), x)).verify()      # (a schedule: the kernel, then tanh)
+    ordered = pt.kernel(_halves, pt.tensor("f32", (1024,)), grid=(2,), in_specs=[v], out_specs=v,
+                        dimension_semantics=("arbitrary",))
+    pt.lower(pt.stage(lambda a: pt.tanh(ordered(a)), x)).verify()
+    w = pt.BlockSpec((512,), lambda i: (i,))
+    double = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2), pt.tensor("f32", (1024,)),
+                       grid=(2,), in_specs=[w], out_specs=w)
+    np.testing.assert_allclose(pt.lower(pt.stage(double, x)).simulate(a), 2 * a)

@@ -101,6 +101,42 @@ def test_loops_with_bounds_the_program_computes_are_refused_by_name():
         pt.lower(pt.stage(f, _rows(8, 32)))
 
 
+def test_inner_loops_bounded_by_the_host_loops_index_lower(monkeypatch):
+    """``fori_loop(0, i, ...)`` inside a 100-step loop, and bounds ``i + 1 .. 2 * i + 3``: the host knows the index,
+    so the inner loop is a host loop whose trip count is a symbol bound per iteration (was refused: "bounds computed
+    by the program"). The kernels' models, the torch runner (on the CPU stand-in) and verify agree with the
+    interpreter; a bound computed from data is still refused."""
+    from . import fake_torch
+
+    def triangular(x):
+        return pt.fori_loop(0, 100, lambda i, c: pt.fori_loop(0, i, lambda j, d: d * 0.5 + 1.0, c), x)
+
+    def affine(x):
+        def outer(i, c):
+            c = pt.fori_loop(i + 1, 2 * i + 3, lambda j, d: d * 0.9 + j.astype("f32") * 0.01, c)
+            return c + i.astype("f32") * 0.001
+        return pt.fori_loop(2, 90, outer, x)
+    x = np.random.default_rng(0).standard_normal((8, 32)).astype(np.float32)
+    for f in (triangular, affine):
+        prog = pt.stage(f, _rows(8, 32))
+        s = pt.lower(prog)
+        assert [k.kind for k in s.kernels] == ["loop"]
+        body = s.kernels[0].module.body
+        assert "loop" in [k.kind for k in body.kernels]              # the inner loop: a host loop of its own
+        want = prog(x)
+        np.testing.assert_allclose(s.simulate_kernels(x), want, rtol=1e-5, atol=1e-5)
+        s.verify()
+        fake_torch.install(monkeypatch)
+        got = fake_torch.executable(s)(fake_torch.to_device(x, "f32"))
+        np.testing.assert_allclose(got.values(), want, rtol=1e-5, atol=1e-5)
+
+    def data_bound(x):
+        return pt.fori_loop(0, 100, lambda i, c: pt.fori_loop(0, (pt.reduce_sum(c) > 0).astype("i32") + i,
+                                                                  lambda j, d: d * 0.5, c), x)
+    with pytest.raises(LoweringError, match="bounds computed by the program"):
+        pt.lower(pt.stage(data_bound, _rows(8, 32)))
+
+
 def test_a_host_loop_compiles_once_and_exports_its_body_as_a_schedule(tmp_path):
     """The body's kernels compile once (0 spills); the export holds the loop's entry (bounds, the values it reads and
     writes) and its body's own exported schedule, whose runner the top-level runner calls once per iteration."""

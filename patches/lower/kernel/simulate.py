@@ -9,6 +9,7 @@ Unwritten outputs and unwritten shared memory read as NaN, so a missed element s
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import threading
@@ -150,34 +151,77 @@ class _Kernel:
 
 def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
     nthreads = int(block[0])
-    for bz in range(int(grid[2])):
-        for by in range(int(grid[1])):
-            for bx in range(int(grid[0])):
-                cta = SimpleNamespace(bid=(bx, by, bz), smem=[], lock=threading.Lock(), failed=False,
-                                      barrier=threading.Barrier(nthreads, timeout=60),
-                                      warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
-                                      shfl=[[None] * 32 for _ in range(nthreads // 32)])
-                errors: list = []
+    first = next(_CTA_IDS)              # CTA ids grow across launches: those of this launch are >= first
+    points = [(bx, by, bz) for bz in range(int(grid[2])) for by in range(int(grid[1])) for bx in range(int(grid[0]))]
+    for k, (bx, by, bz) in enumerate(points):
+        cta = SimpleNamespace(bid=(bx, by, bz), id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
+                              barrier=threading.Barrier(nthreads, timeout=60),
+                              warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
+                              shfl=[[None] * 32 for _ in range(nthreads // 32)])
+        errors: list = []
 
-                def run(t: int, cta: Any = cta, errors: list = errors) -> None:
-                    _local.tid, _local.cta = t, cta
-                    try:
-                        f(*args)
-                    except threading.BrokenBarrierError:
-                        pass
-                    except Exception as e:  # noqa: BLE001 (reported below, the first one)
-                        errors.append(e)
-                        cta.failed = True
-                        cta.barrier.abort()
-                        for b in cta.warps:
-                            b.abort()
-                ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
-                for t in ts:
-                    t.start()
-                for t in ts:
-                    t.join()
-                if errors:
-                    raise errors[0]
+        def run(t: int, cta: Any = cta, errors: list = errors) -> None:
+            _local.tid, _local.cta = t, cta
+            try:
+                f(*args)
+            except threading.BrokenBarrierError:
+                pass
+            except Exception as e:  # noqa: BLE001 (reported below, the first one)
+                errors.append(e)
+                cta.failed = True
+                cta.barrier.abort()
+                for b in cta.warps:
+                    b.abort()
+        ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            raise errors[0]
+    for _ in points[1:]:
+        next(_CTA_IDS)
+
+
+_CTA_IDS = itertools.count()
+
+
+class _Tracked(np.ndarray):
+    """A global-memory output buffer that records, per element, the CTA that last wrote it and whether another CTA
+    of the same launch read or wrote it: the simulator runs CTAs one after another, so a race between them (one
+    erasing or reading what another wrote) could otherwise give the interpreter's answer."""
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.log = getattr(obj, "log", None)
+
+    def __setitem__(self, idx: Any, v: Any) -> None:
+        self._touch(idx, True)
+        super().__setitem__(idx, v)
+
+    def __getitem__(self, idx: Any) -> Any:
+        self._touch(idx, False)
+        got = super().__getitem__(idx)
+        return got.view(np.ndarray) if isinstance(got, np.ndarray) else got
+
+    def _touch(self, idx: Any, write: bool) -> None:
+        log, cta = self.log, getattr(_local, "cta", None)
+        if log is None or cta is None:
+            return
+        at = np.atleast_1d(log.index[idx])
+        for who, kind in ((log.writer[at], "wrote"), *(((log.reader[at], "read"),) if write else ())):
+            other = (who >= cta.first) & (who != cta.id)
+            if other.any() and not log.races:
+                j = int(np.argmax(other))
+                log.races.append((int(at[j]), kind, int(who[j]) - cta.first, cta.id - cta.first,
+                                  "writes" if write else "reads"))
+        (log.writer if write else log.reader)[at] = cta.id
+
+
+def _tracked(store: np.ndarray) -> np.ndarray:
+    t = store.view(_Tracked)
+    t.log = SimpleNamespace(index=np.arange(store.size), writer=np.full(store.size, -1, np.int64),
+                            reader=np.full(store.size, -1, np.int64), races=[])
+    return t
 
 
 def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> list:
@@ -198,8 +242,14 @@ def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
     stores = [np.array(Array.from_logical(np.asarray(x), a.value_layout, a.dtype).storage) for a, x in zip(ins, arrays)]
     for a in spec.args[len(ins):]:
         poison = np.nan if dtypes.is_float(a.dtype) else np.array(-1).astype(_DTYPES[a.dtype].np)  # all ones
-        stores.append(np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np))
+        stores.append(_tracked(np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np)))
     run_host(module, stores, spec)
+    for a, store in zip(spec.args[len(ins):], stores[len(ins):]):
+        if store.log.races:
+            at, kind, p, q, does = store.log.races[0]
+            raise LoweringError(f"simulate {spec.name}: output {a.label}: CTA {q} {does} element {at}, which CTA {p} of "
+                                f"the same launch {kind}: the result depends on the order the CTAs run in (a race)")
+        store.log = None
     return [Array(store, 0, a.value_layout, a.dtype).numpy() for a, store in zip(spec.args[len(ins):], stores[len(ins):])]
 
 
