@@ -14,7 +14,17 @@ from typing import Any
 import numpy as np
 
 from ..staging.array import Array, to_array
-from ..staging.core import Tracer, full_raise, get_aval, is_tensor_like, is_weak, mark_weak, new_main, to_user
+from ..staging.core import (
+    Tracer,
+    full_raise,
+    get_aval,
+    is_tensor_like,
+    is_weak,
+    mark_weak,
+    new_main,
+    to_user,
+    weak_arrays,
+)
 from ..staging.errors import check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
@@ -29,7 +39,7 @@ from .transpose import UndefinedPrimal, backward_pass
 
 def _values(leaves: list, what: str) -> list:
     out = []
-    for x in leaves:
+    for x in weak_arrays(leaves):
         if isinstance(x, Tracer) or isinstance(x, Array):
             out.append(x)
         elif is_tensor_like(x):

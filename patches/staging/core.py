@@ -243,6 +243,22 @@ def is_weak(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, (bool, np.generic))
 
 
+def weak_arrays(leaves: list) -> list:
+    """Arguments with their Python numbers as 0-d Arrays (weak values): f32 and i32, or f64 and i64 where a tensor
+    among the arguments is (so a Python float meeting an f64 tensor is not rounded through f32 first)."""
+    from .array import to_array
+
+    wide = {get_aval(x).dtype for x in leaves if not is_weak(x) and is_tensor_like(x)
+            and not isinstance(x, bool)} & {"f64", "i64"}
+    out = []
+    for x in leaves:
+        if is_weak(x) and not isinstance(x, Tracer):
+            d = ("f64" if "f64" in wide else "f32") if isinstance(x, float) else ("i64" if "i64" in wide else "i32")
+            x = to_array(x, d)
+        out.append(x)
+    return out
+
+
 def mark_weak(x: Any) -> Any:
     """``x`` marked weak (a Tracer standing for a Python scalar); other values as they are."""
     if isinstance(x, Tracer):

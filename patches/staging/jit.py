@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from .array import Array
-from .core import bind_multi, get_aval, is_tensor_like, is_weak, to_user
+from .core import bind_multi, get_aval, is_tensor_like, is_weak, to_user, weak_arrays
 from .errors import check_callable, check_name, fail, name_of
 from .interpreter import run
 from .ir import Program
@@ -49,8 +49,9 @@ class Jitted:
 
     def _entry(self, args: tuple) -> tuple[Program, Program]:
         leaves, in_tree = tree_flatten(args)
-        types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
         weak = tuple(i for i, a in enumerate(leaves) if is_weak(a))     # Python scalars: JAX's weak types
+        leaves = weak_arrays(leaves)
+        types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
         key = (in_tree, types, weak)
         hit = self.cache.get(key)
         if hit is None:
@@ -68,7 +69,7 @@ class Jitted:
             if not is_tensor_like(x):
                 raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor")
         staged, body = self._entry(args)
-        outs = bind_multi(call_p, *staged.const_values, *leaves, program=body, name=self.name)
+        outs = bind_multi(call_p, *staged.const_values, *weak_arrays(leaves), program=body, name=self.name)
         return tree_unflatten(staged.out_tree, [to_user(o) for o in outs])
 
 

@@ -170,40 +170,51 @@ class Operators:
         return _OPS.mod(other, self)
 
     # numpy's methods: x.sum(axis=1), x.max(0, keepdims=True), x.reshape(3, 4), ...
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def sum(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("sum", numpy_kw)
         return _OPS.sum(self, axis, keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def max(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("max", numpy_kw)
         return _OPS.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("min", numpy_kw)
         return _OPS.min(self, axis, keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def mean(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("mean", numpy_kw)
         return _OPS.mean(self, axis, keepdims)
 
-    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("var", numpy_kw)
         return _OPS.var(self, axis, ddof, keepdims)
 
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def argmax(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("argmax", numpy_kw)
         return _OPS.argmax(self, axis, keepdims)
 
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def argmin(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("argmin", numpy_kw)
         return _OPS.argmin(self, axis, keepdims)
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:
         return _OPS.reshape(self, shape[0] if len(shape) == 1 else shape, order)
 
-    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("std", numpy_kw)
         return _OPS.std(self, axis, ddof, keepdims)
 
-    def cumsum(self, axis: Any = None) -> Any:
+    def cumsum(self, axis: Any = None, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("cumsum", numpy_kw)
         return _OPS.cumsum(self, axis)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def any(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("any", numpy_kw)
         return _OPS.any(self, axis, keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def all(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
+        _OPS.numpy_kwargs("all", numpy_kw)
         return _OPS.all(self, axis, keepdims)
 
     def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (numpy's names)

@@ -45,9 +45,35 @@ def _is_np_scalar(x: Any) -> bool:
     return isinstance(x, np.generic) or isinstance(x, np.ndarray) and x.ndim == 0
 
 
+_CAST: list = [None]            # astype, installed by the primitives (a floor above this one)
+_WIDTH = {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64, "u64": 64}
+
+
+def _weak(x: Any) -> bool:
+    return isinstance(x, Tracer) and x.weak
+
+
+def _widens(have: str, want: str) -> bool:
+    """Whether a weak value of dtype ``have`` (a Python scalar's: f32/f64, i32/i64) converts to ``want`` with no
+    value lost to wrapping: floats to floats (rounded, as a literal is), ints to floats and to signed ints at least
+    as wide (an int the narrower dtype cannot hold would wrap, so narrowing is refused as for a literal)."""
+    if dtypes.is_float(want):
+        return dtypes.is_float(have) or dtypes.is_int(have)
+    return dtypes.is_int(have) and dtypes.is_int(want) and want[0] == "i" and _WIDTH[want] >= _WIDTH.get(have, 64)
+
+
 def coerce(name: str, *xs: Any) -> list:
-    """Give Python scalars the dtype of the first tensor operand (JAX's weak types). Numpy scalars keep their
-    dtype (strong, as in JAX and numpy); one that differs from a tensor's is refused with a way out."""
+    """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
+    arguments of ``jit``, ``grad``, ...) too where no value is lost. Numpy scalars keep their dtype (strong, as in
+    JAX and numpy); one that differs from a tensor's is refused with a way out."""
+    if any(_weak(x) for x in xs):
+        strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
+        strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]
+        if not strong:                 # weak values only: an int meeting a float becomes that float
+            strong = [x.aval.dtype for x in xs if _weak(x) and dtypes.is_float(x.aval.dtype)][:1]
+        if strong:
+            xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and x.aval.dtype != strong[0]
+                       and _widens(x.aval.dtype, strong[0]) else x for x in xs)
     tensors = [x for x in xs if not _is_py_scalar(x)]
     ctx = next((get_aval(x).dtype for x in tensors if not _is_np_scalar(x)), None)
     if ctx is not None:

@@ -102,7 +102,11 @@ def test_numpy_ufuncs_on_staged_values_call_the_ops():
     np.testing.assert_allclose(pt.grad(lambda v: pt.sum(np.tanh(v) ** 2))(x), 2 * np.tanh(x) / np.cosh(x) ** 2,
                                rtol=1e-5)
     np.testing.assert_array_equal(pt.jit(lambda v: np.less(v, 0.5))(x), x < 0.5)
+    np.testing.assert_allclose(pt.jit(lambda v: np.sum(v) + np.mean(v) + np.max(v, keepdims=True))(x),
+                               x.sum() + x.mean() + x.max(), rtol=1e-6)           # numpy's reductions call methods
+    np.testing.assert_array_equal(pt.jit(lambda v: np.invert(v))(np.array([1, 2], np.int32)), [-2, -3])
     for bad, words in ((lambda v: np.add.reduce(v), "add.reduce"), (lambda v: np.sin(v, out=np.empty(4)), "out"),
+                       (lambda v: np.sum(v, dtype=np.float64), "dtype are not supported"),
                        (lambda v: np.heaviside(v, v), "heaviside has no staged counterpart")):
         with pytest.raises(StagingError, match=words):
             pt.stage(bad, pt.tensor("f32", 4))
@@ -132,7 +136,14 @@ def test_python_scalar_arguments_are_weakly_typed():
     x = np.ones(3, np.float16)
     r = pt.jit(lambda v, s: v * pt.exp(s * 0.5) + s)(x, 2.0)
     assert r.dtype == np.float16 and np.allclose(r, np.e + 2, rtol=1e-3)
-    assert pt.jit(lambda v, s: v * s)(np.ones(3, np.int8), 2).dtype == np.int8
+    assert pt.jit(lambda v, s: v * s)(np.ones(3, np.int32), 2).dtype == np.int32
+    with pytest.raises(StagingError, match="different dtypes"):       # narrowing could wrap (257 in i8): refused
+        pt.jit(lambda v, s: v == s)(np.ones(3, np.int8), 257)
+    assert pt.jit(lambda v, s: v * s)(np.ones(2), 0.1)[0] == 0.1       # f64 beside: not rounded through f32
+    assert pt.jit(lambda v, s: v + s)(np.ones(2), 1e300)[0] == 1e300
+    assert float(pt.jit(lambda s, t: s * t)(2, 1.5)) == 3.0            # weak int meets weak float: float
+    np.testing.assert_array_equal(pt.jit(lambda v, s: pt.where(v > 1, v, s) + v % s)(np.array([1., 3.], np.float16),
+                                                                               2.0), [3.0, 4.0])
     assert pt.jit(lambda v, s: v * s)(x, 2).dtype == np.float16                 # a weak int meets a float
     assert float(pt.grad(lambda s, v: pt.sum(v * s * s).astype("f32"))(3.0, x)) == 18.0
     assert pt.grad(lambda v, s: pt.sum(v * s))(x, 2.0).dtype == np.float16

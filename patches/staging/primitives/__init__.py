@@ -3,6 +3,7 @@
 from typing import Any
 
 from .. import operators as _operators
+from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
@@ -217,7 +218,7 @@ def _count(x: Any) -> Any:
 
 # numpy's ufunc names whose op here is spelled differently (the rest are the same name)
 UFUNC_NAMES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "absolute": "abs",
-               "fabs": "abs", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq",
+               "invert": "bitwise_not", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq",
                "not_equal": "ne", "rint": "round", "power": "pow", "positive": "copy"}
 
 
@@ -237,7 +238,18 @@ def _ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     return op(*inputs)
 
 
-_operators.install(ufunc=_ufunc, neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, lt=lt,
+def _numpy_kwargs(name: str, kw: dict) -> None:
+    """numpy's reductions (``np.sum(x)``) call the method with ``out=``, ``dtype=``, ...: None values are what
+    numpy passes by default; anything else is a StagingError naming it."""
+    bad = sorted(k for k, v in kw.items() if v is not None and not (k == "where" and v is True))
+    if bad:
+        raise fail(name, f"numpy's keyword(s) {', '.join(bad)} are not supported on staged values "
+                         "(convert with astype first, reduce with the patches op)")
+
+
+_scalars._CAST[0] = astype               # weak tracers meeting tensors convert through it (scalars.coerce)
+_operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div,
+                   pow=pow, matmul=matmul, lt=lt,
                    le=le, gt=gt, ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
                    argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=bitwise_and,

@@ -250,24 +250,6 @@ def broadcast_operands(name: str, xs: list) -> list:
     return out
 
 
-def weak_operands(*xs: Any) -> list:
-    """Weak tracers (standing for Python scalars) converted to the dtype of the other tensors, as the scalars would
-    be: a float to the tensors' float, an int to the tensors' int or float; none converted where all are weak."""
-    strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and is_tensor_like(x)
-              and not (isinstance(x, Tracer) and x.weak)]
-    if not strong or not any(isinstance(x, Tracer) and x.weak for x in xs):
-        return list(xs)
-    ctx = strong[0]
-    out = []
-    for x in xs:
-        if isinstance(x, Tracer) and x.weak and x.aval.dtype != ctx:
-            d = x.aval.dtype
-            if dtypes.kind(d) == dtypes.kind(ctx) or dtypes.is_int(d) and dtypes.is_float(ctx):
-                x = astype(x, ctx)
-        out.append(x)
-    return out
-
-
 def _unary_op(name: str) -> Any:
     p = prims[name]
 
@@ -291,7 +273,6 @@ def _binary_op(name: str) -> Any:
         if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout \
                 and not (x.weak or y.weak):
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
-        x, y = weak_operands(x, y)
         out = bind(p, *broadcast_operands(name, coerce(name, x, y)))
         weak = [isinstance(v, Tracer) and v.weak for v in (x, y) if not _is_py_scalar(v)]
         return mark_weak(out) if weak and all(weak) else out
