@@ -155,31 +155,29 @@ def _matmul(n: int, vals: list, bdims: list, **params: Any) -> tuple:
     ra, rb = _per_example(a, da).rank, _per_example(b, db).rank
     side, d = (0, da) if db is None else (1, db)     # the batched operand, and its free mode's place in it
     first = _inner(get_aval(vals[side]).layout, d, side if d > side else side + 1) if None in (da, db) else None
-    if first is not None:
-        x = move_bdim(vals[side], bdims[side], side if first else side + 1, n)
+    if first:
+        x = move_bdim(vals[side], bdims[side], side, n)
         ms = list(modes_of(get_aval(x).shape))
         pair = [ms[side], ms[side + 1]]
         x = P.view(x, compact(shape_of_modes(ms[:side] + [tuple(pair)] + ms[side + 2:])))
         c = P.matmul_p.bind(x, b, **params) if side == 0 else P.matmul_p.bind(a, x, **params)
         cm = list(modes_of(get_aval(c).shape))
         c = P.view(c, compact(shape_of_modes(cm[:side] + pair + cm[side + 1:])))
-        return c, side + (0 if first else 1)
+        return c, side
     a, b = move_bdim(a, da, ra, n), move_bdim(b, db, rb, n)
     return P.matmul_p.bind(a, b, **params), ra
 
 
 def _inner(lay: Layout, d: int, m: int) -> bool | None:
-    """How the batch mode ``d`` and the free mode ``m`` group into one mode that walks one stride: True for (batch,
-    m) (a column-major batch, ``x[i]`` of a column-major (n, K) input), False for (m, batch); None where neither does
-    (the batch stays a batch mode L). Symbolic strides: (batch, m)."""
+    """True where the batch mode ``d`` and the free mode ``m`` group into one mode (batch, m) that walks one stride,
+    the batch inner (``x[i]`` of a column-major (n, M, K) input: the result is then column-major (n, M, N) with the
+    batch first, as vmap returns it); None otherwise (symbolic strides, the batch outer), where the batch stays a
+    batch mode L."""
     ms = mode_layouts(lay)
     q, r = ms[d], ms[m]
     if not all(isinstance(v, int) for v in (q.shape, q.stride, r.shape, r.stride)):
-        return True
-    for inner, outer, answer in ((q, r, True), (r, q, False)):
-        if inner.shape == 1 or outer.shape == 1 or outer.stride == inner.stride * inner.shape:
-            return answer
-    return None
+        return None
+    return True if q.shape == 1 or r.shape == 1 or r.stride == q.stride * q.shape and q.stride != 0 else None
 
 
 batch_rules.update({

@@ -14,7 +14,7 @@ from ..layouts import Layout, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
-from ..staging.types import TensorType, mode_size, modes_of
+from ..staging.types import TensorType, compact, mode_size, modes_of
 from .analyze import merged_view
 from .errors import LoweringError
 from .expand import expand
@@ -119,10 +119,14 @@ def k_major(eqns: list) -> list:
     out = []
     producer = {id(v): e for e in eqns for v in e.outputs}
 
-    def accessed(x: Any) -> bool:
+    def accessed(x: Any, grouped: bool = False) -> bool:
         while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
             p = producer[id(x)]
-            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view" and _merged_in_order(p, producer)):
+            if grouped and p.prim.name == "broadcast" and _adds_unit_modes(p):
+                x = p.inputs[0]       # (a vector's added extent-1 mode, grouped with the batch: no stride 0 left)
+                continue
+            if p.prim.name in (*ACCESS_VIEWS, "broadcast") and not (p.prim.name == "view"
+                                                                     and _merged_in_order(p, producer, grouped)):
                 return True           # (a vector's added mode, stride 0; a reshape merging modes the GEMM reads)
             x = producer[id(x)].inputs[0]
         return False
@@ -131,18 +135,18 @@ def k_major(eqns: list) -> list:
         """Whether TMA loads the operand as it is: not through a slice/reshape/tile, K-major for tf32, else with
         a unit-stride mode and no broadcast (stride-0) one (a constant cotangent, ones of the loss's shape)."""
         shape, stride = modes_of(x.type.layout.shape), modes_of(x.type.layout.stride)
-        if any(isinstance(q, tuple) for q in shape):   # grouped modes (an einsum's): each must walk one stride
-            if not all(type(coalesce(Layout(q, d)).shape) is not tuple for q, d in zip(shape, stride)):
-                return False
-            return x.type.dtype != "f32" or _unit(coalesce(Layout(shape[kmode], stride[kmode])).stride) \
-                and _aligned(x.type)
-        if accessed(x):
+        if accessed(x, any(isinstance(q, tuple) for q in shape)):
             return False
+        if any(isinstance(q, tuple) for q in shape):   # grouped modes (an einsum's, vmap's): each one stride
+            flat = [coalesce(Layout(q, d)) for q, d in zip(shape, stride)]
+            if any(type(f.shape) is tuple for f in flat):
+                return False
+            shape, stride = [f.shape for f in flat], [f.stride for f in flat]
+        aligned = _aligned(TensorType(x.type.dtype, make_layout(tuple(shape), tuple(stride))))
         if x.type.dtype == "f32":
-            return _unit(stride[kmode]) and _aligned(x.type)
+            return _unit(stride[kmode]) and aligned
         big = [d for n, d in zip(shape, stride) if not (isinstance(n, int) and n == 1)]
-        return not any(isinstance(d, int) and d == 0 for d in big) and any(_unit(d) for d in stride[:2]) \
-            and _aligned(x.type)
+        return not any(isinstance(d, int) and d == 0 for d in big) and any(_unit(d) for d in stride[:2]) and aligned
 
     for e in eqns:
         if e.prim.name != "matmul" or all(ready(x, 1 if role == "a" else 0) for role, x in zip("ab", e.inputs)):
@@ -163,7 +167,13 @@ def k_major(eqns: list) -> list:
     return out
 
 
-def _merged_in_order(view: Eqn, producer: dict) -> bool:
+def _adds_unit_modes(e: Eqn) -> bool:
+    """Whether a ``broadcast`` only adds modes of extent 1 (a vector's row or column mode in ``matmul``)."""
+    out = modes_of(e.outputs[0].type.shape)
+    return all(_unit(mode_size(m)) for d, m in enumerate(out) if d not in e.params["dims"])
+
+
+def _merged_in_order(view: Eqn, producer: dict, grouped: bool = False) -> bool:
     """Whether ``view`` merges consecutive modes of its operand that are, through the transposes before it,
     consecutive modes of the tensor they view in that tensor's order (a grouped batch): the GEMM reads such a merge
     in place; a row-major reshape (a transpose inside the reshape) merges them in reverse and is copied first."""
@@ -171,15 +181,22 @@ def _merged_in_order(view: Eqn, producer: dict) -> bool:
     if owner is None or set(owner) != set(range(len(modes_of(view.outputs[0].type.shape)))):
         return False                  # (a view mode no operand mode feeds: an added size-1 mode, not read in place)
     x = view.inputs[0]
-    place = list(range(len(owner)))          # operand mode -> mode of the tensor the transposes start from
-    while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name == "transpose":
+    unit = [_unit(mode_size(m)) for m in modes_of(x.type.shape)]      # (extent-1 modes merge anywhere)
+    place: list = list(range(len(owner)))    # operand mode -> mode of the tensor the transposes start from
+    while isinstance(x, Var) and id(x) in producer and (producer[id(x)].prim.name == "transpose" or grouped
+                                                         and producer[id(x)].prim.name == "broadcast"
+                                                         and _adds_unit_modes(producer[id(x)])):
         q = producer[id(x)]
-        place = [q.params["perm"][m] for m in place]
+        if q.prim.name == "transpose":
+            place = [None if m is None else q.params["perm"][m] for m in place]
+        else:                                 # extent-1 modes added (None: no place), the others renumbered
+            dims = list(q.params["dims"])
+            place = [None if m is None or m not in dims else dims.index(m) for m in place]
         x = q.inputs[0]
     if isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
         return False
     for v in set(owner):
-        ms = [place[m] for m, o in enumerate(owner) if o == v]
+        ms = [place[m] for m, o in enumerate(owner) if o == v and place[m] is not None and not unit[m]]
         if any(b != a + 1 for a, b in zip(ms, ms[1:])):
             return False
     return True
@@ -206,21 +223,29 @@ def _k_major_layout(shape: tuple, kmode: int, dtype: str) -> Layout:
 def aligned_outputs(eqns: list) -> list:
     """A matmul whose result layout has a stride TMA cannot store (not a multiple of 16 bytes: the column-major
     (100, 72) f16 result) writes a buffer whose leading mode is padded to 16 bytes, then a ``copy`` puts it in the
-    result's layout (fused with the matmul where that kernel allows, else a kernel of its own)."""
+    result's layout (fused with the matmul where that kernel allows, else a kernel of its own). A grouped mode (a
+    batch joined to M) is padded whole, so it still walks one stride."""
     out = []
     for e in eqns:
         o = e.outputs[0] if e.prim.name == "matmul" else None
         lay = o.type.layout if o is not None else None
-        shape, stride = (it.flatten(lay.shape), it.flatten(lay.stride)) if o is not None else ((), ())
-        if o is None or _aligned(o.type) or not all(type(x) is int for x in (*shape, *stride)):
+        leaves = (*it.flatten(lay.shape), *it.flatten(lay.stride)) if o is not None else ()
+        if o is None or _aligned(o.type) or not all(type(x) is int for x in leaves):
             out.append(e)                  # static modes only (a symbolic result asks for a divisibility fact)
             continue
-        order = sorted(range(len(shape)), key=lambda k: (stride[k], k))      # leaves, a grouped batch's too
-        st, acc = [0] * len(shape), 1
+        modes = modes_of(lay.shape)
+        flat = [coalesce(Layout(q, d)) for q, d in zip(modes, modes_of(lay.stride))]
+        if any(type(f.shape) is tuple for f in flat):
+            out.append(e)                  # (a grouped mode that does not walk one stride: the GEMM refuses it)
+            continue
+        order = sorted(range(len(modes)), key=lambda k: (flat[k].stride if flat[k].shape != 1 else 1 << 62, k))
+        st, acc = [0] * len(modes), 1
         for i, k in enumerate(order):
             st[k] = acc
-            acc = _pad16(acc * shape[k], o.type.dtype) if i == 0 else acc * shape[k]
-        y = Var(TensorType(o.type.dtype, make_layout(lay.shape, it.unflatten(tuple(st), lay.shape))))
+            acc = _pad16(acc * flat[k].shape, o.type.dtype) if i == 0 else acc * flat[k].shape
+        strides = [it.unflatten(tuple(st[k] * d for d in it.flatten(compact(q).stride)), q) if isinstance(q, tuple)
+                   else st[k] for k, q in enumerate(modes)]
+        y = Var(TensorType(o.type.dtype, make_layout(lay.shape, tuple(strides))))
         out.append(Eqn(e.prim, e.inputs, e.params, [y]))
         out.append(Eqn(copy_p, [y], {"layout": o.type.layout}, [o]))
     return out

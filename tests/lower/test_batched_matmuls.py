@@ -122,3 +122,44 @@ def test_verify_draws_inputs_a_stride_0_parameter_can_hold():
     prog = pt.stage(lambda x, y: pt.sum(x @ y), pt.tensor("bf16", make_layout((64, 32), (0, 1))),
                     pt.tensor("bf16", (32, 64)))
     pt.lower(prog).verify()
+
+
+CASES = {     # vmap forms a probe found refused after the batch-joins-the-free-mode rule (each lowered before it)
+    "unaligned rows": (pt.vmap(lambda x, w: x @ w, in_axes=(0, None)), [("bf16", (3, 100, 72)), ("bf16", (72, 40))]),
+    "odd f32": (pt.vmap(lambda x, w: x @ w, in_axes=(0, None)), [("f32", (7, 33, 48)), ("f32", (48, 17))]),
+    "f32 vectors": (pt.vmap(lambda v, w: v @ w, in_axes=(0, None)), [("f32", (6, 16)), ("f32", (16, 12))]),
+    "batch outside M": (pt.vmap(lambda x, w: x @ w, in_axes=(0, None)),
+                        [("bf16", pt.make_layout((8, 16, 32), (16, 1, 128))), ("bf16", (32, 24))]),
+    "sliced": (pt.vmap(lambda x, w: x[:, ::2] @ w, in_axes=(0, None)), [("bf16", (8, 16, 64)), ("bf16", (32, 24))]),
+    "nested": (pt.vmap(pt.vmap(lambda a, b: a @ b, in_axes=(0, None)), in_axes=(None, 0)),
+               [("bf16", (8, 16, 32)), ("bf16", (4, 32, 24))]),
+    "nested, both": (pt.vmap(pt.vmap(lambda a, b: a @ b, in_axes=(0, 0)), in_axes=(1, None)),
+                     [("bf16", (3, 4, 16, 32)), ("bf16", (3, 32, 24))]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_vmapped_matmuls_the_gemm_cannot_read_in_place_are_copied_or_kept_batched(name):
+    """The batch joins the free mode only where it is the inner of the two (a column-major batch); a grouped operand
+    read through a slice, a grouped mode TMA cannot load (rows not 16-byte multiples) and a padded grouped result
+    (padded whole, so it still walks one stride) are copied as any such operand is."""
+    f, specs = CASES[name]
+    prog = pt.stage(f, *[pt.tensor(dt, s) for dt, s in specs])
+    s = pt.lower(prog)
+    s.verify()
+    rng = np.random.default_rng(1)
+    args = [dtypes.cast(rng.standard_normal(tuple(int(n) for n in np.atleast_1d(p.type.shape))), p.type.dtype)
+            for p in prog.params]
+    want = np.asarray(prog(*args), np.float64)
+    _close(np.asarray(s.simulate_kernels(*args), np.float64), want, specs[0][0])
+
+
+def test_vmap_over_symbolic_strides_keeps_the_batch_mode():
+    """With symbolic strides it is not known which of batch and free mode is inner: the batch stays a batch mode
+    (was: a grouping view that is not a layout, a StagingError, or a kernel verify could not bind)."""
+    B, M = pt.Sym("B"), pt.Sym("M")
+    pt.stage(pt.vmap(lambda x, w: x @ w, in_axes=(1, None)), pt.tensor("f32", (M, B, 32)), pt.tensor("f32", (32, 24)))
+    pt.stage(pt.vmap(lambda x, w: w @ x, in_axes=(0, None)), pt.tensor("f32", (B, 32, M)), pt.tensor("f32", (24, 32)))
+    prog = pt.stage(pt.vmap(lambda x, w: w @ x, in_axes=(1, None)), pt.tensor("f32", (32, B, M)),
+                    pt.tensor("f32", (24, 32)))
+    pt.lower(prog).verify()
