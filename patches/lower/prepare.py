@@ -235,7 +235,8 @@ def aligned_outputs(eqns: list) -> list:
             continue
         modes = modes_of(lay.shape)
         flat = [coalesce(Layout(q, d)) for q, d in zip(modes, modes_of(lay.stride))]
-        if any(type(f.shape) is tuple for f in flat):
+        if any(type(f.shape) is tuple for f in flat) or _aligned(TensorType(o.type.dtype, make_layout(
+                tuple(f.shape for f in flat), tuple(f.stride for f in flat)))):
             out.append(e)                  # (a grouped mode that does not walk one stride: the GEMM refuses it)
             continue
         order = sorted(range(len(modes)), key=lambda k: (flat[k].stride if flat[k].shape != 1 else 1 << 62, k))

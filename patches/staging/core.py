@@ -135,7 +135,9 @@ class Tracer(Operators):
                          "cannot depend on it (use where)")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        raise fail(None, f"a traced value ({self.aval}) cannot become a numpy array inside a transformation")
+        raise fail(None, f"a traced value ({self.aval}) cannot become a numpy array inside a transformation (a numpy "
+                         "function such as np.where, np.clip or np.dot asks for one: call the patches op of the same "
+                         "name, pt.where, pt.clip, pt.dot)")
 
     def __index__(self) -> int:
         raise fail(None, f"a traced value ({self.aval}) cannot be used as a Python integer")

@@ -106,6 +106,7 @@ def test_numpy_ufuncs_on_staged_values_call_the_ops():
                                x.sum() + x.mean() + x.max(), rtol=1e-6)           # numpy's reductions call methods
     np.testing.assert_array_equal(pt.jit(lambda v: np.invert(v))(np.array([1, 2], np.int32)), [-2, -3])
     for bad, words in ((lambda v: np.add.reduce(v), "add.reduce"), (lambda v: np.sin(v, out=np.empty(4)), "out"),
+                       (lambda v: np.where(v > 0, v, 0.0), "call the patches op of the same name, pt.where"),
                        (lambda v: np.sum(v, dtype=np.float64), "dtype are not supported"),
                        (lambda v: np.heaviside(v, v), "heaviside has no staged counterpart")):
         with pytest.raises(StagingError, match=words):

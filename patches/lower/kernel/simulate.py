@@ -9,7 +9,6 @@ Unwritten outputs and unwritten shared memory read as NaN, so a missed element s
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import threading
@@ -151,8 +150,9 @@ class _Kernel:
 
 def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
     nthreads = int(block[0])
-    first = next(_CTA_IDS)              # CTA ids grow across launches: those of this launch are >= first
     points = [(bx, by, bz) for bz in range(int(grid[2])) for by in range(int(grid[1])) for bx in range(int(grid[0]))]
+    first = _NEXT_CTA[0]                # CTA ids grow across launches: those of this launch are >= first
+    _NEXT_CTA[0] += len(points)
     for k, (bx, by, bz) in enumerate(points):
         cta = SimpleNamespace(bid=(bx, by, bz), id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
                               barrier=threading.Barrier(nthreads, timeout=60),
@@ -179,11 +179,9 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
             t.join()
         if errors:
             raise errors[0]
-    for _ in points[1:]:
-        next(_CTA_IDS)
 
 
-_CTA_IDS = itertools.count()
+_NEXT_CTA = [0]
 
 
 class _Tracked(np.ndarray):

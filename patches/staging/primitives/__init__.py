@@ -249,8 +249,8 @@ def _numpy_kwargs(name: str, kw: dict) -> None:
 
 _scalars._CAST[0] = astype               # weak tracers meeting tensors convert through it (scalars.coerce)
 _operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div,
-                   pow=pow, matmul=matmul, lt=lt,
-                   le=le, gt=gt, ge=ge, eq=eq, ne=ne, getitem=getitem, transpose=transpose, astype=astype, reduce_sum=reduce_sum,
+                   pow=pow, matmul=matmul, lt=lt, le=le, gt=gt, ge=ge, eq=eq, ne=ne, getitem=getitem,
+                   transpose=transpose, astype=astype, reduce_sum=reduce_sum,
                    reduce_max=reduce_max, floordiv=floordiv, mod=mod, sum=sum, max=max, min=min, mean=mean, var=var,
                    argmax=argmax, argmin=argmin, reshape=reshape, length=_length, logical_and=bitwise_and,
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
