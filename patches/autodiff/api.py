@@ -16,6 +16,7 @@ import numpy as np
 from ..staging.array import Array, to_array
 from ..staging.core import (
     Tracer,
+    WeakArgument,
     full_raise,
     get_aval,
     is_tensor_like,
@@ -70,7 +71,15 @@ def _flat_fun(f: Callable, in_tree: Any, leaves: list = ()) -> Callable:
 
 
 def _weakened(xs: list, leaves: Any) -> list:
-    return [mark_weak(x) if i < len(leaves) and is_weak(leaves[i]) else x for i, x in enumerate(xs)]
+    return [mark_weak(x, _argument(leaves[i])) if i < len(leaves) and is_weak(leaves[i]) else x
+            for i, x in enumerate(xs)]
+
+
+def _argument(leaf: Any) -> Any:
+    """The WeakArgument of a weak leaf: its value's own (a Python int), or the one of the tracer it is."""
+    if isinstance(leaf, Tracer):
+        return leaf._weak
+    return WeakArgument(leaf)
 
 
 # -- jvp ----------------------------------------------------------------------------------------

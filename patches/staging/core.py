@@ -104,7 +104,7 @@ class Tracer(Operators):
 
     @property
     def weak(self) -> bool:
-        return getattr(self, "_weak", False)
+        return bool(getattr(self, "_weak", False))
 
     @property
     def aval(self) -> TensorType:
@@ -261,10 +261,44 @@ def weak_arrays(leaves: list) -> list:
     return out
 
 
-def mark_weak(x: Any) -> Any:
-    """``x`` marked weak (a Tracer standing for a Python scalar); other values as they are."""
+class WeakArgument:
+    """What a weak Tracer standing for a Python int argument was narrowed to (an i8 tensor meeting it converts it
+    to i8): its value must fit each such dtype, checked now when the value is known, else by ``jit`` at each call."""
+
+    __slots__ = ("value", "narrowed")
+
+    def __init__(self, value: Any = None) -> None:
+        self.value, self.narrowed = value, set()
+
+    def require(self, dtype: str, who: str) -> None:
+        """Record that the argument converts to the int ``dtype``; a known value that does not fit is refused."""
+        self.narrowed.add(dtype)
+        if self.value is not None:
+            self.check(self.value, who)
+
+    def check(self, value: Any, who: str) -> None:
+        from . import dtypes
+        from .errors import fail
+
+        if isinstance(value, Tracer):           # a jitted function called while tracing: its argument's own record
+            if self.narrowed and value.weak and not isinstance(value._weak, WeakArgument):
+                raise fail(who, f"a weak int computed while tracing meets a {min(self.narrowed)} tensor: convert it "
+                                "with astype (narrowing it could wrap)")
+            for d in self.narrowed if isinstance(value._weak, WeakArgument) else ():
+                value._weak.require(d, who)
+            return
+        for d in sorted(self.narrowed):
+            info = np.iinfo(dtypes.to_numpy(d))
+            if isinstance(value, int) and not info.min <= value <= info.max:
+                raise fail(who, f"the Python int {value} meets a tensor of dtype {d} and does not fit in it "
+                                f"([{info.min}, {info.max}]); convert the tensor with astype")
+
+
+def mark_weak(x: Any, arg: Any = True) -> Any:
+    """``x`` marked weak (a Tracer standing for a Python scalar; ``arg`` a WeakArgument where it stands for an
+    argument whose narrowings are checked); other values as they are."""
     if isinstance(x, Tracer):
-        x._weak = True
+        x._weak = arg
     return x
 
 

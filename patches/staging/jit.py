@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from .array import Array
-from .core import bind_multi, get_aval, is_tensor_like, is_weak, to_user, weak_arrays
+from .core import WeakArgument, bind_multi, get_aval, is_tensor_like, is_weak, to_user, weak_arrays
 from .errors import check_callable, check_name, fail, name_of
 from .interpreter import run
 from .ir import Program
@@ -44,10 +44,10 @@ class Jitted:
         check_callable("jit", f, None, "f")
         self.f = f
         self.name = check_name("jit", name) if name is not None else name_of(f, "jitted")
-        self.cache: dict[Any, tuple[Program, Program]] = {}
+        self.cache: dict[Any, tuple[Program, Program, dict]] = {}
         functools.update_wrapper(self, f)
 
-    def _entry(self, args: tuple) -> tuple[Program, Program]:
+    def _entry(self, args: tuple) -> tuple[Program, Program, dict]:
         leaves, in_tree = tree_flatten(args)
         weak = tuple(i for i, a in enumerate(leaves) if is_weak(a))     # Python scalars: JAX's weak types
         leaves = weak_arrays(leaves)
@@ -55,8 +55,9 @@ class Jitted:
         key = (in_tree, types, weak)
         hit = self.cache.get(key)
         if hit is None:
-            staged = stage_flat(self.f, list(types), in_tree, self.name, weak)
-            hit = self.cache[key] = (staged, staged.closed_over())
+            args = {i: WeakArgument() for i in weak}
+            staged = stage_flat(self.f, list(types), in_tree, self.name, args)
+            hit = self.cache[key] = (staged, staged.closed_over(), args)
         return hit
 
     def stage(self, *args: Any) -> Program:
@@ -68,7 +69,9 @@ class Jitted:
         for x in leaves:
             if not is_tensor_like(x):
                 raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor")
-        staged, body = self._entry(args)
+        staged, body, weak = self._entry(args)
+        for i, arg in weak.items():               # a Python int narrowed to a tensor's int dtype must fit it
+            arg.check(leaves[i], self.name)
         outs = bind_multi(call_p, *staged.const_values, *weak_arrays(leaves), program=body, name=self.name)
         return tree_unflatten(staged.out_tree, [to_user(o) for o in outs])
 

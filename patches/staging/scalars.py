@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes
 from .array import to_array
-from .core import Tracer, get_aval
+from .core import Tracer, WeakArgument, get_aval
 from .errors import fail
 
 
@@ -53,13 +53,23 @@ def _weak(x: Any) -> bool:
     return isinstance(x, Tracer) and x.weak
 
 
-def _widens(have: str, want: str) -> bool:
+def widens(have: str, want: str) -> bool:
     """Whether a weak value of dtype ``have`` (a Python scalar's: f32/f64, i32/i64) converts to ``want`` with no
     value lost to wrapping: floats to floats (rounded, as a literal is), ints to floats and to signed ints at least
     as wide (an int the narrower dtype cannot hold would wrap, so narrowing is refused as for a literal)."""
     if dtypes.is_float(want):
         return dtypes.is_float(have) or dtypes.is_int(have)
     return dtypes.is_int(have) and dtypes.is_int(want) and want[0] == "i" and _WIDTH[want] >= _WIDTH.get(have, 64)
+
+
+def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
+    """Whether weak ``x`` is a Python int argument that may convert to the narrower int ``want``: yes, recording
+    that its value must fit (checked now if known, else at each call of the jitted function)."""
+    arg = x._weak
+    if not isinstance(arg, WeakArgument) or not (dtypes.is_int(x.aval.dtype) and dtypes.is_int(want)):
+        return False
+    arg.require(want, name)
+    return True
 
 
 def coerce(name: str, *xs: Any) -> list:
@@ -73,7 +83,8 @@ def coerce(name: str, *xs: Any) -> list:
             strong = [x.aval.dtype for x in xs if _weak(x) and dtypes.is_float(x.aval.dtype)][:1]
         if strong:
             xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and x.aval.dtype != strong[0]
-                       and _widens(x.aval.dtype, strong[0]) else x for x in xs)
+                       and (widens(x.aval.dtype, strong[0]) or _narrows_argument(name, x, strong[0])) else x
+                       for x in xs)
     tensors = [x for x in xs if not _is_py_scalar(x)]
     ctx = next((get_aval(x).dtype for x in tensors if not _is_np_scalar(x)), None)
     if ctx is not None:

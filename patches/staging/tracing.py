@@ -100,13 +100,15 @@ def stage(f: Any, *arg_types: Any, name: str | None = None) -> Program:
     return stage_flat(f, types, in_tree, check_name("stage", name) if name is not None else name_of(f, "program"))
 
 
-def stage_flat(f: Any, types: list, in_tree: Any, name: str, weak: tuple = ()) -> Program:
-    """The program of ``f`` on parameters of ``types``; those at the positions ``weak`` stand for Python scalars."""
+def stage_flat(f: Any, types: list, in_tree: Any, name: str, weak: Any = ()) -> Program:
+    """The program of ``f`` on parameters of ``types``; those at the positions ``weak`` stand for Python scalars
+    (a dict maps each position to its WeakArgument)."""
     builder = ProgramBuilder()
     with new_main(StagingTrace, builder, dynamic=True) as main:
         trace = StagingTrace(main)
         params = [StagingTracer(trace, Var(t)) for t in types]
-        outs = f(*tree_unflatten(in_tree, [mark_weak(p) if i in weak else p for i, p in enumerate(params)]))
+        outs = f(*tree_unflatten(in_tree, [mark_weak(p, weak[i] if isinstance(weak, dict) else True) if i in weak else p
+                                          for i, p in enumerate(params)]))
         out_leaves, out_tree = tree_flatten(outs)
         for o in out_leaves:
             if not is_tensor_like(o):

@@ -138,7 +138,7 @@ def test_python_scalar_arguments_are_weakly_typed():
     r = pt.jit(lambda v, s: v * pt.exp(s * 0.5) + s)(x, 2.0)
     assert r.dtype == np.float16 and np.allclose(r, np.e + 2, rtol=1e-3)
     assert pt.jit(lambda v, s: v * s)(np.ones(3, np.int32), 2).dtype == np.int32
-    with pytest.raises(StagingError, match="different dtypes"):       # narrowing could wrap (257 in i8): refused
+    with pytest.raises(StagingError, match="does not fit"):            # narrowing would wrap (257 in i8): refused
         pt.jit(lambda v, s: v == s)(np.ones(3, np.int8), 257)
     assert pt.jit(lambda v, s: v * s)(np.ones(2), 0.1)[0] == 0.1       # f64 beside: not rounded through f32
     assert pt.jit(lambda v, s: v + s)(np.ones(2), 1e300)[0] == 1e300
@@ -157,3 +157,54 @@ def test_python_scalar_arguments_are_weakly_typed():
     assert f(np.ones(3, np.float32), 2.0).dtype == np.float32
     with pytest.raises(StagingError):
         f(x, np.asarray(2.0, np.float32))
+
+
+def test_weak_int_arguments_narrow_when_their_value_fits():
+    """A Python int argument meeting an i8/u8/i16 tensor takes its dtype (JAX's), its value checked at each call
+    of the jitted function (and of an outer one), or at once under grad and vmap: a value that does not fit is a
+    StagingError, never a wrapped number. A weak int computed from it stays refused (its value is not known)."""
+    i8, u8 = np.array([1, 2, 3], np.int8), np.array([1, 2, 250], np.uint8)
+    f = pt.jit(lambda v, s: v + s)
+    r = f(i8, -100)
+    assert r.dtype == np.int8 and list(r) == [-99, -98, -97]
+    assert list(f(u8, 5)) == [6, 7, 255]                               # wraps as u8 arithmetic does
+    for v, bad in ((i8, 128), (i8, -129), (u8, -1), (u8, 256)):
+        with pytest.raises(StagingError, match="does not fit"):
+            f(v, bad)
+    outer = pt.jit(lambda v, s: f(v, s) * 2)                          # the inner call's narrowing reaches the outer
+    assert list(outer(i8, 5)) == [12, 14, 16]
+    with pytest.raises(StagingError, match="does not fit"):
+        outer(i8, 300)
+    with pytest.raises(StagingError):
+        pt.jit(lambda v, s: v + (s + 1))(i8, 3)
+    i16 = np.array([[1, 2], [3, 4]], np.int16)
+    assert pt.vmap(lambda v, s: v + s, in_axes=(0, None))(i16, 7).dtype == np.int16
+    with pytest.raises(StagingError, match="does not fit"):
+        pt.vmap(lambda v, s: v + s, in_axes=(0, None))(i16, 70000)
+
+
+def test_weak_loop_carries_and_branch_outputs_take_the_dtype_they_meet():
+    """A ``fori_loop`` carry starting as a Python number (or weak argument) carries the dtype the body gives it, and
+    a ``cond`` branch returning a Python number takes the other branch's dtype (JAX promotes weak loop inputs and
+    branch outputs); a carry the body keeps weak stays weak after the loop. Were: "changes dtype from f32 to f16"."""
+    x = np.arange(4, dtype=np.float16)
+    r = pt.jit(lambda v: pt.fori_loop(0, 3, lambda i, c: c + v.sum(), 0.0))(x)
+    assert r.dtype == np.float16 and float(r) == 18.0
+    r = pt.jit(lambda v, s: pt.fori_loop(0, 3, lambda i, c: c + v.sum(), s))(x, 1.0)
+    assert r.dtype == np.float16 and float(r) == 19.0
+    r = pt.jit(lambda v: pt.fori_loop(0, 3, lambda i, c: c + 1, 0) + v)(x)       # stays weak: meets f16 as f16
+    assert r.dtype == np.float16 and list(r) == [3, 4, 5, 6]
+    r = pt.jit(lambda v: pt.fori_loop(0, 2, lambda i, c: (c[0] * v.sum(), c[1] + i), (1.0, 0)))(x)
+    assert r[0].dtype == np.float16 and float(r[0]) == 36.0 and int(r[1]) == 1
+    s16 = np.float16(2.5)
+    for p, want in ((True, 2.5), (False, 1.0)):
+        r = pt.jit(lambda q, s: pt.cond(q, lambda: s, lambda: 1.0))(np.bool_(p), s16)
+        assert r.dtype == np.float16 and float(r) == want
+        r = pt.jit(lambda q, s: pt.cond(q, lambda: 1.0, lambda: s))(np.bool_(not p), s16)
+        assert r.dtype == np.float16 and float(r) == want
+    r = pt.jit(lambda q: pt.cond(q, lambda: 1, lambda: 2.5))(np.bool_(True))    # weak int and weak float: float
+    assert r.dtype == np.float32 and float(r) == 1.0
+    with pytest.raises(StagingError, match="changes dtype"):                    # strong dtypes still must agree
+        pt.jit(lambda q, s: pt.cond(q, lambda: s, lambda: np.float32(1)))(np.bool_(True), s16)
+    assert pt.fabs(np.array([-3, 4], np.int32)).dtype == "f32"
+    np.testing.assert_array_equal(pt.jit(lambda v: np.fabs(v))(np.array([-1.5, 2], np.float32)), [1.5, 2])

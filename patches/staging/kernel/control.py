@@ -13,7 +13,18 @@ import numpy as np
 
 from .. import dtypes
 from ..array import Array, to_array
-from ..core import Primitive, abstract_eval_rules, bind, bind_multi, get_aval, impl_rules, is_tensor_like
+from ..core import (
+    Primitive,
+    Tracer,
+    abstract_eval_rules,
+    bind,
+    bind_multi,
+    get_aval,
+    impl_rules,
+    is_tensor_like,
+    is_weak,
+    mark_weak,
+)
 from ..errors import StagingError, check_callable, fail
 from ..interpreter import active_symbols, run
 from ..ir import Program, Var
@@ -188,18 +199,39 @@ def conform_to(x: Any, t: TensorType, what: str = "fori_loop: a carry") -> Any:
     return x if have.layout == t.layout else copy(x, t.layout)
 
 
-def stage_body(f: Callable, types: list, name: str, out_types: list | None = None) -> Program:
-    """Stage a loop or branch body on ``types``; outputs are conformed to ``out_types`` when given."""
+def cast_weak(x: Any, dtype: str, who: str) -> Any:
+    """A weak value (a Python scalar, or a tracer standing for one) as ``dtype``, as it converts when meeting a tensor
+    of that dtype (JAX promotes a weak loop carry or branch output so); other values as they are."""
+    from ..primitives import astype
+    from ..scalars import weak_scalar, widens
+
+    if not is_weak(x) or get_aval(x).dtype == dtype:
+        return x
+    if not isinstance(x, Tracer):
+        return to_array(weak_scalar(who, x, dtype), dtype)
+    if not widens(x.aval.dtype, dtype):
+        raise fail(who, f"a weak {x.aval.dtype} value cannot become {dtype} without wrapping", x.aval)
+    return astype(x, dtype)
+
+
+def stage_body(f: Callable, types: list, name: str, out_types: list | None = None, weak: tuple = (),
+               weak_out: list | None = None) -> Program:
+    """Stage a loop or branch body on ``types`` (those at the positions ``weak`` stand for Python scalars); outputs
+    are conformed to ``out_types`` when given (a weak output converted to its dtype); ``weak_out``, when given,
+    receives whether each output is weak."""
     def wrapped(*xs: Any) -> Any:
         outs = f(*xs)
         leaves, tree = tree_flatten(outs) if outs is not None else ([], None)
+        if weak_out is not None:
+            weak_out[:] = [is_weak(o) for o in leaves]
         if out_types is not None:
             if len(leaves) != len(out_types):
                 raise fail(name, f"the body returns {len(leaves)} values, expected {len(out_types)}")
             what = (f"cond: the {name} branch's output" if name in ("true", "false") else "fori_loop: a carry")
-            leaves = [conform_to(o, t, f"{what} {k}") for k, (o, t) in enumerate(zip(leaves, out_types))]
+            leaves = [conform_to(cast_weak(o, t.dtype, what.split(":")[0]), t, f"{what} {k}")
+                      for k, (o, t) in enumerate(zip(leaves, out_types))]
         return leaves
-    return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name)
+    return stage_flat(wrapped, types, tree_flatten(tuple(range(len(types))))[1], name, weak)
 
 
 def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any = None) -> Any:
@@ -210,13 +242,35 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any 
     lower, upper = (_bound(b) for b in (lower, upper))
     check_callable("fori_loop", body, 2, "the body (called as body(i, carry))")
     leaves, tree = tree_flatten(init)
-    types = [carry_type(x) for x in leaves]
-    init_vals = [conform_to(x, t) for x, t in zip(leaves, types)]
 
     def f(i: Any, *carry: Any) -> Any:
         return body(i, tree_unflatten(tree, list(carry)))
-    staged = stage_body(f, [I32, *types], "fori_body", types)
-    return tree_unflatten(tree, bind_loop(staged, init_vals, lower, upper))
+    leaves, weak = _promote_weak_carries(f, leaves)
+    types = [carry_type(x) for x in leaves]
+    init_vals = [conform_to(x, t) for x, t in zip(leaves, types)]
+    weak_out: list = []
+    staged = stage_body(f, [I32, *types], "fori_body", types, weak, weak_out)
+    outs = bind_loop(staged, init_vals, lower, upper)
+    return tree_unflatten(tree, [mark_weak(o) if 1 + k in weak and weak_out[k] else o for k, o in enumerate(outs)])
+
+
+def _promote_weak_carries(f: Callable, leaves: list) -> tuple:
+    """A loop's initial carries with the weak ones (Python scalars, weak arguments) converted to the dtype the body
+    gives them (JAX's promotion of weak loop inputs: ``fori_loop(0, n, lambda i, c: c + x_f16, 0.0)`` carries f16),
+    and the positions (in the body's parameters) of those that stay weak."""
+    weak = [is_weak(x) for x in leaves]
+    if not any(weak):
+        return leaves, ()
+    types = [carry_type(x) for x in leaves]
+    weak_out: list = []
+    probe = stage_body(f, [I32, *types], "fori_body", None, tuple(1 + k for k, w in enumerate(weak) if w), weak_out)
+    if len(probe.out_types) != len(leaves):
+        return leaves, ()                      # the final staging names the mismatch
+    out = list(leaves)
+    for k, (t, o) in enumerate(zip(types, probe.out_types)):
+        if weak[k] and o.dtype != t.dtype and not weak_out[k]:
+            out[k], weak[k] = cast_weak(leaves[k], o.dtype, "fori_loop"), False
+    return out, tuple(1 + k for k, w in enumerate(weak) if w)
 
 
 def bind_loop(staged: Program, init: list, lower: Any, upper: Any) -> list:
@@ -314,9 +368,17 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
 
 def stage_branches(true_fn: Callable, false_fn: Callable) -> tuple:
     """Both branches of a ``cond`` staged with the same output types: (true, its captured values, false, its
-    captured values), each program taking its captured values as leading parameters."""
-    t_prog = stage_body(true_fn, [], "true")
+    captured values), each program taking its captured values as leading parameters. A weak output (a Python scalar)
+    takes the dtype of the other branch's strong one, as in JAX."""
+    t_weak: list = []
+    f_weak: list = []
+    t_prog = stage_body(true_fn, [], "true", weak_out=t_weak)
     outs = [TensorType(t.dtype, computed_layout(t.layout)) for t in t_prog.out_types]
+    if any(t_weak):
+        f_types = stage_body(false_fn, [], "false", weak_out=f_weak).out_types
+        if len(f_types) == len(outs):
+            outs = [TensorType(f.dtype, o.layout) if tw and (not fw or dtypes.is_float(f.dtype) > dtypes.is_float(o.dtype))
+                    else o for o, f, tw, fw in zip(outs, f_types, t_weak, f_weak)]
     t_prog = stage_body(true_fn, [], "true", outs)
     f_prog = stage_body(false_fn, [], "false", outs)
     return t_prog.closed_over(), list(t_prog.const_values), f_prog.closed_over(), list(f_prog.const_values)

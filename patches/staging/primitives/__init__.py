@@ -79,6 +79,7 @@ from .matmul import matmul, matmul_p
 from .numpy_math import (
     all,
     any,
+    fabs,
     floor_divide,
     isfinite,
     isinf,
@@ -185,7 +186,7 @@ __all__ = [
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     "arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p", "log2",
     "log10", "round", "sign", "sinh", "tan", "trunc",
-    "all", "any", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
+    "all", "any", "fabs", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
     "remainder", "silu", "softplus", "square", "std", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "invert", "left_shift", "right_shift", "BITWISE", "bitwise_prims", "BINARY", "BINARY_NAMES",
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",

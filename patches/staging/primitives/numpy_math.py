@@ -1,5 +1,5 @@
 """numpy's elementwise and logical spellings composed from the primitives: ``isnan``/``isinf``/``isfinite``,
-``square``, ``reciprocal``, ``negative``, ``power``, ``remainder``, ``floor_divide``, ``logaddexp``, ``softplus``,
+``square``, ``reciprocal``, ``fabs``, ``negative``, ``power``, ``remainder``, ``floor_divide``, ``logaddexp``, ``softplus``,
 ``silu``, ``std``, ``any`` and ``all``.
 
 Compositions need no rules of their own (derivatives, transposes, batching and lowering come from the primitives).
@@ -52,6 +52,12 @@ def square(x: Any) -> Any:
 def reciprocal(x: Any) -> Any:
     """``1 / x`` elementwise (float)."""
     return div(1, _tensor("reciprocal", x))
+
+
+def fabs(x: Any) -> Any:
+    """``|x|`` elementwise as a float (JAX's ``fabs``: integers become f32, as ``reciprocal``'s do)."""
+    x = _tensor("fabs", x)
+    return abs(x if dtypes.is_float(get_aval(x).dtype) else astype(x, "f32"))
 
 
 def negative(x: Any) -> Any:
@@ -120,5 +126,5 @@ def all(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 
     return ne(reduce_min(v, axis, keepdims), 0)
 
 
-__all__ = ["all", "any", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
+__all__ = ["all", "any", "fabs", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",
            "remainder", "silu", "softplus", "square", "std"]
