@@ -17,7 +17,7 @@ from .spec import COORDS, GemmSpec
 
 CUTLASS_DTYPES = {k: R.DSL_DTYPES[k] for k in ("bf16", "f16", "f32")}
 MMA_DTYPES = {**CUTLASS_DTYPES, "tf32": "cutlass.TFloat32"}
-DTYPES = {k: R.DSL_DTYPES[k] for k in (*CUTLASS_DTYPES, "bool", "i8", "u8", "i16", "u16", "i32", "u32")}
+DTYPES = {k: R.DSL_DTYPES[k] for k in (*CUTLASS_DTYPES, "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32")}
 F0, F1 = R.lit(0.0), R.lit(1.0)
 TF32_OP = [
     "class MmaTF32Op(warpgroup.MmaF16BF16Op):",
@@ -53,18 +53,19 @@ def side_index_code(si) -> str:
     return idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
 
 
-def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None) -> str:
-    """The f32 expression of one elementwise step, from elementwise_rules: booleans are 0.0/1.0, selects through
-    cutlass.select_, an astype rounds to its dtype and back (``arg0_lit``: pow's literal exponent)."""
+def op_code(op: str, args: list, dtype: str, arg0_lit: float | None = None, compute: str = "f32") -> str:
+    """The expression of one elementwise step on ``compute`` (f32, or f64) values, from elementwise_rules: booleans
+    are 0.0/1.0, selects through cutlass.select_, an astype rounds to its dtype and back (``arg0_lit``: pow's
+    literal exponent)."""
     if op == "astype":
         if dtype == "bool":
-            return R.as_number(R.truth(args[0]))
-        return R.convert(R.convert(args[0], dtype), "f32")
+            return R.as_number(R.truth(args[0], compute), compute)
+        return R.convert(args[0], compute) if dtype == compute else R.convert(R.convert(args[0], dtype), compute)
     if op in R.COMPARE:
-        return R.as_number(R.expr(op, args))
+        return R.as_number(R.expr(op, args), compute)
     if op == "where":
-        return R.expr("where", [R.truth(args[0]), args[1], args[2]], "f32")
-    return R.expr(op, args, "f32", exponent=arg0_lit)
+        return R.expr("where", [R.truth(args[0], compute), args[1], args[2]], compute)
+    return R.expr(op, args, compute, exponent=arg0_lit)
 
 
 def store_code(x: str, dtype: str) -> str:

@@ -2,7 +2,7 @@
 as a full reduction or a rank-1 chain, the whole CTA on it), a thread-value layout from
 patches.layouts.make_layout_tv giving each thread VEC consecutive columns per chunk, one pass per reduction (warp
 shuffle reduce, then across warps through shared memory for a CTA row) and a last pass computing and storing the
-output; everything in f32, rounded at the store. Row and column indices are split into the domain modes'
+output; floats computed in f32 (f64 where the program has f64 values), rounded at the store. Row and column indices are split into the domain modes'
 coordinates (colexicographic), and every argument is indexed through its own layout at those coordinates.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..layouts import make_layout, make_layout_tv
 from . import elementwise_rules as R
 from .config import DTYPE_BYTES
-from .emit_common import CUTLASS_DTYPES, DTYPES, F0, F1, lit, op_code, store_code
+from .emit_common import CUTLASS_DTYPES, DTYPES, F1, op_code, store_code
 from .kernel.symbolic import active, code
 from .names import comment_block
 from .simt_spec import NARROW_INTS, SimtSpec, kind_of
@@ -145,16 +145,17 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
         parts = [f"e{j}_{q} * {code(step)}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
         lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {code(start)} + {rebuilt}')}")
+    F = spec.float_dtype
     if isinstance(r, tuple):                       # a constant placed by the map
-        lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}")
+        lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), R.lit(r[1], F), R.lit(0, F), F)}")
         return lines
     idx = []
     for mode, leaves in enumerate(spec.reads[r].split):
         parts = [f"e{j}_{q} * {code(w)}" for q, (_, _, _, md, w) in enumerate(y_leaves) if md == mode]
         idx += split_index(" + ".join(parts) if parts else None, leaves)
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
-    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", F)
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, R.lit(0, F), F)}   # {spec.steps[j].note}")
     return lines
 
 
@@ -166,8 +167,9 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
              f"{indent}ok{j} = {R.as_number(f'i{j} >= 0')} * {R.as_number(f'i{j} < {n}')}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
+    F = spec.float_dtype
     if isinstance(r, tuple):                       # a constant placed by the map
-        return lines[:2] + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), lit(r[1]), F0, 'f32')}"]
+        return lines[:2] + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), R.lit(r[1], F), R.lit(0, F), F)}"]
     rd = spec.reads[r]
     parts, prefix = [], 1
     for ln, st in inv_leaves:
@@ -180,37 +182,39 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
         idx += split_index(coord, leaves)
         prefix *= ext
     index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
-    read = R.convert(f"{_tensor(spec, r)}[{index}]", "f32")
-    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, F0, 'f32')}   # {spec.steps[j].note}")
+    read = R.convert(f"{_tensor(spec, r)}[{index}]", F)
+    lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), read, R.lit(0, F), F)}   # {spec.steps[j].note}")
     return lines
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
-    """Code for value ``a`` as ``want`` ("f": Float32, "i": Int32, None: its own kind)."""
+    """Code for value ``a`` as ``want`` ("f": the spec's float dtype, "i": Int32, None: its own kind)."""
+    F = spec.float_dtype
     if a[0] == "lit":
-        return R.lit(a[1], "i32") if want == "i" else lit(a[1])
+        return R.lit(a[1], "i32") if want == "i" else R.lit(a[1], F)
     have = kind_of(a, spec.reads, spec.steps, spec.reductions)
     if a[0] == "in":
         rd = spec.reads[a[1]]
         base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
-        return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else 'cutlass.Float32'})"
+        return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else R.dsl(F)})"
     if a[0] == "xt":                   # the extent of a mode of a parameter read for its shape
         code = f"cutlass.Int32(cute.size({_tensor(spec, a[1])}, mode=[{a[2]}]))"
     else:
         code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"cutlass.Int32(e{a[1]})"}[a[0]]
     if want == "f" and have == "i":
-        return f"cutlass.Float32({code})"
+        return f"{R.dsl(F)}({code})"
     if want == "i" and have == "f":
         return f"({code}).to(cutlass.Int32)"
     return code
 
 
-def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False) -> str:
-    """One step's expression (elementwise_rules): f32 steps as the GEMM epilogue's, integer steps in Int32. A float
+def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False, fdt: str = "f32") -> str:
+    """One step's expression (elementwise_rules): float steps as the GEMM epilogue's (in ``fdt``), integer steps in
+    Int32. A float
     converted to an 8- or 16-bit integer saturates as the interpreter's (and cvt.rzi's) conversion does: through
     Int32 (saturating, NaN to 0), clamped to the dtype's range; the Int32 value's low bits would wrap."""
     if kind != "i":
-        return op_code(op, args, dtype)
+        return op_code(op, args, dtype, compute=fdt)
     if op == "where":
         return R.expr("where", [R.truth(args[0]), args[1], args[2]], "i32")
     if op == "astype" and from_float and dtype in NARROW_INTS:
@@ -221,7 +225,7 @@ def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = Fal
         return R.expr(op, args, "i32")
     if op in R.BITWISE:
         return R.bitwise(op, args, "i32")
-    return op_code(op, args, dtype)
+    return op_code(op, args, dtype, compute=fdt)
 
 
 def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done: set | None = None) -> list[str]:
@@ -240,7 +244,8 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         if st.kind == "i" and st.op in ("floordiv", "mod"):
             out += R.int_division_lines(j, st.op, *args, indent)
         else:
-            out.append(f"{indent}v{j} = {step_code(st.op, args, st.dtype, st.kind, kinds[0] == 'f')}   # {st.note}")
+            code = step_code(st.op, args, st.dtype, st.kind, kinds[0] == "f", spec.float_dtype)
+            out.append(f"{indent}v{j} = {code}   # {st.note}")
         if st.wrap in NARROW_INTS:         # back into the narrow dtype's range (its low bits, as numpy wraps)
             out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), 'i32')}")
     if done is not None:
@@ -307,7 +312,7 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
 
 
 def _reduced_kind(spec: SimtSpec, r: tuple) -> str:
-    """How a reduction pass combines value ``r``: integers exactly in Int32 ("i"), everything else in f32 ("f")."""
+    """How a reduction pass combines value ``r``: integers exactly in Int32 ("i"), floats in the float dtype ("f")."""
     return "i" if kind_of(r, spec.reads, spec.steps, spec.reductions) == "i" else "f"
 
 
@@ -334,7 +339,7 @@ def _emit(spec: SimtSpec) -> str:
     args = ", ".join(names)
     walk = "one CTA on the single row" if spec.block_row else "one warp per row"
     L = [f'"""Fused SIMT row kernel generated by patches.lower: {walk}, one pass per reduction.', "",
-         f"{len(spec.reductions)} reduction pass(es) and an output pass over each row; f32 arithmetic, output "
+         f"{len(spec.reductions)} reduction pass(es) and an output pass over each row; {spec.float_dtype} arithmetic, output "
          f"{spec.out_dtype}.", f"Rows walk domain modes {list(spec.row_modes)}, columns {list(spec.col_modes)} "
          "(coordinates d<mode>, extents e<mode>).", '"""', "# The staged program this kernel computes:"]
     L.extend(comment_block(spec.program_text, "#   "))
@@ -411,15 +416,15 @@ def _emit(spec: SimtSpec) -> str:
     w("    full = ext_c // CHUNK")
     kinds = [_reduced_kind(spec, r) for _, r in spec.reductions]
     if spec.block_row and spec.reductions:
-        w("    # Cross-warp partials of each reduction (the CTA walks one row): f32, and Int32 for integers.")
+        w(f"    # Cross-warp partials of each reduction (the CTA walks one row): {spec.float_dtype}, and Int32 for integers.")
         w("    smem = cutlass.memory.SmemAllocator()")
-        w(f"    sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
+        w(f"    sRed = smem.allocate_tensor({R.dsl(spec.float_dtype)}, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
         if "i" in kinds:
             w(f"    sRedI = smem.allocate_tensor(cutlass.Int32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
     w("    if row < ext_r:")
     L.extend(_split("row", spec.row_modes, "        "))
     for j, (op, r) in enumerate(spec.reductions):
-        dt, buf = ("i32", "sRedI") if kinds[j] == "i" else ("f32", "sRed")
+        dt, buf = ("i32", "sRedI") if kinds[j] == "i" else (spec.float_dtype, "sRed")
         w(f"        # Pass {j}: the row's {op}{' (integers, exactly in Int32)' if dt == 'i32' else ''}.")
         w(f"        part = {R.reduce_init(op, dt)}")
         L.extend(_passes(spec, [(r, ["{ind}part = " + R.reduce_combine(op, "part", "{x}", dt)])], store=False))

@@ -197,13 +197,10 @@ def _two_pass(e: Eqn) -> list:
 
 def _dot(e: Eqn) -> list:
     """A ``matmul`` with one row or one column (M or N of 1: a dot product, a matrix-vector product, a vmapped or
-    einsum'd row-wise dot): a sum over K of elementwise products in f32 (the accumulator's type), which no GEMM tile
-    is for (a tile of 64 rows would compute one)."""
+    einsum'd row-wise dot), or of operands no wgmma takes (f64, integers): a sum over K of elementwise products in
+    the accumulator's type (f32 for 16-bit floats), which no GEMM tile is for (a tile of 64 rows would compute one)."""
     a, b = e.inputs
     out = e.outputs[0].type
-    m, n = (mode_size(x) for x in modes_of(out.shape)[:2])
-    if not (_one(m) or _one(n)):
-        return [e]
     shape = (*modes_of(a.type.shape)[:1], *modes_of(b.type.shape)[1:2], *modes_of(a.type.shape)[1:])
     rest = tuple(range(3, len(shape)))
     acc = "f32" if out.dtype in ("f32", "bf16", "f16") else out.dtype
@@ -256,11 +253,14 @@ def _outer(e: Eqn) -> list:
     return _splice(fn, e)
 
 
+WGMMA_DTYPES = ("bf16", "f16", "f32")       # operand dtypes a GEMM kernel takes (f32 as tf32)
+
+
 def _matmul(e: Eqn) -> list:
     if mode_size(modes_of(e.inputs[0].type.shape)[1]) == 1:
         return _outer(e)
     ms = modes_of(e.outputs[0].type.shape)
-    if _one(mode_size(ms[0])) or _one(mode_size(ms[1])):
+    if _one(mode_size(ms[0])) or _one(mode_size(ms[1])) or e.inputs[0].type.dtype not in WGMMA_DTYPES:
         return _dot(e)
     return [e] if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
 

@@ -29,7 +29,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAN = json.load(open(os.path.join(HERE, "schedule.json")))
-DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "bool": torch.bool,
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "bool": torch.bool,
           "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i64": torch.int64}
 
 

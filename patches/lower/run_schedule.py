@@ -15,8 +15,8 @@ from ..staging.types import modes_of
 from .errors import LoweringError
 from .runtime import kernel_view, regrouped, ungrouped
 
-TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "bool": "bool", "i8": "int8", "u8": "uint8",
-                "i16": "int16", "i32": "int32", "u16": "uint16", "u32": "uint32"}
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "bool": "bool", "i8": "int8",
+                "u8": "uint8", "i16": "int16", "i32": "int32", "u16": "uint16", "u32": "uint32"}
 
 
 def _ints(x: Any, env: dict) -> int:

@@ -47,6 +47,8 @@ def _refuse(name: str, why: str) -> LoweringError:
 
 def _check(spec: SimtSpec, name: str) -> None:
     """Refuse what the rewrite cannot express, naming it."""
+    if spec.float_dtype != "f32":
+        raise _refuse(name, f"its floats are computed in {spec.float_dtype} (the rewrite replays steps in f32)")
     for st in spec.steps:
         if st.gather:
             raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")

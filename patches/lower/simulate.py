@@ -20,7 +20,7 @@ UNARY = {
     **{name: fn for name, (fn, _) in P.UNARY.items()},       # numpy's, in f32 (the rest are the kernels' own forms)
     "relu": lambda x: np.maximum(x, np.float32(0)),
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)),
-    "erf": lambda x: np.vectorize(math.erf, otypes=[np.float32])(x) if np.size(x) else np.zeros_like(x),
+    "erf": lambda x: np.vectorize(math.erf, otypes=[np.asarray(x).dtype])(x) if np.size(x) else np.zeros_like(x),
 }
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
           "maximum": np.maximum, "minimum": np.minimum}
@@ -28,24 +28,42 @@ COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equa
            "ge": np.greater_equal}
 
 
-def step(op: str, xs: list, dtype: str) -> np.ndarray:
-    """One elementwise step on f32 values as the kernels compute it (booleans are 0.0/1.0)."""
+def step(op: str, xs: list, dtype: str, ft: Any = np.float32) -> np.ndarray:
+    """One elementwise step on f32 values (``ft``: f64 where the kernel computes in f64) as the kernels compute it
+    (booleans are 0.0/1.0)."""
     with np.errstate(all="ignore"):
         if op == "astype":
-            return (xs[0] != 0).astype(np.float32) if dtype == "bool" else round_to(xs[0], dtype)
+            return (xs[0] != 0).astype(ft) if dtype == "bool" else round_to(xs[0], dtype, ft)
         if op == "copy":
-            return np.asarray(xs[0], np.float32)
+            return np.asarray(xs[0], ft)
         if op == "where":
-            return np.where(np.asarray(xs[0]) != 0, xs[1], xs[2]).astype(np.float32)
+            return np.where(np.asarray(xs[0]) != 0, xs[1], xs[2]).astype(ft)
         if op in COMPARE:
-            return COMPARE[op](xs[0], xs[1]).astype(np.float32)
+            return COMPARE[op](xs[0], xs[1]).astype(ft)
         if op in UNARY:
-            return np.asarray(UNARY[op](xs[0]), np.float32)
-        return np.asarray(BINARY[op](xs[0], xs[1]), np.float32)
+            return np.asarray(UNARY[op](xs[0]), ft)
+        return np.asarray(BINARY[op](xs[0], xs[1]), ft)
 
 
-def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Round f32 values to bf16/f16 (round to nearest even) and back to f32, as the kernel's conversions do."""
+def round_to(x: np.ndarray, dtype: str, ft: Any = np.float32) -> np.ndarray:
+    """Round values to bf16/f16/f32 (round to nearest even) and back to f32 (``ft``: to f64), as the kernel's
+    conversions do; f64 values stay f64."""
+    if dtype == "f64" or ft is np.float64 and dtype not in ("bf16", "tf32"):     # one rounding from f64
+        x = np.asarray(x, np.float64)
+        if dtype == "bool":
+            return (x != 0).astype(ft)
+        if dtype and dtype[0] in "iu":
+            return np.trunc(x).astype(ft)
+        return x if dtype in ("f64", "") else x.astype(dtype_of(dtype)).astype(ft)
+    r = _round32(x, dtype)
+    return r if ft is np.float32 else r.astype(ft)
+
+
+def dtype_of(dtype: str) -> Any:
+    return {"f32": np.float32, "f16": np.float16}[dtype]
+
+
+def _round32(x: np.ndarray, dtype: str) -> np.ndarray:
     x = np.asarray(x, np.float32)
     if dtype == "tf32":                       # wgmma reads the top 19 bits of an f32 operand
         return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)

@@ -83,6 +83,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     the kernel has several). Symbolic extents are read off the arguments, or bound by ``sizes`` (symbol -> int:
     the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
     extent, as the ones a loss's cotangent broadcasts to)."""
+    FT = np.float64 if spec.float_dtype == "f64" else np.float32      # what the kernel computes floats in
     env = dict(sizes or {})               # symbols off the parameters' extents (a hierarchical mode's product too)
     params = spec.program.params if spec.program is not None else ()
     pairs = [(rd.param, w, h) for rd in spec.reads if rd.param < len(params)
@@ -117,7 +118,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         if a[0] == "red":
             return reds[a[1]][:, None]
         if a[0] == "lit":
-            return np.float32(a[1])
+            return FT(a[1])
         if a[0] == "dom":
             return d[a[1]]
         if a[0] == "ext":
@@ -130,17 +131,17 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         else:
             x = np.asarray(args[rd.param], np.int64 if rd.dtype in INT_DTYPES else np.float64)
         if rd.dtype in ("bf16", "f16", "f32"):           # the argument holds values of its dtype
-            x = round_to(np.asarray(x, np.float32), rd.dtype)
+            x = round_to(np.asarray(x, FT), rd.dtype, FT)
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
     def get(a: tuple, vals: list, want: str | None = "f") -> Any:
-        """Value ``a`` as f32 ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
+        """Value ``a`` as a float of the kernel's ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
         x = raw(a, vals)
         have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
         if want == "i" and have != "i":          # cvt.rzi to Int32: toward zero, saturating, NaN to 0
             return float_to_int(x, "i32").astype(np.int64)
         if want == "f" or want is None and have != "i":
-            return np.asarray(x, np.float32)
+            return np.asarray(x, FT)
         return np.asarray(x, np.int64)
 
     def compute(st: Any, vals: list) -> Any:
@@ -155,18 +156,18 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         if st.op in ("floordiv", "mod"):
             fn = np.floor_divide if st.op == "floordiv" else np.remainder     # the emitted helpers: numpy's
             with np.errstate(all="ignore"):
-                return fn(np.float32(xs[0]), np.float32(xs[1])).astype(np.float32)
-        return step(st.op, xs, st.dtype)
+                return fn(FT(xs[0]), FT(xs[1])).astype(FT)
+        return step(st.op, xs, st.dtype, FT)
 
     def gather(st: Any) -> np.ndarray:
         zero = np.zeros((rows, cols), np.int64)
         if isinstance(st.gather[0], tuple):           # a constant placed by the map
-            rd, y = None, np.full((1,) * 8, np.float32(st.gather[0][1]))
+            rd, y = None, np.full((1,) * 8, FT(st.gather[0][1]))
         else:
             rd = spec.reads[st.gather[0]]
             y = accessed(args[rd.param], rd, env=env)
             if rd.dtype in ("bf16", "f16", "f32"):
-                y = round_to(np.asarray(y, np.float32), rd.dtype)
+                y = round_to(np.asarray(y, FT), rd.dtype, FT)
         if st.gather[1] == "flat":
             return gather_flat(st.gather, y, zero)
         _, y_leaves, out_leaves = substitute(st.gather, env) if env else st.gather     # symbols bound
@@ -177,10 +178,10 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             rebuilt = sum((j * step for j, (kk, step, _, _, _) in zip(js, y_leaves) if kk == k), zero)
             ok &= xs[k] == start + rebuilt
         if rd is None:
-            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
+            return np.where(ok, y.reshape(()), FT(0)).astype(FT)
         coords = tuple(sum((j * w for j, (_, _, _, md, w) in zip(js, y_leaves) if md == mode), zero)
                        for mode in range(len(rd.split)))
-        return np.where(ok, y[coords] if coords else y, np.float32(0)).astype(np.float32)
+        return np.where(ok, y[coords] if coords else y, FT(0)).astype(FT)
 
     def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
         _, _, offset, n, inv_leaves, out_leaves, y_modes = g
@@ -196,8 +197,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)
             prefix *= ext
         if coords and y.ndim != len(coords):
-            return np.where(ok, y.reshape(()), np.float32(0)).astype(np.float32)
-        return np.where(ok, y[tuple(coords)] if coords else y, np.float32(0)).astype(np.float32)
+            return np.where(ok, y.reshape(()), FT(0)).astype(FT)
+        return np.where(ok, y[tuple(coords)] if coords else y, FT(0)).astype(FT)
 
     def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:
         need: set = set()
@@ -214,7 +215,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             reds.append(_i32(v.sum(1)) if op == "sum" else v.max(1) if op == "max" else v.min(1))
             continue
         v = evaluate_ref(ref)
-        reds.append(v.sum(1, dtype=np.float32) if op == "sum" else v.max(1) if op == "max" else v.min(1))
+        reds.append(v.sum(1, dtype=FT) if op == "sum" else v.max(1) if op == "max" else v.min(1))
     results = []
     for o in spec.outputs:
         val = evaluate_ref(o.result, None)
@@ -239,7 +240,7 @@ def wrap(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bool":
         return x != 0
     if dtype[0] not in "iu":
-        return round_to(x.astype(np.float32), dtype)
+        return round_to(x.astype(np.float64), dtype)
     return x.astype({"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
                      "u32": np.uint32}[dtype])
 
