@@ -135,7 +135,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
     def get(a: tuple, vals: list, want: str | None = "f") -> Any:
-        """Value ``a`` as a float of the kernel's ("f"), an exact integer ("i", int64 holding Int32 values) or its own kind (None)."""
+        """Value ``a`` as a float of the kernel's ("f"), an exact integer ("i", int64 holding Int32 values) or its own
+        kind (None)."""
         x = raw(a, vals)
         have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
         if want == "i" and have != "i":          # cvt.rzi to Int32: toward zero, saturating, NaN to 0
