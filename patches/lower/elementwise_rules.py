@@ -310,6 +310,6 @@ def reduce_combine(op: str, a: str, b: str, dtype: str = "f32", tensor: bool = F
     return expr(REDUCTIONS[op][1], [a, b], dtype, tensor)
 
 
-def int_division_lines(j: int, op: str, a: str, b: str, indent: str) -> list[str]:
-    """Floor division (or modulo) of Int32 values as numpy's (``floordiv``), assigning ``v{j}``."""
-    return [f"{indent}v{j} = {floordiv(op, a, b, 'i32')}   # {op}"]
+def int_division_lines(j: int, op: str, a: str, b: str, indent: str, dtype: str = "i32") -> list[str]:
+    """Floor division (or modulo) of Int32 (or ``dtype``) values as numpy's (``floordiv``), assigning ``v{j}``."""
+    return [f"{indent}v{j} = {floordiv(op, a, b, dtype)}   # {op}"]

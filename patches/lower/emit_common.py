@@ -17,7 +17,8 @@ from .spec import COORDS, GemmSpec
 
 CUTLASS_DTYPES = {k: R.DSL_DTYPES[k] for k in ("bf16", "f16", "f32")}
 MMA_DTYPES = {**CUTLASS_DTYPES, "tf32": "cutlass.TFloat32"}
-DTYPES = {k: R.DSL_DTYPES[k] for k in (*CUTLASS_DTYPES, "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32")}
+DTYPES = {k: R.DSL_DTYPES[k] for k in (*CUTLASS_DTYPES, "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32",
+                                           "i64")}
 F0, F1 = R.lit(0.0), R.lit(1.0)
 TF32_OP = [
     "class MmaTF32Op(warpgroup.MmaF16BF16Op):",

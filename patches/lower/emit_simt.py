@@ -189,43 +189,47 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
 
 
 def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = None) -> str:
-    """Code for value ``a`` as ``want`` ("f": the spec's float dtype, "i": Int32, None: its own kind)."""
-    F = spec.float_dtype
+    """Code for value ``a`` as ``want`` ("f": the spec's float dtype, "i": its int dtype, None: its own kind)."""
+    F, INT = spec.float_dtype, spec.int_dtype
     if a[0] == "lit":
-        return R.lit(a[1], "i32") if want == "i" else R.lit(a[1], F)
+        return R.lit(a[1], INT) if want == "i" else R.lit(a[1], F)
     have = kind_of(a, spec.reads, spec.steps, spec.reductions)
     if a[0] == "in":
         rd = spec.reads[a[1]]
         base = f"g{a[1]}[v]" if a[1] in vec else f"{_tensor(spec, a[1])}[{_index(rd.coords, split=rd.split)}]"
-        return f"{base}.to({'cutlass.Int32' if (want or have) == 'i' else R.dsl(F)})"
+        return f"{base}.to({R.dsl(INT) if (want or have) == 'i' else R.dsl(F)})"
     if a[0] == "xt":                   # the extent of a mode of a parameter read for its shape
-        code = f"cutlass.Int32(cute.size({_tensor(spec, a[1])}, mode=[{a[2]}]))"
+        code = f"{R.dsl(INT)}(cute.size({_tensor(spec, a[1])}, mode=[{a[2]}]))"
+    elif a[0] == "dom" and INT != "i32":     # a coordinate (Int32) in the kernel's wider integers
+        code = f"{R.dsl(INT)}(d{a[1]})"
     else:
-        code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"cutlass.Int32(e{a[1]})"}[a[0]]
+        code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"{R.dsl(INT)}(e{a[1]})"}[a[0]]
     if want == "f" and have == "i":
         return f"{R.dsl(F)}({code})"
     if want == "i" and have == "f":
-        return f"({code}).to(cutlass.Int32)"
+        return f"({code}).to({R.dsl(INT)})"
     return code
 
 
-def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False, fdt: str = "f32") -> str:
+def step_code(op: str, args: list, dtype: str, kind: str, from_float: bool = False, fdt: str = "f32",
+              idt: str = "i32") -> str:
     """One step's expression (elementwise_rules): float steps as the GEMM epilogue's (in ``fdt``), integer steps in
-    Int32. A float
-    converted to an 8- or 16-bit integer saturates as the interpreter's (and cvt.rzi's) conversion does: through
-    Int32 (saturating, NaN to 0), clamped to the dtype's range; the Int32 value's low bits would wrap."""
+    ``idt`` (Int32, or Int64). A float converted to an 8- or 16-bit integer saturates as the interpreter's (and
+    cvt.rzi's) conversion does: through Int32 (saturating, NaN to 0), clamped to the dtype's range; the Int32
+    value's low bits would wrap."""
     if kind != "i":
         return op_code(op, args, dtype, compute=fdt)
     if op == "where":
-        return R.expr("where", [R.truth(args[0]), args[1], args[2]], "i32")
+        return R.expr("where", [R.truth(args[0], fdt), args[1], args[2]], idt)
     if op == "astype" and from_float and dtype in NARROW_INTS:
-        return R.clamp_int(R.convert(args[0], "i32"), dtype)
+        clamped = R.clamp_int(R.convert(args[0], "i32"), dtype)
+        return clamped if idt == "i32" else R.convert(clamped, idt)
     if op == "astype":
-        return R.convert(R.convert(args[0], dtype), "i32")
+        return R.convert(R.convert(args[0], dtype), idt)
     if op in ("abs", "relu", "maximum", "minimum"):
-        return R.expr(op, args, "i32")
+        return R.expr(op, args, idt)
     if op in R.BITWISE:
-        return R.bitwise(op, args, "i32")
+        return R.bitwise(op, args, idt)
     return op_code(op, args, dtype, compute=fdt)
 
 
@@ -243,12 +247,12 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         kinds = st.arg_kinds or ("f",) * len(st.args)
         args = [_arg(spec, a, vec, k) for a, k in zip(st.args, kinds)]
         if st.kind == "i" and st.op in ("floordiv", "mod"):
-            out += R.int_division_lines(j, st.op, *args, indent)
+            out += R.int_division_lines(j, st.op, *args, indent, spec.int_dtype)
         else:
-            code = step_code(st.op, args, st.dtype, st.kind, kinds[0] == "f", spec.float_dtype)
+            code = step_code(st.op, args, st.dtype, st.kind, kinds[0] == "f", spec.float_dtype, spec.int_dtype)
             out.append(f"{indent}v{j} = {code}   # {st.note}")
         if st.wrap in NARROW_INTS:         # back into the narrow dtype's range (its low bits, as numpy wraps)
-            out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), 'i32')}")
+            out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), spec.int_dtype)}")
     if done is not None:
         done |= need
     return out
@@ -313,7 +317,8 @@ def _passes(spec: SimtSpec, work: list, store: bool) -> list[str]:
 
 
 def _reduced_kind(spec: SimtSpec, r: tuple) -> str:
-    """How a reduction pass combines value ``r``: integers exactly in Int32 ("i"), floats in the float dtype ("f")."""
+    """How a reduction pass combines value ``r``: integers exactly in the int dtype ("i"), floats in the float
+    dtype ("f")."""
     return "i" if kind_of(r, spec.reads, spec.steps, spec.reductions) == "i" else "f"
 
 
@@ -417,16 +422,17 @@ def _emit(spec: SimtSpec) -> str:
     w("    full = ext_c // CHUNK")
     kinds = [_reduced_kind(spec, r) for _, r in spec.reductions]
     if spec.block_row and spec.reductions:
-        w(f"    # Cross-warp partials of each reduction (the CTA walks one row): {spec.float_dtype}, and Int32 for integers.")
+        w(f"    # Cross-warp partials of each reduction (the CTA walks one row): {spec.float_dtype}, and "
+          f"{spec.int_dtype} for integers.")
         w("    smem = cutlass.memory.SmemAllocator()")
         w(f"    sRed = smem.allocate_tensor({R.dsl(spec.float_dtype)}, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
         if "i" in kinds:
-            w(f"    sRedI = smem.allocate_tensor(cutlass.Int32, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
+            w(f"    sRedI = smem.allocate_tensor({R.dsl(spec.int_dtype)}, cute.make_layout((WARPS, {len(spec.reductions)})), 16)")
     w("    if row < ext_r:")
     L.extend(_split("row", spec.row_modes, "        "))
     for j, (op, r) in enumerate(spec.reductions):
-        dt, buf = ("i32", "sRedI") if kinds[j] == "i" else (spec.float_dtype, "sRed")
-        w(f"        # Pass {j}: the row's {op}{' (integers, exactly in Int32)' if dt == 'i32' else ''}.")
+        dt, buf = (spec.int_dtype, "sRedI") if kinds[j] == "i" else (spec.float_dtype, "sRed")
+        w(f"        # Pass {j}: the row's {op}{' (integers, exactly)' if kinds[j] == 'i' else ''}.")
         w(f"        part = {R.reduce_init(op, dt)}")
         L.extend(_passes(spec, [(r, ["{ind}part = " + R.reduce_combine(op, "part", "{x}", dt)])], store=False))
         w(f"        part = warp_reduce(part, lambda a, b: {R.reduce_combine(op, 'a', 'b', dt)})")

@@ -25,7 +25,8 @@ from .spec import GemmSpec
 
 _counter = itertools.count()
 CUTLASS_DTYPE = {"bf16": "BFloat16", "f16": "Float16", "f32": "Float32", "f64": "Float64", "tf32": "TFloat32", "bool": "Boolean",
-                 "i8": "Int8", "u8": "Uint8", "i16": "Int16", "u16": "Uint16", "i32": "Int32", "u32": "Uint32"}
+                 "i8": "Int8", "u8": "Uint8", "i16": "Int16", "u16": "Uint16", "i32": "Int32", "u32": "Uint32",
+                 "i64": "Int64"}
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # terminal colour and cursor codes in compiler messages
 
 

@@ -16,7 +16,7 @@ from .errors import LoweringError
 from .runtime import kernel_view, regrouped, ungrouped
 
 TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "bool": "bool", "i8": "int8",
-                "u8": "uint8", "i16": "int16", "i32": "int32", "u16": "uint16", "u32": "uint32"}
+                "u8": "uint8", "i16": "int16", "i32": "int32", "u16": "uint16", "u32": "uint32", "i64": "int64"}
 
 
 def _ints(x: Any, env: dict) -> int:

@@ -8,7 +8,7 @@ modes the rows, so a column reduction, a full reduction (one row), a rank-1 chai
 over the last mode all become one row kernel. A program without reductions takes its output's last mode as the
 columns. Size-1 modes are read at index 0 and are no domain modes. Each parameter is read through its own layout at
 the domain coordinates of its modes; floats are computed in f32 (in f64 where any value of the program is f64),
-integers exactly in Int32.
+integers exactly in Int32 (Int64 where any value is i64).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from .simt_domains import (
 )
 from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, view_access
 
-DTYPES = ("bf16", "f16", "f32", "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32")
-INT_DTYPES = ("i8", "u8", "i16", "u16", "i32")      # computed exactly in Int32 (u32 values do not fit)
+DTYPES = ("bf16", "f16", "f32", "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64")
+INT_DTYPES = ("i8", "u8", "i16", "u16", "i32", "i64")   # computed exactly in Int32 or Int64 (u32 values do not fit)
 INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype",
            *BITS}
 NARROW_INTS = ("i8", "u8", "i16", "u16")
@@ -70,7 +70,7 @@ class Step:
     dtype: str
     note: str
     gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
-    kind: str = "f"            # "f": a float computed in the spec's float_dtype; "i": an integer exactly in Int32
+    kind: str = "f"            # "f": a float computed in the spec's float_dtype; "i": an integer exactly in its int_dtype
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
     wrap: str = ""             # the integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's; bitwise steps)
 
@@ -119,6 +119,7 @@ class SimtSpec:
     out_split: tuple = ()      # the first output's leaf extents per mode (hierarchical modes; see Out.split)
     symbols: tuple = ()        # kernel.symbolic.Symbol per symbol of a view's run-time layout (kernel argument, mode)
     float_dtype: str = "f32"   # what floats are computed in: f64 where any value of the program is f64
+    int_dtype: str = "i32"     # what integers are computed in: i64 where any value of the program is i64
 
     @property
     def program_text(self) -> str:
@@ -180,11 +181,11 @@ def _kinds(e: Any, kinds: list) -> tuple:
     return "f", ("f",) * len(kinds)
 
 
-def float_dtype(prog: Program) -> str:
-    """What a SIMT kernel computes its floats in: f64 where any parameter, output or intermediate value is f64
-    (f32 arithmetic would lose what f64 keeps), else f32."""
-    vals = [*prog.params, *(o for e in prog.eqns for o in e.outputs)]
-    return "f64" if any(v.type.dtype == "f64" for v in vals) else "f32"
+def compute_dtypes(prog: Program) -> tuple:
+    """(float, int) dtypes a SIMT kernel computes in: f64 where any parameter, output or intermediate value is f64
+    (f32 arithmetic would lose what f64 keeps), else f32; i64 where any is i64, else i32."""
+    held = {v.type.dtype for v in (*prog.params, *(o for e in prog.eqns for o in e.outputs))}
+    return ("f64" if "f64" in held else "f32"), ("i64" if "i64" in held else "i32")
 
 
 def _check_u32(e: Any) -> None:
@@ -343,7 +344,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             return ("in", read(p, acc, tuple(coords)))
         raise LoweringError(f"{ctx}: operand {x.type} is neither a parameter view nor a value of the chain")
 
-    fdt = float_dtype(prog)
+    fdt, idt = compute_dtypes(prog)
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
@@ -477,7 +478,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                          *(symbols_of(o.split) for o in outs))
     syms = table([o.layout for o in outs] + [r.layout for r in reads], needed, affine=True) if needed else ()
     o0 = outs[0]
-    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}.get(o0.dtype, 4)
+    vec = 16 // {"bf16": 2, "f16": 2, "f32": 4, "f64": 8, "i64": 8}.get(o0.dtype, 4)
     dom = sorted(domain)
     return SimtSpec(name=name, rows=prod(row_modes), cols=prod(col_modes), reads=tuple(reads), steps=tuple(steps),
                     reductions=tuple(reductions), result=o0.result, out_dtype=o0.dtype,
@@ -486,4 +487,4 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                     row_modes=row_modes, col_modes=col_modes, sizes=tuple((c, sizes[c]) for c in dom),
                     extents=tuple((c, extents[c]) for c in dom), out_coords=o0.coords,
                     out_shape=o0.shape, extra_outputs=tuple(outs[1:]), out_split=o0.split, symbols=syms,
-                    float_dtype=fdt)
+                    float_dtype=fdt, int_dtype=idt)

@@ -19,7 +19,7 @@ from ..staging.symbols import bind_extents, substitute
 from ..staging.types import modes_of
 from .emit_simt import WARPS, _needed, threads, tv_layout
 from .errors import LoweringError
-from .simt_spec import INT_DTYPES, NARROW_INTS, SimtSpec, kind_of
+from .simt_spec import INT_DTYPES, SimtSpec, kind_of
 from .simt_views import split_numpy
 from .simulate import round_to, step
 
@@ -57,8 +57,9 @@ def accessed(x: Any, rd: Any, leaves: bool = False, env: dict | None = None) -> 
     off, flat, root = substitute(rd.access, env) if env else rd.access
     split = substitute(rd.split, env) if env else rd.split
     off = int(off)
-    st = np.zeros(max(1, int(cosize(root))), np.float64)          # f64: integers stay exact
-    st[evaluate(root, points(int(size(root))))] = np.asarray(x, np.float64).reshape(-1, order="F")
+    dt = np.int64 if rd.dtype in INT_DTYPES else np.float64        # exact: integers as int64, floats as f64
+    st = np.zeros(max(1, int(cosize(root))), dt)
+    st[evaluate(root, points(int(size(root))))] = np.asarray(x, dt).reshape(-1, order="F")
     shape = tuple(int(n) for mode in split for n in mode)
     vals = st[off + evaluate(flat, points(int(size(flat))))].reshape(shape, order="F")
     if leaves:
@@ -84,6 +85,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
     extent, as the ones a loss's cotangent broadcasts to)."""
     FT = np.float64 if spec.float_dtype == "f64" else np.float32      # what the kernel computes floats in
+    IT = spec.int_dtype                                               # and integers (int64 arrays holding them)
     env = dict(sizes or {})               # symbols off the parameters' extents (a hierarchical mode's product too)
     params = spec.program.params if spec.program is not None else ()
     pairs = [(rd.param, w, h) for rd in spec.reads if rd.param < len(params)
@@ -135,12 +137,12 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         return x[tuple(0 if k is None else d[k] for k in rd.coords)]
 
     def get(a: tuple, vals: list, want: str | None = "f") -> Any:
-        """Value ``a`` as a float of the kernel's ("f"), an exact integer ("i", int64 holding Int32 values) or its own
-        kind (None)."""
+        """Value ``a`` as a float of the kernel's ("f"), an exact integer ("i", int64 holding the kernel's integers)
+        or its own kind (None)."""
         x = raw(a, vals)
         have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
-        if want == "i" and have != "i":          # cvt.rzi to Int32: toward zero, saturating, NaN to 0
-            return float_to_int(x, "i32").astype(np.int64)
+        if want == "i" and have != "i":          # cvt.rzi to Int32/Int64: toward zero, saturating, NaN to 0
+            return float_to_int(x, IT).astype(np.int64)
         if want == "f" or want is None and have != "i":
             return np.asarray(x, FT)
         return np.asarray(x, np.int64)
@@ -152,7 +154,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             npd = dtypes.to_numpy(st.wrap)
             return np.asarray(BITWISE[st.op](*[np.asarray(x).astype(npd) for x in xs])).astype(np.int64)
         if st.kind == "i":
-            r = int_step(st.op, xs, st.dtype)
+            r = int_step(st.op, xs, st.dtype, IT)
             return wrap(r, st.wrap).astype(np.int64) if st.wrap else r
         if st.op in ("floordiv", "mod"):
             fn = np.floor_divide if st.op == "floordiv" else np.remainder     # the emitted helpers: numpy's
@@ -213,7 +215,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
     for op, ref in spec.reductions:
         if kind_of(ref, spec.reads, spec.steps, spec.reductions) == "i":     # integers: exactly, Int32 wrapping
             v = evaluate_ref(ref, "i")
-            reds.append(_i32(v.sum(1)) if op == "sum" else v.max(1) if op == "max" else v.min(1))
+            reds.append(_wrapped(v.sum(1), IT) if op == "sum" else v.max(1) if op == "max" else v.min(1))
             continue
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=FT) if op == "sum" else v.max(1) if op == "max" else v.min(1))
@@ -243,14 +245,15 @@ def wrap(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype[0] not in "iu":
         return round_to(x.astype(np.float64), dtype)
     return x.astype({"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
-                     "u32": np.uint32}[dtype])
+                     "u32": np.uint32, "i64": np.int64}[dtype])
 
 
-def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
-    """One integer step as the kernel computes it: Int32 arithmetic (wrapping), floor division and modulo."""
+def int_step(op: str, xs: list, dtype: str, idt: str = "i32") -> np.ndarray:
+    """One integer step as the kernel computes it: Int32 (or ``idt``) arithmetic (wrapping), floor division and
+    modulo."""
     a = xs[0]
     if op == "astype" and np.asarray(a).dtype.kind == "f":     # a float to an integer saturates (emit_simt.step_code)
-        return float_to_int(a, dtype if dtype in NARROW_INTS else "i32").astype(np.int64)
+        return float_to_int(a, dtype if dtype in INT_DTYPES else "i32").astype(np.int64)
     if op == "astype":
         return wrap(a, dtype).astype(np.int64)
     if op == "where":
@@ -258,16 +261,20 @@ def int_step(op: str, xs: list, dtype: str) -> np.ndarray:
     if op in ("copy",):
         return a
     if op == "neg":
-        return _i32(-a)
+        return _wrapped(-a, idt)
     if op in ("abs", "relu"):
-        return _i32(np.abs(a) if op == "abs" else np.maximum(a, 0))
+        return _wrapped(np.abs(a) if op == "abs" else np.maximum(a, 0), idt)
     b = xs[1]
     if op in ("floordiv", "mod"):
         q = np.where(b == 0, 0, np.floor_divide(a, np.where(b == 0, 1, b)))      # x // 0 = x % 0 = 0, as numpy's
-        return _i32(q if op == "floordiv" else np.where(b == 0, 0, a - q * b))
+        return _wrapped(q if op == "floordiv" else np.where(b == 0, 0, a - q * b), idt)
     fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}[op]
-    return _i32(fn(a, b))
+    with np.errstate(over="ignore"):
+        return _wrapped(fn(a, b), idt)
 
 
-def _i32(x: Any) -> np.ndarray:
+def _wrapped(x: Any, idt: str = "i32") -> np.ndarray:
+    """Integers (int64 arrays) wrapped as the kernel's Int32 (or Int64: numpy's int64 arithmetic wraps alike)."""
+    if idt == "i64":
+        return np.asarray(x, np.int64)
     return (np.asarray(x, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)

@@ -1,7 +1,8 @@
-"""f64 programs lower: a SIMT kernel computes its floats in f64 wherever the program holds an f64 value (was refused:
-"the SIMT kernel reads bf16, f16, f32, ..."), and a matmul of operands no wgmma takes (f64, integers) is a SIMT sum
-of products over K in the operands' dtype (was refused: "the wgmma kernel takes bf16, f16 or f32"). Each case runs
-the kernels' own models against the interpreter with tolerances f32 arithmetic would miss, and ``verify()``."""
+"""f64 and i64 programs lower: a SIMT kernel computes its floats in f64 wherever the program holds an f64 value, and
+its integers in Int64 wherever it holds an i64 one (both were refused: "the SIMT kernel reads bf16, f16, f32, ..."),
+and a matmul of operands no wgmma takes (f64, integers) is a SIMT sum of products over K in the operands' dtype (was
+refused: "the wgmma kernel takes bf16, f16 or f32"). Each case runs the kernels' own models against the interpreter
+with tolerances f32 (or Int32) arithmetic would miss, and ``verify()``."""
 
 from dataclasses import replace
 
@@ -18,7 +19,8 @@ RNG = np.random.default_rng(7)
 
 
 def _lowered(f, *args):
-    types = [pt.tensor({"float64": "f64", "float32": "f32", "int32": "i32"}[str(a.dtype)], a.shape) for a in args]
+    names = {"float64": "f64", "float32": "f32", "int32": "i32", "int64": "i64"}
+    types = [pt.tensor(names[str(a.dtype)], a.shape) for a in args]
     prog = pt.stage(f, *types)
     mod = pt.lower(prog)
     got = mod.simulate(*args)
@@ -95,6 +97,45 @@ def test_gradient_of_an_f64_mlp_lowers_and_runs_through_the_runner(monkeypatch):
     ran = fake_torch.executable(mod)(*[fake_torch.to_device(a, "f64") for a in (w1, w2, x)])
     for r, w in zip(ran, want):
         np.testing.assert_allclose(r.values(), w, rtol=1e-12, atol=1e-12)
+
+
+BIG = RNG.integers(-2 ** 40, 2 ** 40, 300, dtype=np.int64)           # values Int32 arithmetic would wrap
+DIVISORS = (RNG.integers(1, 6, 300) * RNG.choice([-1, 1], 300)).astype(np.int64)
+INT_CASES = {
+    "shifted past 32 bits": (lambda x: x + 2 ** 35, [BIG]),
+    "products wrapping in 64 bits": (lambda x: x * x, [BIG]),
+    "full sum": (lambda x: pt.sum(x), [BIG]),
+    "row max minus min": (lambda x: pt.max(x, axis=1) - pt.min(x, axis=1), [BIG[:288].reshape(12, 24)]),
+    "floor division and remainder": (lambda x, y: x // y + x % y, [BIG, DIVISORS]),
+    "from floats": (lambda x: (x * 1e12).astype("i64"), [RNG.standard_normal(100)]),
+    "matmul": (lambda a, b: a @ b, [RNG.integers(-2 ** 20, 2 ** 20, (16, 9)), RNG.integers(-2 ** 20, 2 ** 20, (9, 7))]),
+    "i32 widened": (lambda a, b: a.astype("i64") * b + pt.arange(300).astype("i64"),
+                    [RNG.integers(-2 ** 31, 2 ** 31 - 1, 300).astype(np.int32), BIG]),
+    "bitwise": (lambda x: (x >> 3) ^ (x & 0xFFFF) | (x << 2), [BIG]),
+    "where": (lambda x: pt.where(x > 0, x, -x * 3), [BIG]),
+}
+
+
+@pytest.mark.parametrize("name", list(INT_CASES))
+def test_i64_simt_kernels_compute_exactly_in_int64(name):
+    f, args = INT_CASES[name]
+    mod, _, got, want = _lowered(f, *args)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+    assert {k.spec.int_dtype for k in mod.kernels} == {"i64"} and "cutlass.Int64" in mod.source
+    if len(mod.kernels) == 1 and name not in ("from floats", "bitwise"):    # in Int32 it wraps: the test can fail
+        spec = replace(mod.kernels[0].spec, int_dtype="i32")
+        assert not np.array_equal(simulate_simt(spec, *args), want[0])
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_an_i64_row_reduction_compiles_with_64_bit_shuffles():
+    pytest.importorskip("cutlass")
+    exe = pt.lower(pt.stage(lambda x: pt.sum(x), pt.tensor("i64", 1024))).compile()
+    (k,) = exe.executables
+    assert k.counts("SHFL.BFLY")["SHFL.BFLY"] == 10        # 5 butterfly steps, each two 32-bit halves
+    assert k.resources["spills"] == 0
 
 
 @pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
