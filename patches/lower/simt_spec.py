@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..layouts import Layout, flatten
-from ..staging import Literal, Program
+from ..staging import Literal, Program, dtypes
 from ..staging.primitives import squeeze_modes
 from ..staging.types import mode_size, modes_of
 from .analyze import _flat_modes, _note
@@ -330,7 +330,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
 
     def value(x: Any, ctx: str) -> tuple:
         if isinstance(x, Literal):
-            return ("lit", float(x.value))
+            exact = dtypes.is_int(x.type.dtype) if x.type.dtype != "bool" else False
+            return ("lit", int(x.value) if exact else float(x.value))      # i64 literals past 2**53 stay exact
         if id(x) in ref:
             return ref[id(x)]
         if id(x) in src:

@@ -119,8 +119,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             return vals[a[1]]
         if a[0] == "red":
             return reds[a[1]][:, None]
-        if a[0] == "lit":
-            return FT(a[1])
+        if a[0] == "lit":                # an integer literal exactly, a float one in the kernel's floats
+            return np.int64(a[1]) if isinstance(a[1], int) else FT(a[1])
         if a[0] == "dom":
             return d[a[1]]
         if a[0] == "ext":
@@ -141,7 +141,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         or its own kind (None)."""
         x = raw(a, vals)
         have = "lit" if a[0] == "lit" else kind_of(a, spec.reads, spec.steps, spec.reductions)
-        if want == "i" and have != "i":          # cvt.rzi to Int32/Int64: toward zero, saturating, NaN to 0
+        if want == "i" and have != "i" and np.asarray(x).dtype.kind == "f":   # cvt.rzi: toward zero, saturating
             return float_to_int(x, IT).astype(np.int64)
         if want == "f" or want is None and have != "i":
             return np.asarray(x, FT)
