@@ -251,7 +251,9 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
         else:
             code = step_code(st.op, args, st.dtype, st.kind, kinds[0] == "f", spec.float_dtype, spec.int_dtype)
             out.append(f"{indent}v{j} = {code}   # {st.note}")
-        if st.wrap in NARROW_INTS:         # back into the narrow dtype's range (its low bits, as numpy wraps)
+        if st.rounds:                      # an f32 value of an f64 kernel: rounded as the program's f32 arithmetic
+            out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.rounds), spec.float_dtype)}")
+        if st.wrap and st.wrap != spec.int_dtype:   # back into a narrower dtype's range (its low bits, as numpy wraps)
             out.append(f"{indent}v{j} = {R.convert(R.convert(f'v{j}', st.wrap), spec.int_dtype)}")
     if done is not None:
         done |= need

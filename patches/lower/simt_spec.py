@@ -73,6 +73,7 @@ class Step:
     kind: str = "f"            # "f": a float computed in the spec's float_dtype; "i": an integer exactly in its int_dtype
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
     wrap: str = ""             # the integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's; bitwise steps)
+    rounds: str = ""           # "f32": an f32 result of an f64 kernel, rounded to f32 as the program computes it
 
 
 @dataclass(frozen=True)
@@ -346,6 +347,11 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         raise LoweringError(f"{ctx}: operand {x.type} is neither a parameter view nor a value of the chain")
 
     fdt, idt = compute_dtypes(prog)
+
+    def narrow(dt: str) -> bool:
+        """Whether integers of ``dt`` are narrower than the kernel's (i8 in Int32; i32 too in Int64): its wrapping
+        results are wrapped back into its range."""
+        return dt in NARROW_INTS or dt == "i32" and idt == "i64"
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
@@ -418,7 +424,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             reductions.append((REDUCE[nm], value(x, nm)))
             ref[id(out)] = ("red", len(reductions) - 1)
             dt = out.type.dtype
-            if dt in NARROW_INTS and kind_of(ref[id(out)], reads, steps, reductions) == "i":   # i8 sums wrap
+            if narrow(dt) and kind_of(ref[id(out)], reads, steps, reductions) == "i":   # i8 sums wrap
                 steps.append(Step("copy", (ref[id(out)],), "", _note(e), kind="i", arg_kinds=("i",), wrap=dt))
                 ref[id(out)] = ("v", len(steps) - 1)
             continue
@@ -428,8 +434,10 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         _check_u32(e)
         kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps, reductions) for a in args])
         dt = out.type.dtype
-        wrap = dt if kind == "i" and (dt in NARROW_INTS and nm in WRAPPING or nm in BITS) else ""
-        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap))
+        wrap = dt if kind == "i" and (narrow(dt) and nm in WRAPPING or nm in BITS) else ""
+        rounds = "f32" if fdt == "f64" and kind == "f" and dt == "f32" and nm not in ("astype", "copy") else ""
+        steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap,
+                          rounds=rounds))
         ref[id(out)] = ("v", len(steps) - 1)
 
     outs = []

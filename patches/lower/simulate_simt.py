@@ -159,8 +159,10 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
         if st.op in ("floordiv", "mod"):
             fn = np.floor_divide if st.op == "floordiv" else np.remainder     # the emitted helpers: numpy's
             with np.errstate(all="ignore"):
-                return fn(FT(xs[0]), FT(xs[1])).astype(FT)
-        return step(st.op, xs, st.dtype, FT)
+                r = fn(FT(xs[0]), FT(xs[1])).astype(FT)
+        else:
+            r = step(st.op, xs, st.dtype, FT)
+        return round_to(r, st.rounds, FT) if st.rounds else r
 
     def gather(st: Any) -> np.ndarray:
         zero = np.zeros((rows, cols), np.int64)

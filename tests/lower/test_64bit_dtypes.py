@@ -62,10 +62,17 @@ def test_f64_simt_kernels_compute_in_f64(name):
 
 
 def test_f32_values_of_an_f64_program_are_rounded_where_the_program_rounds():
-    """A program mixing f32 and f64: the kernel computes in f64, an astype to f32 rounds (as the interpreter's)."""
+    """A program mixing f32 and f64: the kernel computes in f64, an astype to f32 rounds, and so does each step with
+    an f32 result (as the interpreter's f32 arithmetic): a remainder of a cube of f32 values near 1e4 depends on the
+    product's rounding."""
     x, y = RNG.standard_normal(64).astype(np.float32), RNG.standard_normal(64)
     _, _, got, want = _lowered(lambda a, b: (a.astype("f64") * b).astype("f32").astype("f64") + b * 1e-9, x, y)
     np.testing.assert_array_equal(got[0], want[0])
+    big = (RNG.standard_normal(256) * 1e4).astype(np.float32)
+    mod, _, got, want = _lowered(lambda a, b: ((a * a * a) % 7.0).astype("f64") + b * 0.0, big, RNG.standard_normal(256))
+    np.testing.assert_array_equal(got[0], want[0])
+    spec = replace(mod.kernels[0].spec, steps=tuple(replace(st, rounds="") for st in mod.kernels[0].spec.steps))
+    assert not np.array_equal(simulate_simt(spec, big, np.zeros(256)), want[0])      # unrounded: it differs
 
 
 @pytest.mark.parametrize("what", ["f64", "f64 + relu epilogue", "i32", "f64 batched"])
