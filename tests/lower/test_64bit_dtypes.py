@@ -120,6 +120,8 @@ INT_CASES = {
     "i32 widened": (lambda a, b: a.astype("i64") * b + pt.arange(300).astype("i64"),
                     [RNG.integers(-2 ** 31, 2 ** 31 - 1, 300).astype(np.int32), BIG]),
     "bitwise": (lambda x: (x >> 3) ^ (x & 0xFFFF) | (x << 2), [BIG]),
+    "i32 products still wrap at 32 bits": (lambda a, b: (a * a).astype("i64") + b + pt.sum(a * 3).astype("i64"),
+                                           [RNG.integers(-2 ** 31, 2 ** 31 - 1, 300).astype(np.int32), BIG]),
     "where": (lambda x: pt.where(x > 0, x, -x * 3), [BIG]),
 }
 
