@@ -197,8 +197,9 @@ def _two_pass(e: Eqn) -> list:
 
 def _dot(e: Eqn) -> list:
     """A ``matmul`` with one row or one column (M or N of 1: a dot product, a matrix-vector product, a vmapped or
-    einsum'd row-wise dot), or of operands no wgmma takes (f64, integers): a sum over K of elementwise products in
-    the accumulator's type (f32 for 16-bit floats), which no GEMM tile is for (a tile of 64 rows would compute one)."""
+    einsum'd row-wise dot), or of operands or an accumulator no wgmma takes (f64, integers): a sum over K of
+    elementwise products in the accumulator's type (f32 for 16-bit floats), which no GEMM tile is for (a tile of 64
+    rows would compute one)."""
     a, b = e.inputs
     out = e.outputs[0].type
     shape = (*modes_of(a.type.shape)[:1], *modes_of(b.type.shape)[1:2], *modes_of(a.type.shape)[1:])
@@ -260,7 +261,8 @@ def _matmul(e: Eqn) -> list:
     if mode_size(modes_of(e.inputs[0].type.shape)[1]) == 1:
         return _outer(e)
     ms = modes_of(e.outputs[0].type.shape)
-    if _one(mode_size(ms[0])) or _one(mode_size(ms[1])) or e.inputs[0].type.dtype not in WGMMA_DTYPES:
+    if (_one(mode_size(ms[0])) or _one(mode_size(ms[1])) or e.inputs[0].type.dtype not in WGMMA_DTYPES
+            or e.outputs[0].type.dtype == "f64"):             # an f64 accumulator: no wgmma has one
         return _dot(e)
     return [e] if e.outputs[0].type.rank <= 3 else expand(_group_batch(e), only=("matmul",))
 

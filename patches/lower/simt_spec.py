@@ -427,6 +427,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             if narrow(dt) and kind_of(ref[id(out)], reads, steps, reductions) == "i":   # i8 sums wrap
                 steps.append(Step("copy", (ref[id(out)],), "", _note(e), kind="i", arg_kinds=("i",), wrap=dt))
                 ref[id(out)] = ("v", len(steps) - 1)
+            elif dt == "f32" and fdt == "f64":    # accumulated in f64, an f32 value as the program's
+                steps.append(Step("copy", (ref[id(out)],), "", _note(e), rounds="f32"))
+                ref[id(out)] = ("v", len(steps) - 1)
             continue
         if nm == "astype" and e.params["dtype"] not in DTYPES:
             raise LoweringError(f"astype to {e.params['dtype']}: the SIMT kernel computes {', '.join(DTYPES)}")

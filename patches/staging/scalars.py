@@ -62,6 +62,16 @@ def widens(have: str, want: str) -> bool:
     return dtypes.is_int(have) and dtypes.is_int(want) and want[0] == "i" and _WIDTH[want] >= _WIDTH.get(have, 64)
 
 
+def widest(weak: list, py_float: bool = False) -> str:
+    """The dtype weak values of ``weak`` dtypes (f32/f64, i32/i64) meet in: floats over ints, 64 bits over 32 (a
+    Python float among them makes ints a float: f64 beside a 64-bit one, else f32), as JAX's weak types join."""
+    floats = [d for d in weak if dtypes.is_float(d)]
+    wide = any(d in ("f64", "i64") for d in weak)
+    if floats or py_float:
+        return "f64" if "f64" in floats or not floats and wide else floats[0] if floats else "f32"
+    return "i64" if "i64" in weak else weak[0]
+
+
 def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
     """Whether weak ``x`` is a Python int argument that may convert to the narrower int ``want``: yes, recording
     that its value must fit (checked now if known, else at each call of the jitted function)."""
@@ -79,8 +89,8 @@ def coerce(name: str, *xs: Any) -> list:
     if any(_weak(x) for x in xs):
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]
-        if not strong:                 # weak values only: an int meeting a float becomes that float
-            strong = [x.aval.dtype for x in xs if _weak(x) and dtypes.is_float(x.aval.dtype)][:1]
+        if not strong:                 # weak values only: the widest (an int meeting a float becomes a float)
+            strong = [widest([x.aval.dtype for x in xs if _weak(x)], any(isinstance(x, float) for x in xs))]
         if strong:
             xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and x.aval.dtype != strong[0]
                        and (widens(x.aval.dtype, strong[0]) or _narrows_argument(name, x, strong[0])) else x

@@ -19,7 +19,7 @@ RNG = np.random.default_rng(7)
 
 
 def _lowered(f, *args):
-    names = {"float64": "f64", "float32": "f32", "int32": "i32", "int64": "i64"}
+    names = {"float64": "f64", "float32": "f32", "int32": "i32", "int64": "i64", "int8": "i8"}
     types = [pt.tensor(names[str(a.dtype)], a.shape) for a in args]
     prog = pt.stage(f, *types)
     mod = pt.lower(prog)
@@ -75,7 +75,17 @@ def test_f32_values_of_an_f64_program_are_rounded_where_the_program_rounds():
     assert not np.array_equal(simulate_simt(spec, big, np.zeros(256)), want[0])      # unrounded: it differs
 
 
-@pytest.mark.parametrize("what", ["f64", "f64 + relu epilogue", "i32", "f64 batched"])
+def test_f32_reductions_of_an_f64_program_give_f32_values():
+    """A sum of f32 values in an f64 kernel accumulates in f64 and is rounded to f32 (its dtype) before the
+    program's f64 arithmetic uses it."""
+    x = (RNG.standard_normal((3, 1000)) * 1e3).astype(np.float32)
+    mod, _, got, want = _lowered(lambda a, b: pt.sum(a, axis=1).astype("f64") + b, x, np.zeros(3))
+    np.testing.assert_array_equal(got[0], got[0].astype(np.float32))          # f32 values
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    assert any(st.rounds == "f32" for st in mod.kernels[0].spec.steps)
+
+
+@pytest.mark.parametrize("what", ["f64", "f64 + relu epilogue", "i32", "f64 batched", "f32 into f64", "i8 into i32"])
 def test_matmuls_no_wgmma_takes_are_simt_sums_of_products(what):
     a, b = RNG.standard_normal((64, 48)), RNG.standard_normal((48, 40))
     if what == "f64":
@@ -85,6 +95,13 @@ def test_matmuls_no_wgmma_takes_are_simt_sums_of_products(what):
     elif what == "i32":              # exact, wrapping as numpy's int32 matmul
         a, b = (RNG.integers(-2 ** 20, 2 ** 20, s).astype(np.int32) for s in ((32, 20), (20, 24)))
         mod, _, got, want = _lowered(lambda p, q: p @ q, a, b)
+        np.testing.assert_array_equal(got[0], want[0])
+    elif what == "f32 into f64":     # preferred_element_type="f64": no wgmma accumulates in f64
+        mod, _, got, want = _lowered(lambda p, q: pt.matmul(p, q, preferred_element_type="f64"),
+                                     a.astype(np.float32), b.astype(np.float32))
+    elif what == "i8 into i32":
+        a, b = (RNG.integers(-128, 128, s).astype(np.int8) for s in ((32, 20), (20, 24)))
+        mod, _, got, want = _lowered(lambda p, q: pt.matmul(p, q, preferred_element_type="i32"), a, b)
         np.testing.assert_array_equal(got[0], want[0])
     else:
         a, b = RNG.standard_normal((3, 8, 5)), RNG.standard_normal((3, 5, 7))

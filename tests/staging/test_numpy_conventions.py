@@ -208,3 +208,33 @@ def test_weak_loop_carries_and_branch_outputs_take_the_dtype_they_meet():
         pt.jit(lambda q, s: pt.cond(q, lambda: s, lambda: np.float32(1)))(np.bool_(True), s16)
     assert pt.fabs(np.array([-3, 4], np.int32)).dtype == "f32"
     np.testing.assert_array_equal(pt.jit(lambda v: np.fabs(v))(np.array([-1.5, 2], np.float32)), [1.5, 2])
+
+
+def test_weak_values_join_at_their_wider_dtype_in_loops_and_branches():
+    """Weak values meeting weak values take the wider dtype (f64 beside f32, a float beside an int), in a loop carry
+    and across a cond's branches in either order (were: a weak f64 argument rounded through the f32 of a 0.0 carry;
+    one branch order refused); a cond whose branches both return weak values is weak; a weak int carry meeting an
+    i8 value narrows, its initial value checked."""
+    j = pt.jit
+    assert list(j(lambda v, s: pt.fori_loop(0, 1, lambda i, c: c + s, 0.0) + v)(np.zeros(2), 0.1)) == [0.1, 0.1]
+    for branches in ((lambda s: s, lambda s: 0.0), (lambda s: 0.0, lambda s: s)):
+        r = j(lambda v, s, t=branches: pt.cond(v.sum() == 0, lambda: t[0](s), lambda: t[1](s)) + v)(np.zeros(2), 0.1)
+        assert r.dtype == np.float64 and list(r) in ([0.1, 0.1], [0.0, 0.0])
+    r = j(lambda v, s: pt.cond(True, lambda: 1, lambda: s) + v)(np.zeros(2, np.int64), 2 ** 40)
+    assert r.dtype == np.int64 and list(r) == [1, 1]
+    r = j(lambda v: pt.cond(v.sum() > 0, lambda: 1.0, lambda: 2.0) + v)(np.ones(2, np.float16))
+    assert r.dtype == np.float16 and list(r) == [2, 2]
+    i8 = np.array([1, 2, 3], np.int8)
+    r = j(lambda v: pt.fori_loop(0, 3, lambda i, c: c + v[0], 0))(i8)
+    assert r.dtype == np.int8 and int(r) == 3
+    f = j(lambda v, s: pt.fori_loop(0, 3, lambda i, c: c + v[0], s))
+    assert int(f(i8, 5)) == 8
+    with pytest.raises(StagingError, match="does not fit"):
+        f(i8, 500)
+    g = j(lambda p, v, s: pt.cond(p, lambda: s, lambda: v[0]))
+    assert g(np.bool_(True), i8, 5).dtype == np.int8
+    with pytest.raises(StagingError, match="does not fit"):
+        g(np.bool_(True), i8, 500)
+    assert float(j(lambda s: s + 0.5)(1)) == 1.5                          # a weak int meets a Python float
+    r = j(lambda v: pt.fori_loop(0, 3, lambda i, c: c + 0.5, 0) + v)(np.zeros(2, np.float16))
+    assert r.dtype == np.float16 and list(r) == [1.5, 1.5]

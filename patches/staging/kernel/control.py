@@ -16,6 +16,7 @@ from ..array import Array, to_array
 from ..core import (
     Primitive,
     Tracer,
+    WeakArgument,
     abstract_eval_rules,
     bind,
     bind_multi,
@@ -209,12 +210,15 @@ def cast_weak(x: Any, dtype: str, who: str) -> Any:
         return x
     if not isinstance(x, Tracer):
         return to_array(weak_scalar(who, x, dtype), dtype)
-    if not widens(x.aval.dtype, dtype):
-        raise fail(who, f"a weak {x.aval.dtype} value cannot become {dtype} without wrapping", x.aval)
-    return astype(x, dtype)
+    if widens(x.aval.dtype, dtype):
+        return astype(x, dtype)
+    if isinstance(x._weak, WeakArgument) and dtypes.is_int(x.aval.dtype) and dtypes.is_int(dtype):
+        x._weak.require(dtype, who)              # a Python int argument: narrowed, its value checked to fit
+        return astype(x, dtype)
+    raise fail(who, f"a weak {x.aval.dtype} value cannot become {dtype} without wrapping", x.aval)
 
 
-def stage_body(f: Callable, types: list, name: str, out_types: list | None = None, weak: tuple = (),
+def stage_body(f: Callable, types: list, name: str, out_types: list | None = None, weak: Any = (),
                weak_out: list | None = None) -> Program:
     """Stage a loop or branch body on ``types`` (those at the positions ``weak`` stand for Python scalars); outputs
     are conformed to ``out_types`` when given (a weak output converted to its dtype); ``weak_out``, when given,
@@ -263,14 +267,23 @@ def _promote_weak_carries(f: Callable, leaves: list) -> tuple:
         return leaves, ()
     types = [carry_type(x) for x in leaves]
     weak_out: list = []
-    probe = stage_body(f, [I32, *types], "fori_body", None, tuple(1 + k for k, w in enumerate(weak) if w), weak_out)
+    args = {1 + k: _argument(x) for k, (x, w) in enumerate(zip(leaves, weak)) if w}
+    probe = stage_body(f, [I32, *types], "fori_body", None, args, weak_out)
     if len(probe.out_types) != len(leaves):
         return leaves, ()                      # the final staging names the mismatch
     out = list(leaves)
     for k, (t, o) in enumerate(zip(types, probe.out_types)):
-        if weak[k] and o.dtype != t.dtype and not weak_out[k]:
-            out[k], weak[k] = cast_weak(leaves[k], o.dtype, "fori_loop"), False
+        if weak[k] and o.dtype != t.dtype:     # a strong dtype met, or a wider weak one (f64 beside f32)
+            out[k], weak[k] = cast_weak(leaves[k], o.dtype, "fori_loop"), weak_out[k]
     return out, tuple(1 + k for k, w in enumerate(weak) if w)
+
+
+def _argument(x: Any) -> Any:
+    """What a weak initial carry stands for in the probe staging: a Python int's value (its narrowing checked at
+    once), a weak argument's own record, else just weak."""
+    if isinstance(x, Tracer):
+        return x._weak
+    return WeakArgument(x) if isinstance(x, int) else True
 
 
 def bind_loop(staged: Program, init: list, lower: Any, upper: Any) -> list:
@@ -362,14 +375,19 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     check_callable("cond", false_fn, len(operands), "the false branch")
     leaves, tree = tree_flatten(operands)        # numpy operands as tensors: the branches run patches' semantics
     operands = tree_unflatten(tree, [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves])
-    res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands)))
+    weak: list = []
+    res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands), weak))
+    res = [mark_weak(r) if w else r for r, w in zip(res, weak or [False] * len(res))]
     return res[0] if len(res) == 1 else tuple(res) if res else None
 
 
-def stage_branches(true_fn: Callable, false_fn: Callable) -> tuple:
+def stage_branches(true_fn: Callable, false_fn: Callable, weak: list | None = None) -> tuple:
     """Both branches of a ``cond`` staged with the same output types: (true, its captured values, false, its
     captured values), each program taking its captured values as leading parameters. A weak output (a Python scalar)
-    takes the dtype of the other branch's strong one, as in JAX."""
+    takes the dtype of the other branch's strong one, two weak ones the wider (as JAX joins them); ``weak``, when
+    given, receives which outputs are weak in both branches (the cond's result is weak there)."""
+    from ..scalars import widest
+
     t_weak: list = []
     f_weak: list = []
     t_prog = stage_body(true_fn, [], "true", weak_out=t_weak)
@@ -377,8 +395,10 @@ def stage_branches(true_fn: Callable, false_fn: Callable) -> tuple:
     if any(t_weak):
         f_types = stage_body(false_fn, [], "false", weak_out=f_weak).out_types
         if len(f_types) == len(outs):
-            outs = [TensorType(f.dtype, o.layout) if tw and (not fw or dtypes.is_float(f.dtype) > dtypes.is_float(o.dtype))
-                    else o for o, f, tw, fw in zip(outs, f_types, t_weak, f_weak)]
+            outs = [TensorType(widest([o.dtype, f.dtype]) if tw and fw else f.dtype if tw else o.dtype, o.layout)
+                    for o, f, tw, fw in zip(outs, f_types, t_weak, f_weak)]
+            if weak is not None:
+                weak[:] = [tw and fw for tw, fw in zip(t_weak, f_weak)]
     t_prog = stage_body(true_fn, [], "true", outs)
     f_prog = stage_body(false_fn, [], "false", outs)
     return t_prog.closed_over(), list(t_prog.const_values), f_prog.closed_over(), list(f_prog.const_values)
