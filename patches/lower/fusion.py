@@ -98,8 +98,9 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
     """Groups of the program's non-view equations and ``owner`` (id of a computed variable -> group index).
 
     ``fits(group, eqn)`` tries the analysis of the group with ``eqn`` added; equations in ``isolate`` (by id) get
-    a kernel of their own and take no consumers; an equation on parameters only may join the latest SIMT kernel
-    (horizontal fusion: it adds no dependency) unless it is in ``solo``.
+    a kernel of their own and take no consumers; an equation that joins none of the kernels it reads from (or
+    reads none) may join the latest SIMT kernel (horizontal fusion, where it adds no cycle) unless it is in
+    ``solo``.
 
     With ``holds(group)`` (the analysis of a whole group), equations join SIMT kernels on speculation and are
     checked in windows that double while they hold: one analysis per window instead of one per equation, which
@@ -136,10 +137,12 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
             if isinstance(r, Var) and id(r) in owner and owner[id(r)] not in srcs:
                 srcs.append(owner[id(r)])
         target = None
-        horizontal = not srcs and groups and groups[-1].kind == "simt" and id(e) not in solo
-        cands = [len(groups) - 1] if horizontal else srcs
+        latest = bool(groups) and groups[-1].kind == "simt" and id(e) not in solo
+        # its sources first; then the latest SIMT kernel (horizontal fusion), which adds a dependency only if the
+        # equation reads it or something after it: a concatenate of a computed value and a slice of a parameter
+        cands = sorted(srcs, reverse=True) + ([len(groups) - 1] if latest and len(groups) - 1 not in srcs else [])
         if e.prim.name not in ("matmul", "kernel", "fori_loop") and id(e) not in isolate:
-            for g in sorted(cands, reverse=True):
+            for g in cands:
                 if groups[g].kind in ALONE or any(id(q) in isolate for q in groups[g].eqns):
                     continue
                 if any(h != g and _reaches(groups, h, g) for h in srcs):
