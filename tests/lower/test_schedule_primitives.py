@@ -326,3 +326,15 @@ def test_random_views_and_their_gradients_kernel_models_equal_the_interpreter():
             got = pt.lower(prog).simulate_kernels(*args)
             np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(pt.evaluate(prog, *args), np.float64),
                                        rtol=1e-4, atol=1e-4)
+
+
+def test_a_concatenate_of_a_computed_value_joins_the_latest_kernel():
+    """The second embed of a concatenate reads a value an earlier kernel computed; it joins the kernel holding the
+    first (horizontal fusion), so each step of a scan is two kernels (its combine and its concatenate), not three."""
+    x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    for f, kernels in ((lambda v: pt.concatenate([v[:1], v[:63] + v[1:]], 0), 2), (lambda v: pt.cumsum(v), 12)):
+        prog = pt.stage(f, pt.tensor("f32", 64))
+        sched = pt.lower(prog)
+        assert len(sched.kernels) == kernels
+        np.testing.assert_allclose(sched.simulate_kernels(x), prog(x), rtol=1e-5, atol=1e-5)
+        sched.verify()
