@@ -57,8 +57,31 @@ def to_numpy(name: str) -> np.dtype:
     return d
 
 
+def to_f32_odd(values: Any) -> np.ndarray:
+    """Wider values (f64, integers past 24 bits) as float32 rounded to odd (truncated, the last bit set where inexact):
+    rounding that to bfloat16 then rounds once, as a direct conversion does (round to nearest twice would not:
+    1 + 2**-8 + 2**-40 is 1.0078125 in bfloat16, not 1.0)."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x.astype(np.float32)
+        y = np.where(np.abs(y.astype(np.float64)) > np.abs(x), np.nextafter(y, np.float32(0)), y).astype(np.float32)
+        odd = (y.astype(np.float64) != x) & np.isfinite(x)
+    bits = np.ascontiguousarray(y).view(np.uint32) | odd.astype(np.uint32)
+    return np.where(np.isnan(x), np.float32(np.nan), bits.view(np.float32)).reshape(np.shape(x))
+
+
+def _wider_than_f32(values: Any) -> bool:
+    """Whether values hold more than f32 does (f64, integers past 24 bits): they round to bf16 through
+    ``to_f32_odd``."""
+    d = np.asarray(values).dtype
+    return d.kind in "iu" and d.itemsize >= 4 or d.kind == "f" and d.itemsize > 4
+
+
 def round_bf16(values: np.ndarray) -> np.ndarray:
-    """float32 values rounded to the nearest bfloat16 (ties to even), still stored as float32."""
+    """float32 values rounded to the nearest bfloat16 (ties to even), still stored as float32; wider values (f64,
+    32- and 64-bit integers) round once, through ``to_f32_odd``."""
+    if _wider_than_f32(values):
+        values = to_f32_odd(values)
     x = np.ascontiguousarray(values, dtype=np.float32)
     bits = x.view(np.uint32)
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
@@ -68,8 +91,9 @@ def round_bf16(values: np.ndarray) -> np.ndarray:
 
 def cast(values: Any, name: str) -> np.ndarray:
     """``values`` as a numpy array holding dtype ``name`` (bf16: float32 rounded to bfloat16)."""
-    out = np.asarray(values, dtype=to_numpy(name))
-    return round_bf16(out) if name == "bf16" else out
+    if name == "bf16":
+        return round_bf16(values if _wider_than_f32(values) else np.asarray(values, np.float32))
+    return np.asarray(values, dtype=to_numpy(name))
 
 
 SUM_DTYPES = {"bool": "i32", "i8": "i32", "i16": "i32", "u8": "i32", "u16": "i32"}

@@ -238,3 +238,23 @@ def test_weak_values_join_at_their_wider_dtype_in_loops_and_branches():
     assert float(j(lambda s: s + 0.5)(1)) == 1.5                          # a weak int meets a Python float
     r = j(lambda v: pt.fori_loop(0, 3, lambda i, c: c + 0.5, 0) + v)(np.zeros(2, np.float16))
     assert r.dtype == np.float16 and list(r) == [1.5, 1.5]
+
+
+def test_bf16_conversions_from_wider_values_round_once():
+    """f64 and 32/64-bit integer values become bf16 in one rounding, as a direct conversion (XLA's, ml_dtypes')
+    does: through f32 first they round twice (1 + 2**-8 + 2**-40 would be 1.0, 2**24 + 2**16 + 1 would be 2**24)."""
+    from fractions import Fraction
+
+    def nearest(v):                 # round to nearest even at 8 significant bits, exactly
+        _, e = np.frexp(v)
+        return float(round(Fraction(v) * Fraction(2) ** (8 - int(e))) * Fraction(2) ** (int(e) - 8))
+    to_bf16 = pt.jit(lambda v: v.astype("bf16").astype("f64"))
+    x = np.array([1 + 2 ** -8 + 2 ** -40, -(1 + 2 ** -8 + 2 ** -40), 1 + 2 ** -8, 1 + 3 * 2 ** -8], np.float64)
+    assert list(to_bf16(x)) == [1.0078125, -1.0078125, 1.0, 1.015625]
+    rng = np.random.default_rng(5)
+    wide = rng.standard_normal(4000) * 10.0 ** rng.integers(-30, 30, 4000)
+    assert list(to_bf16(wide)) == [nearest(v) for v in wide]
+    ints = np.array([2 ** 24 + 2 ** 16 + 1, -(2 ** 24 + 2 ** 16 + 1), 2 ** 31 - 1, 3], np.int32)
+    assert list(to_bf16(ints)) == [nearest(float(v)) for v in ints]
+    assert list(to_bf16(ints.astype(np.int64) * 2 ** 20)) == [nearest(float(v) * 2 ** 20) for v in ints]
+    assert np.isnan(to_bf16(np.array([np.nan]))[0]) and list(to_bf16(np.array([np.inf, 1e300, -0.0]))) == [np.inf, np.inf, -0.0]

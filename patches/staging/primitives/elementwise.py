@@ -155,6 +155,8 @@ def _astype_impl(x: Array, *, dtype: str) -> list:
     v = x.logical()
     if dtypes.is_float(x.dtype) and dtypes.is_int(dtype):
         out = float_to_int(v, dtype)
+    elif dtype in dtypes.EMULATED:         # bf16 from f64 or i64: rounded once, not through f32
+        out = dtypes.cast(v, dtype)
     else:
         out = v.astype(dtypes.to_numpy(dtype))
     return [Array.from_logical(out, computed_layout(x.layout), dtype)]
