@@ -331,8 +331,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
 
     def value(x: Any, ctx: str) -> tuple:
         if isinstance(x, Literal):
-            exact = dtypes.is_int(x.type.dtype) if x.type.dtype != "bool" else False
-            return ("lit", int(x.value) if exact else float(x.value))      # i64 literals past 2**53 stay exact
+            exact = dtypes.is_int(x.type.dtype)       # integer literals as ints: i64 ones past 2**53 stay exact
+            return ("lit", int(x.value) if exact else float(x.value))
         if id(x) in ref:
             return ref[id(x)]
         if id(x) in src:
@@ -352,6 +352,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         """Whether integers of ``dt`` are narrower than the kernel's (i8 in Int32; i32 too in Int64): its wrapping
         results are wrapped back into its range."""
         return dt in NARROW_INTS or dt == "i32" and idt == "i64"
+
     for e in prog.eqns:
         nm = e.prim.name
         out = e.outputs[0]
