@@ -195,6 +195,9 @@ def _check_u32(e: Any) -> None:
     dts = [x.type.dtype for x in e.inputs if not isinstance(x, Literal)] + [e.outputs[0].type.dtype]
     if "u32" not in dts:
         return
+    if dts == ["u32", "bf16"]:         # through f32 it would round twice (the interpreter rounds once)
+        raise LoweringError(f"equation astype({e.inputs[0].type}) to bf16: a u32 value reaches bf16 through f32 in the "
+                            "SIMT kernel, rounding twice; convert it to f32 first (astype('f32').astype('bf16'))")
     if e.prim.name == "astype" and len(dts) == 2 and all(d == "u32" or d in ("bf16", "f16", "f32") for d in dts):
         return
     raise LoweringError(f"equation {e.prim.name}({', '.join(str(x.type) for x in e.inputs)}): u32 values are not "

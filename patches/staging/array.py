@@ -201,6 +201,10 @@ def to_array(x: Any, dtype: str | None = None) -> Array:
         if isinstance(x, int) and not isinstance(x, bool):
             dtypes.check_int_fits(x, name)
         with np.errstate(over="ignore"):  # a float past the dtype's range rounds to inf
+            if name in dtypes.EMULATED:   # bf16: rounded once from the exact value (through f32 it rounds twice)
+                exact = np.array([dtypes.int_to_f32_odd(x) if isinstance(x, int) else float(x)])
+                return Array(dtypes.cast(exact if isinstance(x, float) else exact.astype(np.float32), name), 0,
+                             SCALAR_LAYOUT, name)
             return Array(dtypes.cast(np.array([x], dtype=object if isinstance(x, int) else None).astype(
                 dtypes.to_numpy(name)), name), 0, SCALAR_LAYOUT, name)
     raise fail(None, f"expected a tensor (an Array, a numpy array or a Python number), got {type(x).__name__} {x!r}")

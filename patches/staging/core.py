@@ -261,6 +261,9 @@ def weak_arrays(leaves: list) -> list:
     return out
 
 
+CAPPED = "weak, computed in 32 bits"      # a weak loop or cond result of a Python number: it never widens to 64 bits
+
+
 class WeakArgument:
     """What a weak Tracer standing for a Python int argument was narrowed to (an i8 tensor meeting it converts it
     to i8): its value must fit each such dtype, checked now when the value is known, else by ``jit`` at each call."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -60,7 +61,12 @@ def to_numpy(name: str) -> np.dtype:
 def to_f32_odd(values: Any) -> np.ndarray:
     """Wider values (f64, integers past 24 bits) as float32 rounded to odd (truncated, the last bit set where inexact):
     rounding that to bfloat16 then rounds once, as a direct conversion does (round to nearest twice would not:
-    1 + 2**-8 + 2**-40 is 1.0078125 in bfloat16, not 1.0)."""
+    1 + 2**-8 + 2**-40 is 1.0078125 in bfloat16, not 1.0). 64-bit integers (exact past 2**53 only as integers)
+    are rounded to odd from their own bits."""
+    d = np.asarray(values).dtype
+    if d.kind in "iuO" and d.itemsize >= 8:
+        flat = [int_to_f32_odd(int(v)) for v in np.asarray(values).reshape(-1).tolist()]
+        return np.asarray(flat, np.float32).reshape(np.shape(values))
     x = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         y = x.astype(np.float32)
@@ -70,11 +76,23 @@ def to_f32_odd(values: Any) -> np.ndarray:
     return np.where(np.isnan(x), np.float32(np.nan), bits.view(np.float32)).reshape(np.shape(x))
 
 
+def int_to_f32_odd(n: int) -> float:
+    """A Python int as the float32 value rounded to odd (24 significant bits, the last one set where bits were
+    dropped); exact below 2**24."""
+    a = abs(n)
+    shift = max(0, a.bit_length() - 24)
+    t = a >> shift
+    if shift and a & ((1 << shift) - 1):
+        t |= 1
+    with np.errstate(over="ignore"):
+        return float(np.float32(math.ldexp(-t if n < 0 else t, shift)) if shift < 1000 else math.copysign(math.inf, n))
+
+
 def _wider_than_f32(values: Any) -> bool:
     """Whether values hold more than f32 does (f64, integers past 24 bits): they round to bf16 through
     ``to_f32_odd``."""
     d = np.asarray(values).dtype
-    return d.kind in "iu" and d.itemsize >= 4 or d.kind == "f" and d.itemsize > 4
+    return d.kind in "iu" and d.itemsize >= 4 or d.kind == "f" and d.itemsize > 4 or d.kind == "O"
 
 
 def round_bf16(values: np.ndarray) -> np.ndarray:

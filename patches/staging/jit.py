@@ -61,8 +61,14 @@ class Jitted:
         return hit
 
     def stage(self, *args: Any) -> Program:
-        """The cached program for arguments like ``args`` (values or ``tensor`` types)."""
-        return self._entry(args)[0]
+        """The cached program for arguments like ``args`` (values or ``tensor`` types). A Python int argument the
+        function narrows (to meet an i8 tensor) is refused here: the program alone would not check its value."""
+        staged, _, weak = self._entry(args)
+        for i, arg in weak.items():
+            if arg.narrowed:
+                raise fail("jit", f"{self.name}: argument {i} (a Python int) is converted to {min(arg.narrowed)}, which "
+                                  "only a call checks against its value; pass a tensor of that dtype to stage it")
+        return staged
 
     def __call__(self, *args: Any) -> Any:
         leaves, _ = tree_flatten(args)

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes
 from .array import to_array
-from .core import Tracer, WeakArgument, get_aval
+from .core import CAPPED, Tracer, WeakArgument, get_aval
 from .errors import fail
 
 
@@ -72,6 +72,12 @@ def widest(weak: list, py_float: bool = False) -> str:
     return "i64" if "i64" in weak else weak[0]
 
 
+def _capped(x: Tracer, want: str) -> bool:
+    """Whether weak ``x`` was computed in 32 bits from a Python number (a loop carry, a cond output) and ``want`` is
+    64-bit: widening it would give a value already rounded or wrapped, so it is refused as a strong value is."""
+    return x._weak == CAPPED and want in ("f64", "i64")
+
+
 def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
     """Whether weak ``x`` is a Python int argument that may convert to the narrower int ``want``: yes, recording
     that its value must fit (checked now if known, else at each call of the jitted function)."""
@@ -93,7 +99,8 @@ def coerce(name: str, *xs: Any) -> list:
             strong = [widest([x.aval.dtype for x in xs if _weak(x)], any(isinstance(x, float) for x in xs))]
         if strong:
             xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and x.aval.dtype != strong[0]
-                       and (widens(x.aval.dtype, strong[0]) or _narrows_argument(name, x, strong[0])) else x
+                       and (widens(x.aval.dtype, strong[0]) and not _capped(x, strong[0])
+                            or _narrows_argument(name, x, strong[0])) else x
                        for x in xs)
     tensors = [x for x in xs if not _is_py_scalar(x)]
     ctx = next((get_aval(x).dtype for x in tensors if not _is_np_scalar(x)), None)

@@ -258,3 +258,25 @@ def test_bf16_conversions_from_wider_values_round_once():
     assert list(to_bf16(ints)) == [nearest(float(v)) for v in ints]
     assert list(to_bf16(ints.astype(np.int64) * 2 ** 20)) == [nearest(float(v) * 2 ** 20) for v in ints]
     assert np.isnan(to_bf16(np.array([np.nan]))[0]) and list(to_bf16(np.array([np.inf, 1e300, -0.0]))) == [np.inf, np.inf, -0.0]
+
+
+def test_weak_results_of_32_bit_loops_do_not_widen_and_narrowed_arguments_do_not_stage_unchecked():
+    """A weak loop or cond result computed from a Python number in 32 bits meeting an f64/i64 tensor is refused, not
+    widened (its value was already rounded or wrapped: a 40-step doubling from 1 is 0 in i32); staging (without a
+    call) a function that narrows a Python int argument is refused (the program alone would not check the value);
+    bf16 from Python numbers, i64 and u64 values rounds once."""
+    j = pt.jit
+    with pytest.raises(StagingError, match="different dtypes"):
+        j(lambda v: pt.fori_loop(0, 40, lambda i, c: c * 2, 1) + v)(np.zeros(1, np.int64))
+    with pytest.raises(StagingError, match="different dtypes"):
+        j(lambda q, v: pt.cond(q, lambda: 0.1, lambda: 0.2) + v)(np.bool_(True), np.zeros(1))
+    assert list(j(lambda v: pt.fori_loop(0, 3, lambda i, c: c + 1, 0) * 2 + v)(np.zeros(2, np.float16))) == [6, 6]
+    f = j(lambda v, s: v + s)
+    with pytest.raises(StagingError, match="only a call checks"):
+        f.stage(np.array([1, 2, 3], np.int8), 5)
+    assert list(pt.full((2,), 1 + 2 ** -8 + 2 ** -40, "bf16").numpy()) == [1.0078125, 1.0078125]
+    assert float(j(lambda: pt.zeros((1,), "bf16") + (2 ** 24 + 2 ** 16 + 1))()[0]) == 2 ** 24 + 2 ** 17
+    to_bf16 = j(lambda v: v.astype("bf16").astype("f64"))
+    assert list(to_bf16(np.array([2 ** 62 + 2 ** 54 + 1, -(2 ** 62 + 2 ** 54 + 1)], np.int64))) == [2 ** 62 + 2 ** 55,
+                                                                                                -(2 ** 62 + 2 ** 55)]
+    assert list(to_bf16(np.array([2 ** 63 + 2 ** 55 + 1], np.uint64))) == [2 ** 63 + 2 ** 56]

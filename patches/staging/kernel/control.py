@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import (
+    CAPPED,
     Primitive,
     Tracer,
     WeakArgument,
@@ -255,7 +256,12 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any 
     weak_out: list = []
     staged = stage_body(f, [I32, *types], "fori_body", types, weak, weak_out)
     outs = bind_loop(staged, init_vals, lower, upper)
-    return tree_unflatten(tree, [mark_weak(o) if 1 + k in weak and weak_out[k] else o for k, o in enumerate(outs)])
+    return tree_unflatten(tree, [_weak_result(o) if 1 + k in weak and weak_out[k] else o for k, o in enumerate(outs)])
+
+
+def _weak_result(x: Any) -> Any:
+    """A loop or cond result that stays weak: one computed in 32 bits (from a Python number) never widens to 64."""
+    return mark_weak(x, CAPPED if get_aval(x).dtype in ("f32", "i32") else True)
 
 
 def _promote_weak_carries(f: Callable, leaves: list) -> tuple:
@@ -377,7 +383,7 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     operands = tree_unflatten(tree, [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves])
     weak: list = []
     res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands), weak))
-    res = [mark_weak(r) if w else r for r, w in zip(res, weak or [False] * len(res))]
+    res = [_weak_result(r) if w else r for r, w in zip(res, weak or [False] * len(res))]
     return res[0] if len(res) == 1 else tuple(res) if res else None
 
 

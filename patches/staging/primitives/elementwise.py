@@ -20,7 +20,7 @@ from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
-from ..core import Tracer, bind, get_aval, is_tensor_like, mark_weak
+from ..core import CAPPED, Tracer, bind, get_aval, is_tensor_like, mark_weak
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce, weak_scalar  # noqa: F401 (re-exported)
 from ..types import (
@@ -262,7 +262,7 @@ def _unary_op(name: str) -> Any:
             raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                              f"{type(x).__name__} {x!r:.80}")
         out = bind(p, x)
-        return mark_weak(out) if isinstance(x, Tracer) and x.weak else out
+        return mark_weak(out, x._weak if x._weak == CAPPED else True) if isinstance(x, Tracer) and x.weak else out
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
     return op
@@ -277,7 +277,8 @@ def _binary_op(name: str) -> Any:
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
         out = bind(p, *broadcast_operands(name, coerce(name, x, y)))
         weak = [isinstance(v, Tracer) and v.weak for v in (x, y) if not _is_py_scalar(v)]
-        return mark_weak(out) if weak and all(weak) else out
+        capped = any(isinstance(v, Tracer) and v.weak and v._weak == CAPPED for v in (x, y))
+        return mark_weak(out, CAPPED if capped else True) if weak and all(weak) else out
     op.__name__ = name
     op.__doc__ = f"Elementwise {name} (Python scalars take the tensor's dtype; shapes broadcast with stride-0 modes)."
     return op
