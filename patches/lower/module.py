@@ -97,6 +97,11 @@ class Module:
         outs = outs if isinstance(outs, list) else [outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def simulate_kernels(self, *arrays: Any) -> Any:
+        """The kernel's CPU model (``simulate``), under the name a schedule's is called by: one lowered kernel and a
+        schedule of several answer the same call."""
+        return self.simulate(*arrays)
+
     def fake_args(self) -> list:
         """Fake tensors matching the kernel's arguments (symbolic extents become dynamic, with their divisibility)."""
         from cutlass.cute.runtime import make_fake_stream

@@ -174,3 +174,15 @@ def test_an_f64_softmax_compiles_to_double_precision_instructions():
     assert counts["DADD"] and counts["DFMA"] and counts["SHFL.BFLY"], counts
     assert counts["FADD"] == counts["FMUL"] == 0, counts          # no f32 arithmetic on the values
     assert k.resources["spills"] == 0
+
+
+def test_a_single_kernel_module_answers_simulate_kernels():
+    """``pt.lower`` of a program that is one ``pt.kernel`` call gives a KernelModule; it answers ``simulate_kernels``
+    as a schedule does (was an AttributeError), with its emitted source's model."""
+    def k(a_ref, b_ref, o_ref):
+        o_ref[...] = pt.matmul(a_ref[...], b_ref[...])
+    kern = pt.kernel(k, out_type=pt.tensor("f64", (16, 16)), grid=(1,))
+    prog = pt.stage(kern, pt.tensor("f64", (16, 8)), pt.tensor("f64", (8, 16)))
+    mod = pt.lower(prog)
+    a, b = RNG.standard_normal((16, 8)), RNG.standard_normal((8, 16))
+    np.testing.assert_allclose(mod.simulate_kernels(a, b), a @ b, rtol=1e-12, atol=1e-12)
