@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..staging import primitives as P
-from ..staging.dtypes import round_bf16
+from ..staging.dtypes import round_bf16, to_numpy
 from .config import NUM_SMS, TileConfig
 from .emit_common import RASTER_GROUP
 from .spec import GemmSpec, regroup
@@ -55,16 +55,12 @@ def round_to(x: np.ndarray, dtype: str, ft: Any = np.float32) -> np.ndarray:
             return (x != 0).astype(ft)
         if dtype and dtype[0] in "iu":
             return np.trunc(x).astype(ft)
-        return x if dtype in ("f64", "") else x.astype(dtype_of(dtype)).astype(ft)
+        return x if dtype in ("f64", "") else x.astype(to_numpy(dtype)).astype(ft)
     if dtype == "bf16" and np.asarray(x).dtype.itemsize > 4:       # from f64: rounded once, as the conversion
         r = round_bf16(x)
     else:
         r = _round32(x, dtype)
     return r if ft is np.float32 else r.astype(ft)
-
-
-def dtype_of(dtype: str) -> Any:
-    return {"f32": np.float32, "f16": np.float16}[dtype]
 
 
 def _round32(x: np.ndarray, dtype: str) -> np.ndarray:
