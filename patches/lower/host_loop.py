@@ -128,14 +128,14 @@ class LoopModule:
         """Every body kernel checked against its program (``Schedule.verify``)."""
         return self.body.verify()
 
-    def run(self, args: list, sizes: dict | None = None, limit: int | None = None) -> list:
+    def run(self, args: list, sizes: dict | None = None, limit: int | None = None, source: bool = False) -> list:
         """The loop on numpy operands (the equation's inputs in order) through the body's kernel models (its first
-        ``limit`` iterations, when given)."""
+        ``limit`` iterations, when given; ``source``: the SIMT kernels' emitted source executed)."""
         lo, hi = trip_bounds(self.eqn, sizes)
         hi = hi if limit is None else min(hi, lo + limit)
         consts, carry = list(args[:self.n_consts]), list(args[self.n_consts:])
         for i in range(lo, hi):
-            carry = self.body.run_kernels([np.int32(i), *consts, *carry], _with_index(self.eqn, sizes, i))
+            carry = self.body.run_kernels([np.int32(i), *consts, *carry], _with_index(self.eqn, sizes, i), source)
         return carry
 
     def shortened(self, program: Program, limit: int) -> Program:

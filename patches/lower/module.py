@@ -97,10 +97,22 @@ class Module:
         outs = outs if isinstance(outs, list) else [outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def simulate_kernels(self, *arrays: Any) -> Any:
-        """The kernel's CPU model (``simulate``), under the name a schedule's is called by: one lowered kernel and a
-        schedule of several answer the same call."""
-        return self.simulate(*arrays)
+    def simulate_kernels(self, *arrays: Any, source: bool = False) -> Any:
+        """The kernel's CPU model (``simulate``; with ``source``, ``run_source``), under the name a schedule's is
+        called by: one lowered kernel and a schedule of several answer the same call."""
+        return self.run_source(*arrays) if source else self.simulate(*arrays)
+
+    def run_source(self, *arrays: Any, sizes: dict | None = None) -> Any:
+        """Execute the emitted source on the CPU (patches.lower.simt_source: a thread per CUDA thread) on numpy
+        arrays (the program's parameters); one output, or a tuple of them. SIMT kernels only: the GEMM template's
+        source is checked by ``verify()`` (its data movement from its own builders) and its tile model."""
+        from .simt_source import run_simt_source
+
+        if self.kind != "simt":
+            raise LoweringError(f"{self.spec.name}: the CPU model executes SIMT and pt.kernel sources, not a "
+                                f"{self.kind} kernel's (use simulate(), its tile model, and verify())")
+        outs = run_simt_source(self, *arrays, sizes=sizes)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def fake_args(self) -> list:
         """Fake tensors matching the kernel's arguments (symbolic extents become dynamic, with their divisibility)."""

@@ -36,6 +36,7 @@ from .schedule import build
 from .simt_spec import analyze_simt
 
 LOOP_CHECK_TRIPS = 3      # iterations of a host loop verify runs against the interpreter
+SOURCE_CHECK_ELEMENTS = 4096   # verify also executes a SIMT kernel's emitted source when its operands are this small
 
 
 class Kernel:
@@ -100,11 +101,13 @@ class Kernel:
             return f"pt.kernel {self.fuses[0]}, grid {tuple(s.grid)}, {len(s.args)} buffer argument(s)"
         return f"{s.rows}x{s.cols} rows x cols, {len(s.reductions)} reduction(s)"
 
-    def run_model(self, ins: list, sizes: dict | None = None, limit: int | None = None) -> list:
+    def run_model(self, ins: list, sizes: dict | None = None, limit: int | None = None, source: bool = False) -> list:
         """The kernel's CPU model on its program's parameters (in order): the GEMM's tiles, the SIMT kernel's rows,
         or a ``pt.kernel`` module's emitted source run by patches.lower.kernel.simulate; its outputs in order.
-        ``sizes`` binds symbols no parameter of this kernel gives (the schedule's, read off the program's inputs)."""
+        With ``source``, a SIMT kernel's emitted source is executed too (patches.lower.simt_source) instead of its
+        numpy model. ``sizes`` binds symbols no parameter of this kernel gives (the schedule's)."""
         from .kernel.simulate import simulate_module
+        from .simt_source import run_simt_source
         from .simulate import simulate
         from .simulate_simt import simulate_simt
 
@@ -112,11 +115,13 @@ class Kernel:
             return list(simulate(self.spec, *ins, every=True))
         if self.kind == "loop":
             pos = {id(p): i for i, p in enumerate(self.program.params)}
-            return self.module.run([ins[pos[id(x)]] for x in self.program.eqns[-1].inputs], sizes, limit)
+            return self.module.run([ins[pos[id(x)]] for x in self.program.eqns[-1].inputs], sizes, limit, source)
         if self.kind == "kernel":
             pos = {id(p): i for i, p in enumerate(self.program.params)}
             return simulate_module(self.module, *[ins[pos[id(x)]] for x in self.program.eqns[0].inputs],
                                    sizes=sizes or None)
+        if source:
+            return run_simt_source(self.module, *ins, sizes=sizes or None)
         outs = simulate_simt(self.spec, *ins, sizes=sizes or None)
         return outs if isinstance(outs, list) else [outs]
 
@@ -127,8 +132,9 @@ class Kernel:
     def verify(self, seed: int = 0, movement: bool = True, sizes: dict | None = None) -> float:
         """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
         emitted data movement, element by element); then the kernel's tile-level numpy model against the
-        interpreter on random data (symbols bound by ``sizes``, else each at twice its least value). Returns the
-        numeric error; raises LoweringError on a mismatch."""
+        interpreter on random data (symbols bound by ``sizes``, else each at twice its least value), and for a
+        small SIMT kernel its emitted source executed (patches.lower.simt_source). Returns the numeric error;
+        raises LoweringError on a mismatch."""
         mv = getattr(self.module, "verify", None)
         if movement and callable(mv):
             mv()
@@ -142,6 +148,8 @@ class Kernel:
             got = self.run_model(args, sizes)
         if self.kind == "gemm":
             got, want = [got[self.spec.out_index]], [want[self.spec.out_index]]
+        elif self.kind == "simt" and sum(np.size(x) for x in [*args, *want]) <= SOURCE_CHECK_ELEMENTS:
+            got, want = got + self.run_model(args, sizes, source=True), want + want    # the code itself, too
         worst = 0.0
         # A TMA load reads zeros past a padded operand's edge where the interpreter reads NaN: outputs the
         # interpreter leaves NaN may then be exact numbers (docs/kernels.md, "From kernel to GPU").
@@ -346,21 +354,23 @@ class Schedule:
         res = [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]
         return tree_unflatten(prog.out_tree, res)
 
-    def simulate_kernels(self, *args: Any) -> Any:
+    def simulate_kernels(self, *args: Any, source: bool = False) -> Any:
         """Run the schedule on the CPU through each kernel's tile-level model (the GEMM's tiles, f32 accumulation
         and epilogue; the SIMT kernel's rows, passes and f32 arithmetic; every store rounded to its dtype; a
         ``pt.kernel`` call's emitted source through patches.lower.kernel.simulate), passing buffers between them:
-        what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel)."""
-        return tree_unflatten(self.program.out_tree, self.run_kernels(self.arguments(args)))
+        what the kernels compute, as opposed to ``simulate`` (the interpreter per kernel). With ``source`` the SIMT
+        kernels' emitted source is executed (a thread per CUDA thread: slow, for small problems) instead of their
+        numpy model; GEMM kernels still run their tile model."""
+        return tree_unflatten(self.program.out_tree, self.run_kernels(self.arguments(args), source=source))
 
-    def run_kernels(self, leaves: list, sizes: dict | None = None) -> list:
+    def run_kernels(self, leaves: list, sizes: dict | None = None, source: bool = False) -> list:
         """``simulate_kernels`` on the program's parameters (a flat list), its outputs as a flat list; ``sizes``
         binds symbols the parameters do not give (an enclosing program's: a host loop body's inner bounds)."""
         prog = self.program
         env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
         syms = {**(sizes or {}), **(bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {})}
         for k in self.kernels:
-            outs = k.run_model([env[id(p)] for p in k.program.params], syms)
+            outs = k.run_model([env[id(p)] for p in k.program.params], syms, source=source)
             for v, x in zip(k.program.outputs, outs):
                 env[id(v)] = np.asarray(x).reshape(tuple(int(n) for n in np.shape(evaluate_shape(v, x))))
         return [np.asarray(o.value) if not isinstance(o, Var) else env[id(o)] for o in prog.outputs]

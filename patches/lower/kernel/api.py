@@ -39,6 +39,10 @@ class KernelModule(Module):
         outs = simulate_module(self, *arrays, sizes=sizes)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def run_source(self, *arrays: Any, sizes: dict | None = None) -> Any:
+        """The emitted source executed on the CPU: what ``simulate`` does for a ``pt.kernel`` module."""
+        return self.simulate(*arrays, sizes=sizes)
+
     def fake_args(self) -> list:
         import cutlass
         from cutlass.cute.runtime import make_fake_stream, make_fake_tensor

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...layouts import ComposedLayout, cosize, make_swizzle
+from ...layouts import ComposedLayout, cosize, local_tile, make_swizzle
 from ...staging import dtypes
 from ...staging.array import Array
 from ..errors import LoweringError
@@ -60,8 +60,15 @@ def _noop(*a: Any, **k: Any) -> None:
     return None
 
 
-def _local_tile(coords: Any, tiler: Any, coord: Any) -> Any:
-    return coords                               # TMA coordinates: the boxes are indexed in box units
+def _local_tile(x: Any, tiler: Any, coord: Any) -> Any:
+    """``cute.local_tile``: on a tensor, the tile at ``coord`` (patches.layouts.local_tile of its layout, the offset
+    added to its pointer); on TMA coordinates, the coordinates themselves (the boxes are indexed in box units)."""
+    if not isinstance(x, _Tensor):
+        return x
+    if isinstance(x.layout, ComposedLayout):
+        raise LoweringError("simulate: local_tile of a swizzled tensor is not modeled")
+    tile, off = local_tile(x.layout, tuple(tiler), tuple(int(c) for c in coord))
+    return _Tensor(x.ptr + int(off), tile)
 
 
 def _group_modes(t: Any, lo: int, hi: int) -> Any:
@@ -72,10 +79,15 @@ def _composed(sw: Any, off: Any, outer: Any) -> ComposedLayout:
     return ComposedLayout(sw, off, outer.layout if isinstance(outer, _Lay) else outer)
 
 
-def _size_of(x: Any) -> int:
-    if isinstance(x, (list, tuple)):
+def _size_of(x: Any, mode: Any = None) -> int:
+    """``cute.size``: the number of elements of a tensor or layout, or of its modes ``mode`` (a list of indices)."""
+    if isinstance(x, (list, tuple)) and mode is None:
         return len(x)
-    shape = x.shape if not isinstance(x, _Tensor) else x.shape
+    shape = x if isinstance(x, tuple) else x.shape
+    if mode is not None:
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        for m in mode:
+            shape = shape[m] if isinstance(shape, tuple) else shape
     return int(np.prod([1] + [int(v) for v in _flatten(shape)]))
 
 
@@ -215,7 +227,7 @@ class _Tracked(np.ndarray):
         (log.writer if write else log.reader)[at] = cta.id
 
 
-def _tracked(store: np.ndarray) -> np.ndarray:
+def tracked(store: np.ndarray) -> np.ndarray:
     t = store.view(_Tracked)
     t.log = SimpleNamespace(index=np.arange(store.size), writer=np.full(store.size, -1, np.int64),
                             reader=np.full(store.size, -1, np.int64), races=[])
@@ -240,7 +252,7 @@ def simulate_module(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
     stores = [np.array(Array.from_logical(np.asarray(x), a.value_layout, a.dtype).storage) for a, x in zip(ins, arrays)]
     for a in spec.args[len(ins):]:
         poison = np.nan if dtypes.is_float(a.dtype) else np.array(-1).astype(_DTYPES[a.dtype].np)  # all ones
-        stores.append(_tracked(np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np)))
+        stores.append(tracked(np.full(int(cosize(a.layout)), poison, dtype=_DTYPES[a.dtype].np)))
     run_host(module, stores, spec)
     for a, store in zip(spec.args[len(ins):], stores[len(ins):]):
         if store.log.races:
@@ -256,9 +268,19 @@ def run_host(module: Any, stores: list, spec: Any = None) -> None:
     ``spec.args`` order, each of its dtype's storage: bf16 as float32), as the compiled kernel takes them; the
     outputs are written in place."""
     spec = spec or module.spec
-    code = re.sub(r"^(import|from) .*$", "", module.source, flags=re.M)
+    exec_host(module.source, spec.name, [tensor(x, a.dtype, a.layout) for a, x in zip(spec.args, stores)])
+
+
+def tensor(store: np.ndarray, dtype: str, layout: Any) -> _Tensor:
+    """A kernel argument of the model: flat numpy storage of ``dtype`` (bf16 as float32) indexed by ``layout``."""
+    return _Tensor(_Ptr(store, 0, _DTYPES[dtype]), layout)
+
+
+def exec_host(source: str, name: str, tensors: list) -> None:
+    """Execute an emitted module's source in the model's namespace and call its host function on ``tensors``."""
+    code = re.sub(r"^(import|from) .*$", "", source, flags=re.M)
     env: dict = {"cutlass": cutlass, "cute": cute, "cuda": SimpleNamespace(CUstream=object), "sm90_utils": sm90_utils,
                  "warpgroup": warpgroup, "OperandMajorMode": OperandMajorMode, "cpasync": tma.cpasync,
                  "pipeline": tma.pipeline, "warp": warp, "LayoutEnum": LayoutEnum}
-    exec(compile(code, f"<{spec.name}>", "exec"), env)   # the module we emitted ourselves, never user text
-    env["host"](*(_Tensor(_Ptr(x, 0, _DTYPES[a.dtype]), a.layout) for a, x in zip(spec.args, stores)), None)
+    exec(compile(code, f"<{name}>", "exec"), env)   # the module we emitted ourselves, never user text
+    env["host"](*tensors, None)

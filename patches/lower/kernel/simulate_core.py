@@ -61,6 +61,7 @@ cutlass = SimpleNamespace(
     range=lambda *a, unroll=None, unroll_full=None: map(_DTYPES["i32"], range(*(int(x) for x in a))),
     range_constexpr=lambda *a: range(*(int(x) for x in a)),
     select_=lambda p, a, b: np.where(np.asarray(p, bool), a, b).view(SSA),
+    max=lambda a, b: np.asarray(np.maximum(a, b)).view(SSA), min=lambda a, b: np.asarray(np.minimum(a, b)).view(SSA),
     memory=SimpleNamespace(SmemAllocator=lambda: _Allocator()))
 
 
@@ -175,8 +176,19 @@ class _Lay:
         return int(self.table[int(c)])
 
 
-@lru_cache(maxsize=4096)
 def _make_layout(shape: Any, stride: Any = None) -> _Lay:
+    """``cute.make_layout``: run-time integers of the emitted code (0-d values) become Python ints first."""
+    return _cached_layout(_py_ints(shape), _py_ints(stride))
+
+
+def _py_ints(x: Any) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_py_ints(v) for v in x)
+    return x if x is None or type(x) is int else int(x)
+
+
+@lru_cache(maxsize=4096)
+def _cached_layout(shape: Any, stride: Any = None) -> _Lay:
     if stride is None:
         from ...staging.types import compact
 

@@ -1,0 +1,164 @@
+"""SIMT kernels verified from their own code: the emitted module text executed on the CPU (patches.lower.simt_source,
+a Python thread per CUDA thread, barriers and butterfly shuffles as the GPU has them) against the interpreter, for
+every form the SIMT emitter writes (tails, vector loads, passes, cross-warp partials, row outputs, several outputs,
+views, gathers, integer helpers, f64/i64, symbolic extents). Outputs start poisoned, so an element the code never
+writes fails; and edits of the emitted text that the numpy model (``simulate_simt``) cannot see are caught here."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.layouts import Sym, make_layout
+from patches.lower import LoweringError
+from patches.lower.plan import random_args
+from patches.staging import dtypes
+
+RNG = np.random.default_rng(11)
+
+
+def softmax(x):
+    e = pt.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm_stats(x):
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return (x - mu) * pt.rsqrt(var + 1e-5), mu[:, 0]
+
+
+def _t(dtype, shape, stride=None):
+    return pt.tensor(dtype, make_layout(shape, stride) if stride is not None else shape)
+
+
+CASES = {
+    # name: (function, parameter types)
+    "softmax f16, a tail chunk": (softmax, [_t("f16", (5, 300), (300, 1))]),
+    "softmax f32, column-major": (softmax, [_t("f32", (6, 70))]),
+    "layernorm and a row output": (layernorm_stats, [_t("bf16", (4, 260), (260, 1))]),
+    "full sum: one CTA, cross-warp partials": (lambda x: (x * x).sum(), [_t("f32", (1000,))]),
+    "full max and min of a 2-D input": (lambda x: (x.max(), x.min()), [_t("f32", (33, 17))]),
+    "column sums (reduce the first axis)": (lambda x: x.sum(axis=0), [_t("f32", (40, 9), (9, 1))]),
+    "elementwise chain with broadcast bias": (lambda x, b: pt.relu(x * 2.0 + b), [_t("f16", (7, 129), (129, 1)),
+                                                                                _t("f16", (129,))]),
+    "row-major product: full chunks of vector loads": (lambda x, y: x * y + 1.0, [_t("f32", (3, 600), (600, 1))] * 2),
+    "transposed read": (lambda x: pt.exp(x.T) + 1.0, [_t("f32", (20, 12), (12, 1))]),
+    "slice view": (lambda x: x[2:9, 1::2] * 3.0, [_t("f32", (12, 30), (30, 1))]),
+    "rank 3 reduction over the last mode": (lambda x: x.sum(axis=2), [_t("f32", (3, 4, 50))]),
+    "concatenate (gathers)": (lambda x, y: pt.concatenate([x, y * 2.0], axis=1),
+                              [_t("f32", (6, 10), (10, 1)), _t("f32", (6, 7), (7, 1))]),
+    "strided slice beside a slice": (lambda x: pt.concatenate([x[:, 1::3], x[:, :3]], axis=1) + 1.0,
+                                      [_t("f32", (5, 9), (9, 1))]),
+    "symbolic rows: a qkv split": (lambda x: pt.softmax(x[:, :16] * x[:, 16:32], -1) + x[:, 32:],
+                                   [pt.tensor("f32", make_layout((Sym("M"), 48), (48, 1)))]),
+    "symbolic rows: heads split off": (lambda x: (x[:, :32].reshape(-1, 4, 8) ** 2).sum(-1),
+                                       [pt.tensor("f32", make_layout((Sym("M"), 40), (40, 1)))]),
+    "gradient of a symbolic split": (pt.grad(lambda x: pt.sum(pt.softmax(x[:, :16] * x[:, 16:32], -1) + x[:, 32:])),
+                                     [pt.tensor("f32", make_layout((Sym("M"), 48), (48, 1)))]),
+    "integers: floor division, modulo, i8 wrap": (
+        lambda a, b: ((a // b) + (a % b) * 3, (a * a).astype("i8")), [_t("i32", (4, 40)), _t("i32", (4, 40))]),
+    "bitwise and shifts": (lambda a, b: (a & b) ^ (a >> 1), [_t("i32", (3, 33)), _t("i32", (3, 33))]),
+    "comparisons, where, bool output": (lambda x, y: (pt.where(x > y, x, y * 0.5), x <= y),
+                                        [_t("f32", (5, 40)), _t("f32", (5, 40))]),
+    "argmax and argmin": (lambda x: (pt.argmax(x, axis=1), pt.argmin(x, axis=0)), [_t("f32", (9, 45))]),
+    "f64 softmax": (softmax, [_t("f64", (3, 100), (100, 1))]),
+    "i64 sums": (lambda a: (a * a).sum(axis=1), [_t("i64", (5, 70))]),
+    "mixed f32 and f64": (lambda a, b: (a.astype("f64") * b).astype("f32") + 1.0, [_t("f32", (4, 33)), _t("f64", (4, 33))]),
+    "astype bf16 and back": (lambda x: x.astype("bf16").astype("f32") * x, [_t("f32", (6, 50))]),
+    "cumsum": (lambda x: pt.cumsum(x, axis=0), [_t("f32", (20,))]),
+}
+
+
+def _listed(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _args(prog, seed=0, sizes=None):
+    args = random_args(prog, seed, sizes)
+    return [np.asarray(dtypes.cast(a, p.type.dtype)) if dtypes.is_float(p.type.dtype) else a
+            for a, p in zip(args, prog.params)]
+
+
+def _check(got, want, tol, same_dtype=True):
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and (g.dtype == w.dtype or not same_dtype), (g.shape, w.shape, g.dtype, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_emitted_simt_source_computes_the_program(name):
+    f, types = CASES[name]
+    prog = pt.stage(f, *types)
+    s = pt.lower(prog)
+    assert any(k.kind == "simt" for k in s.kernels)
+    args = _args(prog, sizes={"M": 7} if prog.symbolic else None)
+    want = _listed(pt.evaluate(prog, *args))
+    got = _listed(s.simulate_kernels(*args, source=True))
+    low = any(p.type.dtype in ("bf16", "f16") for p in prog.params) or any(
+        o.type.dtype in ("bf16", "f16") for o in prog.outputs)
+    _check(got, want, 2e-2 if low else 1e-5)
+
+
+MUTATIONS = {
+    # what a wrong emitter could write: (case, text in the emitted source, its replacement, what shows)
+    "tail guard one short": ("softmax f16, a tail chunk", "if col < ext_c:", "if col < ext_c - 1:", "unwritten"),
+    "a butterfly step missing": ("layernorm and a row output", "SHUFFLE_OFFSETS = (16, 8, 4, 2, 1)",
+                                 "SHUFFLE_OFFSETS = (16, 8, 4, 2)", "wrong"),
+    "cross-warp combine skipping a warp": ("full sum: one CTA, cross-warp partials",
+                                           "cutlass.range_constexpr(1, WARPS)", "cutlass.range_constexpr(2, WARPS)",
+                                           "wrong"),
+    "vector segment shifted": ("row-major product: full chunks of vector loads", "return chunk * (CHUNK // VEC) + lane",
+                               "return chunk * (CHUNK // VEC) + lane // 2 * 2", "unwritten"),
+    "two CTAs on the same rows": ("elementwise chain with broadcast bias", "return bidx * ROWS + tidx // THREADS",
+                                  "return (bidx * ROWS + tidx // THREADS) % 5", "race"),
+    "the row guard dropped": ("softmax f32, column-major", "if row < ext_r:", "if True:", "outside"),
+    "a row output never stored": ("layernorm and a row output", "if lane == 0:", "if lane == 32:", "unwritten"),
+    "the x % -1 guard dropped": ("integers: floor division, modulo, i8 wrap", "return a - (a // s) * s",
+                                 "return a - (a // s) * b", "wrong"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_edits_of_the_emitted_text_are_caught(name):
+    """The check reads the code: each edit leaves the numpy model's answer as it was (it does not read the text)
+    and makes the executed source fail, by a wrong value, an element left poisoned, or a race between CTAs."""
+    from patches.lower.module import Module
+    from patches.lower.simt_source import run_simt_source
+
+    case, old, new, shows = MUTATIONS[name]
+    f, types = CASES[case]
+    prog = pt.stage(f, *types)
+    kernels = [k for k in pt.lower(prog).kernels if k.kind == "simt"]
+    k = next(k for k in kernels if old in k.module.source)
+    args = _args(k.program)
+    want = _listed(pt.evaluate(k.program, *args))
+    _check(run_simt_source(k.module, *args), want, 2e-2)            # the kernel as emitted is right
+    _check(k.run_model(args), want, 2e-2, same_dtype=False)         # and so is its model, edited or not
+    bad = Module(k.spec, k.module.source.replace(old, new), 0.0, "simt")
+    if shows in ("race", "outside"):
+        with pytest.raises(LoweringError, match=shows):
+            run_simt_source(bad, *args)
+        return
+    got = run_simt_source(bad, *args)
+    poisoned = any(np.isnan(np.asarray(g, np.float64)).any() for g in got if np.asarray(g).dtype.kind == "f")
+    assert poisoned == (shows == "unwritten")
+    with pytest.raises(AssertionError):
+        _check(got, want, 2e-2)
+
+
+def test_verify_executes_a_small_simt_kernels_source():
+    """``Schedule.verify()`` runs a small SIMT kernel's emitted source against the interpreter besides its model:
+    a schedule whose module text has a butterfly step missing fails verification (its model alone passes)."""
+    from patches.lower.module import Module
+
+    f, types = CASES["layernorm and a row output"]
+    s = pt.lower(pt.stage(f, *types))
+    s.verify()
+    k = s.kernels[0]
+    k._module = Module(k.spec, k.module.source.replace("(16, 8, 4, 2, 1)", "(16, 8, 4, 2)"), 0.0, "simt")
+    with pytest.raises(LoweringError, match="differs from its program"):
+        s.verify()
