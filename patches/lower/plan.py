@@ -33,10 +33,11 @@ from .module import Module
 from .names import sanitize
 from .routing import check_via, route
 from .schedule import build
+from .simt_source import work
 from .simt_spec import analyze_simt
 
 LOOP_CHECK_TRIPS = 3      # iterations of a host loop verify runs against the interpreter
-SOURCE_CHECK_ELEMENTS = 4096   # verify also executes a SIMT kernel's emitted source when its operands are this small
+SOURCE_CHECK_WORK = 8192   # verify also executes a SIMT kernel's emitted source when it visits this few elements
 
 
 class Kernel:
@@ -148,7 +149,7 @@ class Kernel:
             got = self.run_model(args, sizes)
         if self.kind == "gemm":
             got, want = [got[self.spec.out_index]], [want[self.spec.out_index]]
-        elif self.kind == "simt" and sum(np.size(x) for x in [*args, *want]) <= SOURCE_CHECK_ELEMENTS:
+        elif self.kind == "simt" and (work(self.spec, sizes) or SOURCE_CHECK_WORK + 1) <= SOURCE_CHECK_WORK:
             got, want = got + self.run_model(args, sizes, source=True), want + want    # the code itself, too
         worst = 0.0
         # A TMA load reads zeros past a padded operand's edge where the interpreter reads NaN: outputs the

@@ -53,6 +53,19 @@ def _concrete(layout: Any, env: dict, what: str) -> Any:
     return lay
 
 
+def work(spec: Any, sizes: dict | None = None) -> int | None:
+    """What executing the kernel's source costs, in element visits (tens of microseconds each on the CPU): rows x
+    columns x passes, plus 160 lane steps per butterfly; None where its extents are not known."""
+    try:
+        n = substitute((spec.rows, spec.cols), sizes) if sizes else (spec.rows, spec.cols)
+        passes = len(spec.reductions)
+        return int(n[0]) * (int(n[1]) * (passes + 1) + 160 * passes)
+    except (TypeError, ValueError):
+        return None
+    except Exception:  # noqa: BLE001 (a symbol the bindings do not give)
+        return None
+
+
 def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None) -> list:
     """Execute a SIMT module's emitted source on numpy arrays (the program's parameters, in order); returns its
     outputs as numpy arrays in their logical shapes. Outputs start poisoned (NaN, or all ones for integers), so an

@@ -219,11 +219,13 @@ def launcher(kernel: Any) -> Any:
     """A stand-in for the compiled kernel ``kernel`` (a patches.lower Kernel): its CPU model run on the argument
     list the runner passes, in the order and views the compiled kernel takes."""
     from patches.lower.kernel.simulate import run_host, simulate_module
+    from patches.lower.simt_source import work
     from patches.lower.simulate import simulate_views
     from patches.lower.simulate_simt import simulate_simt
     from patches.staging.symbols import is_symbolic
 
     spec = kernel.spec
+    launches: list = []
 
     def gemm(*args: Any) -> None:
         ts = [x.t for x in args if isinstance(x, Arg)]
@@ -237,8 +239,12 @@ def launcher(kernel: Any) -> Any:
             t.write(x.reshape(t.shape) if x.size == t.numel() else x)
 
     def simt(*args: Any) -> None:
-        """A SIMT kernel indexes each operand by its own layout from the operand's first element."""
+        """A SIMT kernel indexes each operand by its own layout from the operand's first element: small launches
+        run the emitted source itself on the tensors as launched, larger ones the kernel's numpy model."""
         ts = [x.t for x in args]
+        launches.append(1)
+        if len(launches) <= SOURCE_LAUNCHES and (work(spec) or SOURCE_WORK + 1) <= SOURCE_WORK:
+            return _run_source(kernel.module, ts)
         n_out = len(ts) - len(spec.reads)
         params: list = [None] * len(kernel.program.params)
         for r, t in zip(spec.reads, ts[n_out:]):
@@ -266,6 +272,29 @@ def launcher(kernel: Any) -> Any:
                 t.write(s)
 
     return {"gemm": gemm, "simt": simt, "kernel": pt_kernel}[kernel.kind]
+
+
+SOURCE_WORK = 20000     # SIMT launches visiting this few elements execute the emitted source (a thread per CUDA
+SOURCE_LAUNCHES = 2     # thread), the first two launches of each kernel (a host loop's later iterations: its model)
+
+
+def _run_source(module: Any, ts: list) -> None:
+    """A SIMT module's emitted host function run on the launched tensors: each operand as the compiled kernel sees
+    it (the tensor's own shape and strides from its first element, over the buffer it spans); outputs written back."""
+    from patches.layouts import make_layout
+    from patches.lower.kernel.simulate import exec_host, tensor
+
+    spans, args = [], []
+    for t, a in zip(ts, module.spec.kernel_operands()):
+        span = sum((n - 1) * d for n, d in zip(t.shape, t.stride())) + 1 if t.numel() else 1
+        flat = t._like((span,), (1,))
+        store = np.array(flat.values())
+        lay = make_layout(t.shape, t.stride()) if t.dim() else make_layout((1,), (1,))
+        spans.append((flat, store))
+        args.append(tensor(store, a.dtype, lay))
+    exec_host(module.source, module.spec.name, args)
+    for (flat, store), _ in zip(spans, module.spec.outputs):
+        flat.write(store)
 
 
 def _leaves(t: Tensor, layout: Any) -> tuple:

@@ -16,7 +16,8 @@ from . import fake_torch
 
 def _check(monkeypatch, prog, args):
     """The runner's outputs equal the schedule's own CPU model (the same kernel models, run by the simulator on
-    logical arrays) and the interpreter within tf32/bf16 rounding (relative Frobenius error)."""
+    logical arrays; small SIMT launches execute their emitted source, summing in its own order) and the interpreter
+    within tf32/bf16 rounding (relative Frobenius error)."""
     s = pt.lower(prog)
     model = _listed(s.simulate_kernels(*args))
     fake_torch.install(monkeypatch)
@@ -27,7 +28,7 @@ def _check(monkeypatch, prog, args):
     for g, m, w in zip(got, model, want):
         g, m, w = g.values().astype(np.float64), np.asarray(m, np.float64), np.asarray(w, np.float64)
         assert g.shape == w.shape
-        np.testing.assert_allclose(g, m, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(g, m, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(m).max(initial=0)))   # (sum orders)
         assert np.linalg.norm(g - w) <= 1e-2 * max(np.linalg.norm(w), 1e-30)
     return s
 

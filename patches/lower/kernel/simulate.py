@@ -161,19 +161,32 @@ class _Kernel:
 
 
 def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
+    """Run the grid's CTAs one after another on one pool of ``block`` threads (a barrier between CTAs: every
+    thread leaves CTA k before any enters k + 1); the first error of any thread is raised."""
     nthreads = int(block[0])
     points = [(bx, by, bz) for bz in range(int(grid[2])) for by in range(int(grid[1])) for bx in range(int(grid[0]))]
     first = _NEXT_CTA[0]                # CTA ids grow across launches: those of this launch are >= first
     _NEXT_CTA[0] += len(points)
-    for k, (bx, by, bz) in enumerate(points):
-        cta = SimpleNamespace(bid=(bx, by, bz), id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
-                              barrier=threading.Barrier(nthreads, timeout=60),
-                              warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
-                              shfl=[[None] * 32 for _ in range(nthreads // 32)])
-        errors: list = []
+    errors: list = []
 
-        def run(t: int, cta: Any = cta, errors: list = errors) -> None:
-            _local.tid, _local.cta = t, cta
+    def make(k: int) -> Any:
+        return SimpleNamespace(bid=points[k], id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
+                               barrier=threading.Barrier(nthreads, timeout=60),
+                               warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
+                               shfl=[[None] * 32 for _ in range(nthreads // 32)])
+
+    state = SimpleNamespace(k=0, cta=make(0) if points else None)
+
+    def advance() -> None:
+        state.k += 1
+        state.cta = make(state.k) if state.k < len(points) else None
+
+    between = threading.Barrier(nthreads, action=advance, timeout=60)
+
+    def run(t: int) -> None:
+        _local.tid = t
+        while state.cta is not None and not errors:
+            cta = _local.cta = state.cta
             try:
                 f(*args)
             except threading.BrokenBarrierError:
@@ -184,13 +197,18 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
                 cta.barrier.abort()
                 for b in cta.warps:
                     b.abort()
-        ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
+                between.abort()
+            try:
+                between.wait()
+            except threading.BrokenBarrierError:
+                return
+    ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 _NEXT_CTA = [0]
