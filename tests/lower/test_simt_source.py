@@ -162,3 +162,30 @@ def test_verify_executes_a_small_simt_kernels_source():
     k._module = Module(k.spec, k.module.source.replace("(16, 8, 4, 2, 1)", "(16, 8, 4, 2)"), 0.0, "simt")
     with pytest.raises(LoweringError, match="differs from its program"):
         s.verify()
+
+
+def test_run_source_on_modules_and_refusals():
+    """``Module.run_source`` for a ``target='simt'`` module (and ``simulate_kernels(source=True)``, its alias); a
+    GEMM module's source is not executed (a LoweringError saying what checks it instead); a wrong argument count is
+    a LoweringError; a schedule mixing a ``pt.kernel`` call and SIMT glue runs both by their source."""
+    f, types = CASES["layernorm and a row output"]
+    prog = pt.stage(f, *types)
+    mod = pt.lower(prog, target="simt")
+    args = _args(prog)
+    want = _listed(pt.evaluate(prog, *args))
+    _check(_listed(mod.run_source(*args)), want, 2e-2)
+    _check(_listed(mod.simulate_kernels(*args, source=True)), want, 2e-2)
+    with pytest.raises(LoweringError, match="takes 1 arrays, got 2"):
+        mod.run_source(*args, *args)
+    gemm = pt.lower(pt.stage(lambda a, b: a @ b, _t("bf16", (128, 64), (64, 1)), _t("bf16", (64, 128), (1, 64))))
+    with pytest.raises(LoweringError, match="not a gemm kernel's"):
+        gemm.kernels[0].module.run_source(np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32))
+
+    spec = pt.BlockSpec((128,), lambda i: (i,))
+    double = pt.kernel(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2.0), pt.tensor("f32", 512),
+                       grid=(4,), in_specs=[spec], out_specs=spec)
+    prog = pt.stage(pt.grad(lambda x: pt.reduce_sum(pt.tanh(double(x)))), pt.tensor("f32", 512))
+    s = pt.lower(prog)
+    assert {k.kind for k in s.kernels} == {"kernel", "simt"}
+    x = np.linspace(-1, 1, 512, dtype=np.float32)
+    np.testing.assert_allclose(s.simulate_kernels(x, source=True), pt.evaluate(prog, x), rtol=1e-5, atol=1e-6)
