@@ -37,7 +37,7 @@ from .simt_source import work
 from .simt_spec import analyze_simt
 
 LOOP_CHECK_TRIPS = 3      # iterations of a host loop verify runs against the interpreter
-SOURCE_CHECK_WORK = 8192   # verify also executes a SIMT kernel's emitted source when it visits this few elements
+SOURCE_CHECK_WORK = 2048   # verify also executes a SIMT kernel's emitted source when it visits this few elements
 
 
 class Kernel:

@@ -17,7 +17,7 @@ from typing import Any
 
 import sympy
 
-from ..layouts import Layout, cosize
+from ..layouts import Layout, cosize, size
 from ..staging import Eqn, Program, Var
 from ..staging.primitives import copy_p
 from ..staging.types import TensorType, mode_size, modes_of
@@ -189,14 +189,16 @@ class Builder:
 
     def wasteful(self, groups: list, plans: list) -> set:
         """Equations on parameters only that joined a SIMT kernel whose domain (rows x columns) then exceeds every
-        tensor it reads or writes: their modes never met the kernel's, so it would redo its work for each of their
-        elements (an outer product of domains). Their ids; the next partition gives them kernels of their own."""
+        tensor it writes and every view it reads (a slice of a parameter counts as its elements, not the whole
+        parameter's): their modes never met the kernel's, so it would redo its work for each of their elements (an
+        outer product of domains). Their ids; the next partition gives them kernels of their own."""
         out: set = set()
         for p in plans:
             if p.kind != "simt" or p.group < 0:
                 continue
             spec = analyze_simt(p.program, "check")
-            largest = max([_elements(v) for v in list(p.program.params) + list(p.program.outputs)], key=_order)
+            read = [size(r.access[1]) if r.access else _elements(p.program.params[r.param]) for r in spec.reads]
+            largest = max([*read, *(_elements(v) for v in p.program.outputs)], key=_order)
             if _smaller_bytes(largest, spec.rows * spec.cols):
                 mine = {id(v) for e in groups[p.group].eqns for v in e.outputs}
                 out |= {id(e) for e in groups[p.group].eqns

@@ -113,8 +113,8 @@ MUTATIONS = {
                                            "wrong"),
     "vector segment shifted": ("row-major product: full chunks of vector loads", "return chunk * (CHUNK // VEC) + lane",
                                "return chunk * (CHUNK // VEC) + lane // 2 * 2", "unwritten"),
-    "two CTAs on the same rows": ("elementwise chain with broadcast bias", "return bidx * ROWS + tidx // THREADS",
-                                  "return (bidx * ROWS + tidx // THREADS) % 5", "race"),
+    "two CTAs storing to the same rows": ("elementwise chain with broadcast bias", "mOut[(d5, d2)] =",
+                                         "mOut[(d5 % 4, d2)] =", "race"),
     "the row guard dropped": ("softmax f32, column-major", "if row < ext_r:", "if True:", "outside"),
     "a row output never stored": ("layernorm and a row output", "if lane == 0:", "if lane == 32:", "unwritten"),
     "the x % -1 guard dropped": ("integers: floor division, modulo, i8 wrap", "return a - (a // s) * s",
@@ -155,8 +155,7 @@ def test_verify_executes_a_small_simt_kernels_source():
     a schedule whose module text has a butterfly step missing fails verification (its model alone passes)."""
     from patches.lower.module import Module
 
-    f, types = CASES["layernorm and a row output"]
-    s = pt.lower(pt.stage(f, *types))
+    s = pt.lower(pt.stage(layernorm_stats, _t("f32", (4, 40), (40, 1))))
     s.verify()
     k = s.kernels[0]
     k._module = Module(k.spec, k.module.source.replace("(16, 8, 4, 2, 1)", "(16, 8, 4, 2)"), 0.0, "simt")
@@ -189,3 +188,16 @@ def test_run_source_on_modules_and_refusals():
     assert {k.kind for k in s.kernels} == {"kernel", "simt"}
     x = np.linspace(-1, 1, 512, dtype=np.float32)
     np.testing.assert_allclose(s.simulate_kernels(x, source=True), pt.evaluate(prog, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [8, 33, 48])
+def test_unrelated_outputs_do_not_share_a_walk(n):
+    """A scan of a parameter's row (``cumsum(x[1])``): the first step's sum of two slices and the embed of a
+    one-element slice read the same parameter but share no mode; fused together they made a kernel walking their
+    outer product (n x (n - 1): each output stored n times, over several CTAs). Views now count as the elements
+    they read when the scheduler asks whether a fused domain outgrew everything the kernel touches."""
+    prog = pt.stage(lambda x: pt.cumsum(x[1], axis=0), _t("f32", (64, n), (n, 1)))
+    s = pt.lower(prog)
+    assert all(int(k.spec.rows * k.spec.cols) <= n for k in s.kernels if k.kind == "simt")
+    args = _args(prog)
+    np.testing.assert_allclose(s.simulate_kernels(*args, source=True), pt.evaluate(prog, *args), rtol=1e-5, atol=1e-5)

@@ -217,13 +217,16 @@ _NEXT_CTA = [0]
 class _Tracked(np.ndarray):
     """A global-memory output buffer that records, per element, the CTA that last wrote it and whether another CTA
     of the same launch read or wrote it: the simulator runs CTAs one after another, so a race between them (one
-    erasing or reading what another wrote) could otherwise give the interpreter's answer."""
+    erasing or reading what another wrote) could otherwise give the interpreter's answer. A write of the bits the
+    element already holds (every CTA storing the same 0-d result) is the same in either order: no race."""
 
     def __array_finalize__(self, obj: Any) -> None:
         self.log = getattr(obj, "log", None)
 
     def __setitem__(self, idx: Any, v: Any) -> None:
-        self._touch(idx, True)
+        old = np.atleast_1d(np.asarray(self.view(np.ndarray)[idx]))
+        new = np.broadcast_to(np.asarray(v).astype(self.dtype), old.shape)
+        self._touch(idx, True, old.tobytes() != np.ascontiguousarray(new).tobytes())
         super().__setitem__(idx, v)
 
     def __getitem__(self, idx: Any) -> Any:
@@ -231,9 +234,9 @@ class _Tracked(np.ndarray):
         got = super().__getitem__(idx)
         return got.view(np.ndarray) if isinstance(got, np.ndarray) else got
 
-    def _touch(self, idx: Any, write: bool) -> None:
+    def _touch(self, idx: Any, write: bool, changes: bool = True) -> None:
         log, cta = self.log, getattr(_local, "cta", None)
-        if log is None or cta is None:
+        if log is None or cta is None or (write and not changes):
             return
         at = np.atleast_1d(log.index[idx])
         for who, kind in ((log.writer[at], "wrote"), *(((log.reader[at], "read"),) if write else ())):
