@@ -105,7 +105,7 @@ class Kernel:
     def run_model(self, ins: list, sizes: dict | None = None, limit: int | None = None, source: bool = False) -> list:
         """The kernel's CPU model on its program's parameters (in order): the GEMM's tiles, the SIMT kernel's rows,
         or a ``pt.kernel`` module's emitted source run by patches.lower.kernel.simulate; its outputs in order.
-        With ``source``, a SIMT kernel's emitted source is executed too (patches.lower.simt_source) instead of its
+        With ``source``, a SIMT kernel's emitted source is executed (patches.lower.simt_source) instead of its
         numpy model. ``sizes`` binds symbols no parameter of this kernel gives (the schedule's)."""
         from .kernel.simulate import simulate_module
         from .simt_source import run_simt_source
