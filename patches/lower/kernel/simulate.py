@@ -101,13 +101,12 @@ def _shuffle_bfly(value: Any, offset: int, mask: int = 0xFFFFFFFF, mask_and_clam
     if mask != 0xFFFFFFFF or mask_and_clamp != 31:
         raise LoweringError(f"simulate: a shuffle with mask {mask:#x}, clamp {mask_and_clamp} is not modeled")
     cta, lane, warp_ = _local.cta, _local.tid % 32, _local.tid // 32
-    slots = cta.shfl[warp_]
-    slots[lane] = value
+    k = cta.shfl_step[_local.tid] = cta.shfl_step[_local.tid] + 1
+    slots = cta.shfl[warp_][k % 2]       # two slot rows, alternating: a lane writes shuffle k + 1 only after the
+    slots[lane] = value                  # barrier of shuffle k, which every lane passes after reading shuffle k - 1
     cta.warps[warp_].wait()              # every lane's value is in
     src = lane ^ int(offset)
-    got = slots[src] if src <= mask_and_clamp else value
-    cta.warps[warp_].wait()              # every lane has read before the next shuffle writes
-    return got
+    return slots[src] if src <= mask_and_clamp else value
 
 
 sm90_utils = SimpleNamespace(make_trivial_tiled_mma=tma.make_trivial_tiled_mma, get_smem_store_op=lambda *a: "store")
@@ -173,7 +172,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
         return SimpleNamespace(bid=points[k], id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
                                barrier=threading.Barrier(nthreads, timeout=60),
                                warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
-                               shfl=[[None] * 32 for _ in range(nthreads // 32)])
+                               shfl=[[[None] * 32, [None] * 32] for _ in range(nthreads // 32)],
+                               shfl_step=[0] * nthreads)
 
     state = SimpleNamespace(k=0, cta=make(0) if points else None)
 
