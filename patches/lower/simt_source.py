@@ -16,6 +16,8 @@ import numpy as np
 from ..layouts import cosize, flatten
 from ..staging import dtypes
 from ..staging.array import Array
+from ..staging.errors import StagingError
+from ..staging.interpreter import bind_argument
 from ..staging.symbols import bind_extents, substitute
 from ..staging.types import modes_of
 from .errors import LoweringError
@@ -75,7 +77,14 @@ def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
     if len(arrays) != len(params):
         raise LoweringError(f"run the emitted source of {spec.name}: the kernel's program takes {len(params)} "
                             f"arrays, got {len(arrays)}")
-    env = _symbols(spec, arrays, sizes)
+    try:                                    # the interpreter's checks of shapes and dtypes, then the symbols
+        env = _symbols(spec, arrays, sizes)
+        arrays = tuple(bind_argument(substitute(p.type, env) if env else p.type, x, i, spec.name).logical()
+                       for i, (p, x) in enumerate(zip(params, arrays)))
+    except StagingError:                    # named by the interpreter's checks, as for simulate_kernels
+        raise
+    except (TypeError, ValueError) as e:
+        raise LoweringError(f"run the emitted source of {spec.name}: bad arguments ({e})") from None
     tensors, outs = [], []
     for o in spec.outputs:
         lay = _concrete(o.layout, env, o.name)

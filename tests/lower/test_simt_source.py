@@ -11,9 +11,7 @@ import patches as pt
 from patches.layouts import Sym, make_layout
 from patches.lower import LoweringError
 from patches.lower.plan import random_args
-from patches.staging import dtypes
-
-RNG = np.random.default_rng(11)
+from patches.staging import StagingError, dtypes
 
 
 def softmax(x):
@@ -176,6 +174,10 @@ def test_run_source_on_modules_and_refusals():
     _check(_listed(mod.simulate_kernels(*args, source=True)), want, 2e-2)
     with pytest.raises(LoweringError, match="takes 1 arrays, got 2"):
         mod.run_source(*args, *args)
+    for bad in (np.zeros((3, 3), np.float32), np.zeros((4, 260, 2), np.float32), "abc", None,
+                np.zeros((4, 260), np.int32)):
+        with pytest.raises((LoweringError, StagingError), match="argument 0|expected a tensor"):
+            mod.run_source(bad)
     gemm = pt.lower(pt.stage(lambda a, b: a @ b, _t("bf16", (128, 64), (64, 1)), _t("bf16", (64, 128), (1, 64))))
     with pytest.raises(LoweringError, match="not a gemm kernel's"):
         gemm.kernels[0].module.run_source(np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32))
