@@ -21,7 +21,7 @@ from ..staging.interpreter import bind_argument
 from ..staging.symbols import bind_extents, substitute
 from ..staging.types import modes_of
 from .errors import LoweringError
-from .kernel.simulate import exec_host, tensor, tracked
+from .kernel.simulate import ONLY, exec_host, tensor, tracked
 from .kernel.simulate_core import _DTYPES
 
 
@@ -68,10 +68,11 @@ def work(spec: Any, sizes: dict | None = None) -> int | None:
         return None
 
 
-def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None) -> list:
+def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None, ctas: tuple | None = None) -> list:
     """Execute a SIMT module's emitted source on numpy arrays (the program's parameters, in order); returns its
     outputs as numpy arrays in their logical shapes. Outputs start poisoned (NaN, or all ones for integers), so an
-    element the code does not write shows; CTAs writing or reading each other's output elements raise."""
+    element the code does not write shows; CTAs writing or reading each other's output elements raise. With
+    ``ctas`` (linear CTA indices, negative from the end) only those CTAs run: the others' elements stay poisoned."""
     spec = module.spec
     params = spec.program.params
     if len(arrays) != len(params):
@@ -97,10 +98,13 @@ def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None) -> lis
         x = np.asarray(arrays[r.param])
         store = np.array(Array.from_logical(x, lay, r.dtype).storage) if x.size else np.zeros(1, _DTYPES[r.dtype].np)
         tensors.append(tensor(store, r.dtype, flatten(lay)))
+    ONLY.ctas = ctas
     try:
         exec_host(module.source, spec.name, tensors)
     except IndexError as e:                 # the model's tensors are bounds-checked: the code indexed past a buffer
         raise LoweringError(f"{spec.name}: the emitted source accesses memory outside an operand: {e}") from None
+    finally:
+        ONLY.ctas = None
     got = []
     for (o, lay, store), var in zip(outs, spec.program.outputs):
         shape = tuple(int(np.prod([1, *flatten(m)])) if isinstance(m, tuple) else int(m)

@@ -79,11 +79,12 @@ def _bound(s: Any, symbols: dict | None) -> int | None:
         return None
 
 
-def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
+def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners: bool = False) -> Any:
     """Run the kernel's passes on numpy arrays (the program's parameters); returns the output (a list of them when
     the kernel has several). Symbolic extents are read off the arguments, or bound by ``sizes`` (symbol -> int:
     the schedule's bindings, read off the program's arguments, for a kernel that reads no argument of that
-    extent, as the ones a loss's cotangent broadcasts to)."""
+    extent, as the ones a loss's cotangent broadcasts to). With ``owners``, (outputs, rows): per output, the row
+    of the kernel's walk that stores each element (-1: none)."""
     FT = np.float64 if spec.float_dtype == "f64" else np.float32      # what the kernel computes floats in
     IT = spec.int_dtype                                               # and integers (int64 arrays holding them)
     env = dict(sizes or {})               # symbols off the parameters' extents (a hierarchical mode's product too)
@@ -221,22 +222,27 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None) -> Any:
             continue
         v = evaluate_ref(ref)
         reds.append(v.sum(1, dtype=FT) if op == "sum" else v.max(1) if op == "max" else v.min(1))
-    results = []
+    results, who = [], []
     for o in spec.outputs:
         val = evaluate_ref(o.result, None)
         shape = tuple(1 if k is None else ext[k] for k in o.coords)
-        out = np.zeros(shape, val.dtype)
+        out, row = np.zeros(shape, val.dtype), np.full(shape, -1, np.int64)
         if o.is_row:
             idx = tuple(np.zeros(rows, int) if k is None else d[k][:, 0] for k in o.coords)
             out[idx] = val[:, 0] if idx else val[0, 0]
+            row[idx] = np.arange(rows) if idx else 0
         elif not o.coords:            # a 0-d output: every element writes it, the same value
             flat = val.reshape(-1)
             if not np.array_equal(flat, np.broadcast_to(flat[0], flat.shape), equal_nan=flat.dtype.kind == "f"):
                 raise LoweringError(f"{spec.name}: threads write different values to the 0-d output {o.dtype}")
-            out[()] = flat[0]
+            out[()], row[()] = flat[0], 0
         else:
-            out[tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)] = val
+            idx = tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)
+            out[idx], row[idx] = val, r
         results.append(wrap(out, o.dtype) if out.dtype == np.int64 else round_to(out, o.dtype))
+        who.append(row)
+    if owners:
+        return results, who
     return results[0] if len(results) == 1 else results
 
 

@@ -203,3 +203,20 @@ def test_unrelated_outputs_do_not_share_a_walk(n):
     assert all(int(k.spec.rows * k.spec.cols) <= n for k in s.kernels if k.kind == "simt")
     args = _args(prog)
     np.testing.assert_allclose(s.simulate_kernels(*args, source=True), pt.evaluate(prog, *args), rtol=1e-5, atol=1e-5)
+
+
+def test_verify_runs_the_first_and_last_ctas_of_a_larger_kernel():
+    """A SIMT kernel too large to run whole by its source is checked on its first and last CTAs (the rows the
+    model says they store, each of which must be written): a tail guard one short in the emitted text fails
+    ``verify()``, and so does a last CTA whose rows are stored one row off."""
+    from patches.lower.module import Module
+
+    s = pt.lower(pt.stage(softmax, _t("f32", (30, 100), (100, 1))))
+    s.verify()
+    k = s.kernels[0]
+    good = k.module
+    for old, new in (("if col < ext_c:", "if col < ext_c - 1:"), ("d0 = row", "d0 = row if row < 28 else row - 1")):
+        assert old in good.source
+        k._module = Module(k.spec, good.source.replace(old, new), 0.0, "simt")
+        with pytest.raises(LoweringError):
+            s.verify()

@@ -166,10 +166,15 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
     points = [(bx, by, bz) for bz in range(int(grid[2])) for by in range(int(grid[1])) for bx in range(int(grid[0]))]
     first = _NEXT_CTA[0]                # CTA ids grow across launches: those of this launch are >= first
     _NEXT_CTA[0] += len(points)
+    if ONLY.ctas is not None:           # a sample of the grid (linear CTA indices, negative from the end)
+        keep = sorted({k % len(points) for k in ONLY.ctas} if points else set())
+        ids, points = [first + k for k in keep], [points[k] for k in keep]
+    else:
+        ids = [first + k for k in range(len(points))]
     errors: list = []
 
     def make(k: int) -> Any:
-        return SimpleNamespace(bid=points[k], id=first + k, first=first, smem=[], lock=threading.Lock(), failed=False,
+        return SimpleNamespace(bid=points[k], id=ids[k], first=first, smem=[], lock=threading.Lock(), failed=False,
                                barrier=threading.Barrier(nthreads, timeout=60),
                                warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
                                shfl=[[[None] * 32, [None] * 32] for _ in range(nthreads // 32)],
@@ -212,6 +217,7 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
 
 
 _NEXT_CTA = [0]
+ONLY = SimpleNamespace(ctas=None)       # run only these CTAs of each launch (None: all); see simt_source
 
 
 class _Tracked(np.ndarray):
