@@ -137,6 +137,8 @@ class Kernel:
         interpreter on random data (symbols bound by ``sizes``, else each at twice its least value), and for a
         small SIMT kernel its emitted source executed (patches.lower.simt_source). Returns the numeric error;
         raises LoweringError on a mismatch."""
+        from .simulate_simt import simulate_simt
+
         mv = getattr(self.module, "verify", None)
         if movement and callable(mv):
             mv()
@@ -147,11 +149,14 @@ class Kernel:
             got = self.run_model(args, sizes, limit=LOOP_CHECK_TRIPS)
         else:
             want = _evaluate(self.program, args, sizes)
-            got = self.run_model(args, sizes)
+            if self.kind == "simt":                # the model, and the row that stores each output element
+                got, owners = simulate_simt(self.spec, *args, sizes=sizes or None, owners=True)
+            else:
+                got = self.run_model(args, sizes)
         if self.kind == "gemm":
             got, want = [got[self.spec.out_index]], [want[self.spec.out_index]]
         elif self.kind == "simt":                  # the code itself, too: whole, or its first and last CTAs
-            pairs = self._source_check(args, sizes, want)
+            pairs = self._source_check(args, sizes, want, owners)
             got, want = got + [g for g, _ in pairs], want + [w for _, w in pairs]
         worst = 0.0
         # A TMA load reads zeros past a padded operand's edge where the interpreter reads NaN: outputs the
@@ -164,13 +169,12 @@ class Kernel:
             raise LoweringError(f"kernel {self.name} differs from its program by {worst:.3g} (relative)")
         return worst
 
-    def _source_check(self, args: list, sizes: dict, want: list) -> list:
+    def _source_check(self, args: list, sizes: dict, want: list, owners: list) -> list:
         """(source's output, interpreter's) pairs from executing this SIMT kernel's emitted source: the whole grid
         when its work is small, else its first and last CTAs (compared where they store, which the model's
-        owners say; every such element must be written), or nothing when even those are too large."""
+        ``owners`` say; every such element must be written), or nothing when even those are too large."""
         from .emit_simt import WARPS, threads
         from .simt_source import run_simt_source
-        from .simulate_simt import simulate_simt
 
         w = work(self.spec, sizes)
         if w is None:
@@ -182,7 +186,6 @@ class Kernel:
         last = (rows - 1) // per_cta
         if w * min(2, last + 1) * per_cta > SOURCE_SAMPLE_WORK * rows:
             return []
-        _, owners = simulate_simt(self.spec, *args, sizes=sizes or None, owners=True)
         got = run_simt_source(self.module, *args, sizes=sizes or None, ctas=(0, last))
         mine = [*range(min(per_cta, rows)), *range(last * per_cta, rows)]
         pairs = []

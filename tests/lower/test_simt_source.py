@@ -114,6 +114,9 @@ MUTATIONS = {
     "two CTAs storing to the same rows": ("elementwise chain with broadcast bias", "mOut[(d5, d2)] =",
                                          "mOut[(d5 % 4, d2)] =", "race"),
     "the row guard dropped": ("softmax f32, column-major", "if row < ext_r:", "if True:", "outside"),
+    "a barrier under a divergent branch": ("full sum: one CTA, cross-warp partials",
+                                           "= part\n        cute.arch.barrier()", "= part\n            cute.arch.barrier()",
+                                           "never reached"),
     "a row output never stored": ("layernorm and a row output", "if lane == 0:", "if lane == 32:", "unwritten"),
     "the x % -1 guard dropped": ("integers: floor division, modulo, i8 wrap", "return a - (a // s) * s",
                                  "return a - (a // s) * b", "wrong"),
@@ -121,9 +124,10 @@ MUTATIONS = {
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
-def test_edits_of_the_emitted_text_are_caught(name):
+def test_edits_of_the_emitted_text_are_caught(name, monkeypatch):
     """The check reads the code: each edit leaves the numpy model's answer as it was (it does not read the text)
     and makes the executed source fail, by a wrong value, an element left poisoned, or a race between CTAs."""
+    from patches.lower.kernel import simulate
     from patches.lower.module import Module
     from patches.lower.simt_source import run_simt_source
 
@@ -137,7 +141,8 @@ def test_edits_of_the_emitted_text_are_caught(name):
     _check(run_simt_source(k.module, *args), want, 2e-2)            # the kernel as emitted is right
     _check(k.run_model(args), want, 2e-2, same_dtype=False)         # and so is its model, edited or not
     bad = Module(k.spec, k.module.source.replace(old, new), 0.0, "simt")
-    if shows in ("race", "outside"):
+    if shows in ("race", "outside", "never reached"):
+        monkeypatch.setattr(simulate, "BARRIER_SECONDS", 2)     # a deadlock: a timed-out barrier is an error
         with pytest.raises(LoweringError, match=shows):
             run_simt_source(bad, *args)
         return

@@ -175,8 +175,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
 
     def make(k: int) -> Any:
         return SimpleNamespace(bid=points[k], id=ids[k], first=first, smem=[], lock=threading.Lock(), failed=False,
-                               barrier=threading.Barrier(nthreads, timeout=60),
-                               warps=[threading.Barrier(32, timeout=60) for _ in range(nthreads // 32)],
+                               barrier=threading.Barrier(nthreads, timeout=BARRIER_SECONDS),
+                               warps=[threading.Barrier(32, timeout=BARRIER_SECONDS) for _ in range(nthreads // 32)],
                                shfl=[[[None] * 32, [None] * 32] for _ in range(nthreads // 32)],
                                shfl_step=[0] * nthreads)
 
@@ -186,7 +186,7 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
         state.k += 1
         state.cta = make(state.k) if state.k < len(points) else None
 
-    between = threading.Barrier(nthreads, action=advance, timeout=60)
+    between = threading.Barrier(nthreads, action=advance, timeout=BARRIER_SECONDS)
 
     def run(t: int) -> None:
         _local.tid = t
@@ -195,7 +195,7 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
             try:
                 f(*args)
             except threading.BrokenBarrierError:
-                pass
+                _timed_out(errors, cta)
             except Exception as e:  # noqa: BLE001 (reported below, the first one)
                 errors.append(e)
                 cta.failed = True
@@ -206,6 +206,7 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
             try:
                 between.wait()
             except threading.BrokenBarrierError:
+                _timed_out(errors, cta)
                 return
     ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
     for t in ts:
@@ -216,6 +217,15 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
         raise errors[0]
 
 
+def _timed_out(errors: list, cta: Any) -> None:
+    """A barrier broke: after another thread's error (reported), or by its timeout, which is an error of its own
+    (the code waits at a barrier some threads never reach), never a silently partial result."""
+    if not errors:
+        errors.append(LoweringError(f"simulate: CTA {cta.bid} waited {BARRIER_SECONDS} s at a barrier some of its "
+                                    "threads never reached (a barrier under a divergent branch?)"))
+
+
+BARRIER_SECONDS = 300
 _NEXT_CTA = [0]
 ONLY = SimpleNamespace(ctas=None)       # run only these CTAs of each launch (None: all); see simt_source
 

@@ -157,14 +157,19 @@ def _flat(s: Any) -> list:
     return [s]
 
 
+TABLE_LIMIT = 1 << 16     # layouts of more elements are evaluated per call, not tabulated (a large operand)
+
+
 class _Lay:
-    """A layout of the emitted code: calls on an index or a (flat per mode) coordinate read a cached table."""
+    """A layout of the emitted code: calls on an index or a (flat per mode) coordinate read a cached table (or, for
+    a large plain layout, evaluate it: a sampled run of a few CTAs touches few of its elements)."""
 
     def __init__(self, layout: Any) -> None:
         self.layout = layout
-        self.table = _table(layout)
         shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
         self.sizes = [int(np.prod([1] + [int(x) for x in _flat(m)])) for m in shape]
+        big = isinstance(layout, Layout) and int(np.prod([1] + self.sizes)) > TABLE_LIMIT
+        self.table = None if big else _table(layout)
 
     def __call__(self, c: Any) -> int:
         if isinstance(c, tuple):
@@ -173,12 +178,18 @@ class _Lay:
                 k += int(x) * step
                 step *= n
             c = k
-        return int(self.table[int(c)])
+        return int(self.layout(int(c))) if self.table is None else int(self.table[int(c)])
+
+
+_LOCK = threading.Lock()
 
 
 def _make_layout(shape: Any, stride: Any = None) -> _Lay:
-    """``cute.make_layout``: run-time integers of the emitted code (0-d values) become Python ints first."""
-    return _cached_layout(_py_ints(shape), _py_ints(stride))
+    """``cute.make_layout``: run-time integers of the emitted code (0-d values) become Python ints first; one
+    thread builds each (cached) layout while the CTA's others wait."""
+    key = (_py_ints(shape), _py_ints(stride))
+    with _LOCK:
+        return _cached_layout(*key)
 
 
 def _py_ints(x: Any) -> Any:
