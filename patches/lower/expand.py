@@ -98,6 +98,8 @@ def _arg(e: Eqn, first: Any) -> list:
     flat = tuple(mode_size(m) for m in ms)
 
     def fn(x: Any) -> Any:
+        if t.dtype == "bool":                      # reductions take numbers: the first True is the first 1
+            x = P.astype(x, "i8")
         m = first(x, axes=(axis,))
         hit = P.where(P.ne(x, x), True, P.eq(x, P.broadcast(m, shape, kept)))   # NaN first, as numpy
         idx = P.iota(idx_dtype, flat, axis)
@@ -133,9 +135,9 @@ def _concatenate(e: Eqn) -> list:
     def fn(*xs: Any) -> Any:
         acc = None
         for x, m, o in zip(xs, maps, offsets):
-            y = P.embed(x, out_t.shape, m, o)
-            acc = y if acc is None else acc + y
-        return acc
+            y = P.embed(P.astype(x, "i8") if out_t.dtype == "bool" else x, out_t.shape, m, o)
+            acc = y if acc is None else acc + y      # each element comes from one operand, zeros elsewhere
+        return P.astype(acc, "bool") if out_t.dtype == "bool" else acc
     return _splice(fn, e)
 
 

@@ -225,3 +225,22 @@ def test_verify_runs_the_first_and_last_ctas_of_a_larger_kernel():
         k._module = Module(k.spec, good.source.replace(old, new), 0.0, "simt")
         with pytest.raises(LoweringError):
             s.verify()
+
+
+@pytest.mark.parametrize("case", ["argmax", "argmin and argmax", "concatenate"])
+def test_bool_argmax_and_concatenate_lower(case):
+    """``argmax``/``argmin`` of a bool tensor (the first True) and ``concatenate`` of bool tensors lower (their
+    expansions reduced and added bools: "cannot reduce bool tensors", "expects numeric operands, not bool"); the
+    kernels' models and emitted sources agree exactly with the interpreter."""
+    f, types = {
+        "argmax": (lambda b: pt.argmax(b, axis=0), [_t("bool", (513,))]),
+        "argmin and argmax": (lambda b: (pt.argmin(b, axis=1), pt.argmax(b, axis=0)), [_t("bool", (6, 70))]),
+        "concatenate": (lambda a, b: pt.concatenate([a, ~b], axis=1), [_t("bool", (4, 7)), _t("bool", (4, 5))]),
+    }[case]
+    prog = pt.stage(f, *types)
+    s = pt.lower(prog)
+    args = _args(prog, 3)
+    want = _listed(pt.evaluate(prog, *args))
+    _check(_listed(s.simulate_kernels(*args)), want, 0, same_dtype=False)       # (the model holds bools as 0/1)
+    _check(_listed(s.simulate_kernels(*args, source=True)), want, 0)
+    s.verify()
