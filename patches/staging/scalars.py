@@ -91,7 +91,13 @@ def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
 def coerce(name: str, *xs: Any) -> list:
     """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
     arguments of ``jit``, ``grad``, ...) too where no value is lost. Numpy scalars keep their dtype (strong, as in
-    JAX and numpy); one that differs from a tensor's is refused with a way out."""
+    JAX and numpy); one that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
+    float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers)."""
+    numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
+    if numbers and all(get_aval(x).dtype == "bool" for x in xs if not _is_py_scalar(x)) and \
+            any(not _is_py_scalar(x) for x in xs):
+        want = "f32" if any(isinstance(x, float) for x in numbers) else "i32"
+        xs = tuple(x if _is_py_scalar(x) else _CAST[0](x, want) for x in xs)
     if any(_weak(x) for x in xs):
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]

@@ -280,3 +280,22 @@ def test_weak_results_of_32_bit_loops_do_not_widen_and_narrowed_arguments_do_not
     assert list(to_bf16(np.array([2 ** 62 + 2 ** 54 + 1, -(2 ** 62 + 2 ** 54 + 1)], np.int64))) == [2 ** 62 + 2 ** 55,
                                                                                                 -(2 ** 62 + 2 ** 55)]
     assert list(to_bf16(np.array([2 ** 63 + 2 ** 55 + 1], np.uint64))) == [2 ** 63 + 2 ** 56]
+
+
+def test_bool_tensors_meeting_python_numbers_become_numbers():
+    """A bool tensor meeting a Python int or float becomes i32 or f32 first, as in JAX (numpy gives int64/float64):
+    ``mask + 1``, ``1 - mask``, ``mask * 2.5``, ``mask > 0``, ``where(m, mask, 1)`` (was: "cannot combine a bool tensor
+    with the Python number 1"); a Python bool keeps the tensor's dtype; the lowered kernels agree."""
+    m = np.array([True, False, True])
+    cases = [(lambda m: m + 1, [2, 1, 2], "int32"), (lambda m: 1 - m, [0, 1, 0], "int32"),
+             (lambda m: m * 2.5, [2.5, 0.0, 2.5], "float32"), (lambda m: m > 0, [True, False, True], "bool"),
+             (lambda m: pt.where(m, m, 0), [1, 0, 1], "int32"), (lambda m: m == True, [True, False, True], "bool"),  # noqa: E712
+             (lambda m: (m + 1).sum(), 5, "int32")]
+    for f, want, dt in cases:
+        got = np.asarray(pt.jit(f)(m))
+        assert got.tolist() == want and str(got.dtype) == dt, (got, want, dt)
+    prog = pt.stage(lambda m: ((m + 1) * 3, m * 2.5 - 1.0), pt.tensor("bool", 300))
+    x = np.arange(300) % 3 == 0
+    got = pt.lower(prog).simulate_kernels(x, source=True)
+    np.testing.assert_array_equal(got[0], (x + 1) * 3)
+    np.testing.assert_array_equal(got[1], x * 2.5 - 1.0)
