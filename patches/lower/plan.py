@@ -134,9 +134,9 @@ class Kernel:
     def verify(self, seed: int = 0, movement: bool = True, sizes: dict | None = None) -> float:
         """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
         emitted data movement, element by element); then the kernel's tile-level numpy model against the
-        interpreter on random data (symbols bound by ``sizes``, else each at twice its least value), and for a
-        small SIMT kernel its emitted source executed (patches.lower.simt_source). Returns the numeric error;
-        raises LoweringError on a mismatch."""
+        interpreter on random data (symbols bound by ``sizes``, else each at twice its least value), and a SIMT
+        kernel's emitted source executed (patches.lower.simt_source: whole when small, else its first and last
+        CTAs; see ``_source_check``). Returns the numeric error; raises LoweringError on a mismatch."""
         from .simulate_simt import simulate_simt
 
         mv = getattr(self.module, "verify", None)

@@ -231,7 +231,7 @@ def test_verify_runs_the_first_and_last_ctas_of_a_larger_kernel():
 def test_bool_argmax_and_concatenate_lower(case):
     """``argmax``/``argmin`` of a bool tensor (the first True) and ``concatenate`` of bool tensors lower (their
     expansions reduced and added bools: "cannot reduce bool tensors", "expects numeric operands, not bool"); the
-    kernels' models and emitted sources agree exactly with the interpreter."""
+    kernels' models and emitted sources agree exactly with the interpreter, verify, and compile with 0 spills."""
     f, types = {
         "argmax": (lambda b: pt.argmax(b, axis=0), [_t("bool", (513,))]),
         "argmin and argmax": (lambda b: (pt.argmin(b, axis=1), pt.argmax(b, axis=0)), [_t("bool", (6, 70))]),
@@ -244,3 +244,4 @@ def test_bool_argmax_and_concatenate_lower(case):
     _check(_listed(s.simulate_kernels(*args)), want, 0, same_dtype=False)       # (the model holds bools as 0/1)
     _check(_listed(s.simulate_kernels(*args, source=True)), want, 0)
     s.verify()
+    assert all(e.resources["spills"] == 0 for e in s.compile().executables)      # sm_90a, no GPU needed
