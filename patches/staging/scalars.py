@@ -88,16 +88,31 @@ def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
     return True
 
 
+def _ints_meeting_floats(xs: tuple) -> tuple:
+    """Integer tensors meeting a Python float (or a weak float: a float argument of ``jit``) become floats first, as
+    in JAX: ``i * 2.5`` is f32 (f64 from a 64-bit int or beside an f64 weak value), ``i > 0.5`` compares numbers."""
+    floats = [x for x in xs if isinstance(x, float) or _weak(x) and dtypes.is_float(x.aval.dtype)]
+    ints = [x for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
+    if not floats or not ints or not all(dtypes.is_int(get_aval(x).dtype) for x in ints):
+        return xs
+    weak = [x.aval.dtype for x in floats if not isinstance(x, float)]
+    wide = "f64" in weak or any(get_aval(x).dtype in ("i64", "u64") for x in ints)
+    want = "f64" if wide else "f32"
+    return tuple(_CAST[0](x, want) if any(x is i for i in ints) else x for x in xs)
+
+
 def coerce(name: str, *xs: Any) -> list:
     """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
     arguments of ``jit``, ``grad``, ...) too where no value is lost. Numpy scalars keep their dtype (strong, as in
     JAX and numpy); one that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
-    float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers)."""
+    float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers),
+    and integer tensors meeting a Python float become floats (``i * 2.5``)."""
     numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
     if numbers and all(get_aval(x).dtype == "bool" for x in xs if not _is_py_scalar(x)) and \
             any(not _is_py_scalar(x) for x in xs):
         want = "f32" if any(isinstance(x, float) for x in numbers) else "i32"
         xs = tuple(x if _is_py_scalar(x) else _CAST[0](x, want) for x in xs)
+    xs = _ints_meeting_floats(xs)
     if any(_weak(x) for x in xs):
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]

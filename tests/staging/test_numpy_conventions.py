@@ -299,3 +299,43 @@ def test_bool_tensors_meeting_python_numbers_become_numbers():
     got = pt.lower(prog).simulate_kernels(x, source=True)
     np.testing.assert_array_equal(got[0], (x + 1) * 3)
     np.testing.assert_array_equal(got[1], x * 2.5 - 1.0)
+
+
+def test_int_tensors_meeting_python_floats_become_floats():
+    """An integer tensor meeting a Python float becomes a float first, as in JAX (``i * 2.5`` is f32, from i64 f64;
+    was: "cannot combine a i32 tensor with the Python float 2.5"); ``mask & 1`` is the bitwise and of i32 (was:
+    refused as a logical and); the lowered kernels agree."""
+    i = np.array([-3, 0, 7], np.int32)
+    cases = [(lambda i: i * 2.5, i * np.float32(2.5), "float32"), (lambda i: i + 1.0, i + np.float32(1), "float32"),
+             (lambda i: 0.5 - i, np.float32(0.5) - i, "float32"), (lambda i: i > 0.5, i > 0.5, "bool"),
+             (lambda i: pt.where(i > 0, i, 0.25), np.where(i > 0, i, 0.25).astype(np.float32), "float32"),
+             (lambda i: (i > 0) & 1, (i > 0).astype(np.int32), "int32"), (lambda i: (i > 0) & True, i > 0, "bool"),
+             (lambda i: i.astype("i64") * 0.5, i.astype(np.float64) * 0.5, "float64"),
+             (lambda i: i & 6, i & 6, "int32")]
+    for f, want, dt in cases:
+        got = np.asarray(pt.jit(f)(i))
+        assert str(got.dtype) == dt and got.tolist() == want.tolist(), (got, want, dt)
+    assert str(np.asarray(pt.jit(lambda i, s: i * s)(i, 1.5)).dtype) == "float32"   # a weak float argument
+    prog = pt.stage(lambda i: (i * 2.5 + 1, (i > 3) & 1), pt.tensor("i32", 300))
+    x = np.arange(300, dtype=np.int32) - 150
+    got = pt.lower(prog).simulate_kernels(x, source=True)
+    np.testing.assert_array_equal(got[0], x * np.float32(2.5) + np.float32(1))
+    np.testing.assert_array_equal(got[1], (x > 3).astype(np.int32))
+
+
+def test_bool_add_and_mul_are_logical_as_in_numpy():
+    """``bool + bool`` is or, ``bool * bool`` and, ``maximum``/``minimum`` too (numpy's and JAX's; was: "expects numeric
+    operands, not bool"); ``bool - bool`` stays refused, as numpy refuses it; the lowered kernel agrees."""
+    a, b = np.array([True, False, True, False]), np.array([True, True, False, False])
+    cases = [(lambda a, b: a + b, a | b), (lambda a, b: a * b, a & b), (lambda a, b: pt.maximum(a, b), a | b),
+             (lambda a, b: pt.minimum(a, b), a & b), (lambda a, b: a + True, a | True), (lambda a, b: False * a, a & False)]
+    for f, want in cases:
+        got = np.asarray(pt.jit(f)(a, b))
+        assert got.dtype == np.bool_ and got.tolist() == want.tolist(), (got, want)
+    with pytest.raises(pt.StagingError, match="sub: expects numeric operands, not bool"):
+        pt.jit(lambda a, b: a - b)(a, b)
+    prog = pt.stage(lambda a, b: ((a + b) * a, (a * b).sum()), pt.tensor("bool", 300), pt.tensor("bool", 300))
+    x, y = np.arange(300) % 3 == 0, np.arange(300) % 2 == 0
+    got = pt.lower(prog).simulate_kernels(x, y, source=True)
+    np.testing.assert_array_equal(got[0], (x | y) & x)
+    assert int(got[1]) == int((x & y).sum())

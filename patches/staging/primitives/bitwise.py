@@ -72,7 +72,8 @@ def _binary(name: str) -> Any:
 
     def op(x: Any, y: Any) -> Any:
         x, y = (v if _is_py_scalar(v) else tensor_arg(name, v) for v in (x, y))
-        if name in LOGICAL and all(_is_py_scalar(v) or get_aval(v).dtype == "bool" for v in (x, y)):
+        if name in LOGICAL and all(isinstance(v, bool) or not _is_py_scalar(v) and get_aval(v).dtype == "bool"
+                                   for v in (x, y)):
             return LOGICAL[name](x, y)
         x, y = broadcast_operands(name, coerce(name, x, y))
         return bind(p, x, y)

@@ -268,10 +268,20 @@ def _unary_op(name: str) -> Any:
     return op
 
 
+_LOGICAL_ON_BOOLS = {"add": True, "maximum": True, "mul": False, "minimum": False}   # or (True) / and (False)
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, (bool, np.bool_)) or not _is_py_scalar(v) and is_tensor_like(v) and get_aval(v).dtype == "bool"
+
+
 def _binary_op(name: str) -> Any:
     p = prims[name]
+    on_bools = _LOGICAL_ON_BOOLS.get(name)
 
     def op(x: Any, y: Any) -> Any:
+        if on_bools is not None and _is_bool(x) and _is_bool(y) and not (_is_py_scalar(x) and _is_py_scalar(y)):
+            return where(x, True, y) if on_bools else where(x, y, False)     # numpy's and JAX's: bool + bool is or
         if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout \
                 and not (x.weak or y.weak):
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
