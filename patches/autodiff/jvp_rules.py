@@ -186,7 +186,14 @@ def _concatenate(primals: list, tangents: list, *, axis: int) -> tuple:
     return out, P.concatenate_p.bind(*(instantiate(t) for t in tangents), axis=axis)
 
 
+def _rev(primals: list, tangents: list, *, axes: tuple) -> tuple:
+    out = P.rev_p.bind(primals[0], axes=axes)
+    t = tangents[0]
+    return out, Zero(_out_type(out)) if isinstance(t, Zero) else P.rev_p.bind(instantiate(t), axes=axes)
+
+
 jvp_rules[P.mod_p] = _mod
+jvp_rules[P.rev_p] = _rev
 jvp_rules[P.concatenate_p] = _concatenate
 jvp_rules[P.add_p] = _add
 jvp_rules[P.sub_p] = _sub

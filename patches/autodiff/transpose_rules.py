@@ -158,8 +158,13 @@ def _concatenate(ct: Any, *xs: Any, axis: int) -> list:
     return out
 
 
+def _rev(ct: Any, x: Any, *, axes: tuple) -> list:
+    """rev is its own transpose: the cotangent reversed back (fresh compact storage, the operand's shape)."""
+    return [P.rev_p.bind(ct, axes=axes)]
+
+
 transpose_rules.update({
-    P.concatenate_p: _concatenate,
+    P.concatenate_p: _concatenate, P.rev_p: _rev,
     P.add_p: _add, P.sub_p: _sub, P.neg_p: _neg, P.mul_p: _mul, P.div_p: _div, P.where_p: _where,
     P.astype_p: _astype, P.copy_p: _copy, P.reduce_sum_p: _reduce_sum, P.broadcast_p: _broadcast,
     P.transpose_p: _transpose, P.slice_p: view_transpose(P.slice_p), P.tile_p: view_transpose(P.tile_p),

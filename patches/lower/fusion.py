@@ -27,7 +27,7 @@ from ..staging import Eqn, Literal, Program, Var
 from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 
-VIEWS = ("transpose", "broadcast", "slice", "view", "tile")
+VIEWS = ("transpose", "broadcast", "slice", "view", "tile", "rev")    # (rev is read in place: simt_views)
 OWN_KIND = {"matmul": "gemm", "kernel": "kernel", "fori_loop": "loop"}    # equations that open a kernel of their kind
 ALONE = ("kernel", "loop")      # kinds nothing joins: a pt.kernel call, a host loop over a schedule of its body
 GENERATORS = ("iota", "extent")   # no operands: each kernel that reads one computes it (no kernel, no buffer)

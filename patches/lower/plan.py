@@ -174,7 +174,7 @@ class Kernel:
         when its work is small, else its first and last CTAs (compared where they store, which the model's
         ``owners`` say; every such element must be written), or nothing when even those are too large."""
         from .emit_simt import WARPS, threads
-        from .simt_source import run_simt_source
+        from .simt_source import written_by_source
 
         w = work(self.spec, sizes)
         if w is None:
@@ -186,11 +186,14 @@ class Kernel:
         last = (rows - 1) // per_cta
         if w * min(2, last + 1) * per_cta > SOURCE_SAMPLE_WORK * rows:
             return []
-        got = run_simt_source(self.module, *args, sizes=sizes or None, ctas=(0, last))
+        got, written = written_by_source(self.module, *args, sizes=sizes or None, ctas=(0, last))
         mine = [*range(min(per_cta, rows)), *range(last * per_cta, rows)]
         pairs = []
-        for g, x, o in zip(got, want, owners):
+        for k, (g, x, o, wr) in enumerate(zip(got, want, owners, written)):
             m = np.isin(np.asarray(o).reshape(np.shape(x)), mine)
+            if not wr[m].all():
+                raise LoweringError(f"kernel {self.name}: the emitted source's first and last CTAs leave "
+                                    f"{int((~wr[m]).sum())} of the elements of output {k} they own unwritten")
             pairs.append((np.asarray(g)[m], np.asarray(x)[m]))
         return pairs
 

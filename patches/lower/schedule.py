@@ -206,6 +206,20 @@ class Builder:
         return out
 
 
+    def less_work(self, prog: Program, isolate: set, solo: set, plans: list) -> bool:
+        """Whether the partition with ``isolate`` walks fewer SIMT domain points than ``plans``: a sum whose consumer
+        recomputes it per output element does, a matmul's products beside their sum (its domain) do not."""
+        groups, owner = partition(prog, self.graph, self.trial, isolate, solo, self.holds)
+        cand, bad, _ = _cut(prog, self, groups, owner)
+        return bad is None and _smaller_bytes(self.work(cand), self.work(plans))
+
+    @staticmethod
+    def work(plans: list) -> Any:
+        """Domain points (rows x columns) the SIMT kernels of ``plans`` walk."""
+        specs = [analyze_simt(p.program, "check") for p in plans if p.kind == "simt"]
+        return sum((q.rows * q.cols for q in specs), 0)
+
+
 def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, list, list, dict]:
     """(prepared program, kernels [KernelPlan] in run order, buffers [Buffer], seconds per phase)."""
     t0 = time.perf_counter()
@@ -217,11 +231,14 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         groups, owner = partition(prog, b.graph, b.trial, isolate, solo, b.holds)
         plans, bad, repl = _cut(prog, b, groups, owner)
         if bad is None:
-            waste = b.wasteful(groups, plans) - solo
-            if not waste:
-                break
-            solo |= waste
-            continue
+            waste = b.wasteful(groups, plans)
+            if waste - solo:             # kept from joining the latest kernel beside them
+                solo |= waste
+                continue
+            if waste - isolate and b.less_work(prog, isolate | waste, solo, plans):
+                isolate |= waste         # joined again by a consumer of another shape (a sum added to a slice)
+                continue
+            break
         g, err = bad
         if len(groups[g].eqns) == 1 or all(id(e) in isolate for e in groups[g].eqns):
             e = groups[g].eqns[-1]
@@ -237,7 +254,8 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
         if not rematerialize(trial, owner, b.graph, nbytes, b.accepts, g):
             continue
         cand, bad, crepl = _cut(prog, b, trial, owner)
-        if bad is None and _smaller_bytes(traffic(cand), best):
+        if bad is None and _smaller_bytes(traffic(cand), best) and \
+                not _smaller_bytes(2 * b.work(plans), b.work(cand)):     # (not a sum redone per output element)
             groups, plans, best, repl = trial, cand, traffic(cand), crepl
     prog.outputs = [repl.get(id(o), o) for o in prog.outputs]     # outputs copied by copy kernels
     plans = [_named(p) for p in plans]

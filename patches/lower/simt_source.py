@@ -70,9 +70,22 @@ def work(spec: Any, sizes: dict | None = None) -> int | None:
 
 def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None, ctas: tuple | None = None) -> list:
     """Execute a SIMT module's emitted source on numpy arrays (the program's parameters, in order); returns its
-    outputs as numpy arrays in their logical shapes. Outputs start poisoned (NaN, or all ones for integers), so an
-    element the code does not write shows; CTAs writing or reading each other's output elements raise. With
-    ``ctas`` (linear CTA indices, negative from the end) only those CTAs run: the others' elements stay poisoned."""
+    outputs as numpy arrays in their logical shapes. Outputs start poisoned (NaN, or all ones for integers), and an
+    output element the whole launch never writes raises (a poisoned integer may pass for a value); CTAs writing or
+    reading each other's output elements raise. With ``ctas`` (linear CTA indices, negative from the end) only
+    those CTAs run: the others' elements stay poisoned (``written_by_source`` says which were written)."""
+    got, written = written_by_source(module, *arrays, sizes=sizes, ctas=ctas)
+    for k, w in enumerate(written):
+        if ctas is None and not w.all():
+            at = tuple(int(i) for i in np.argwhere(~w)[0])
+            raise LoweringError(f"{module.spec.name}: the emitted source never writes element {at} of output {k} "
+                                f"({int((~w).sum())} of {w.size} elements unwritten)")
+    return got
+
+
+def written_by_source(module: Any, *arrays: Any, sizes: dict | None = None, ctas: tuple | None = None) -> tuple:
+    """(outputs, written): ``run_simt_source``'s outputs and, per output, a bool array of its logical shape saying
+    which elements the code wrote."""
     spec = module.spec
     params = spec.program.params
     if len(arrays) != len(params):
@@ -105,7 +118,7 @@ def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None, ctas: 
         raise LoweringError(f"{spec.name}: the emitted source accesses memory outside an operand: {e}") from None
     finally:
         ONLY.ctas = None
-    got = []
+    got, written = [], []
     for (o, lay, store), var in zip(outs, spec.program.outputs):
         shape = tuple(int(np.prod([1, *flatten(m)])) if isinstance(m, tuple) else int(m)
                       for m in modes_of(_concrete(var.type.layout, env, o.name).shape))
@@ -113,7 +126,9 @@ def run_simt_source(module: Any, *arrays: Any, sizes: dict | None = None, ctas: 
             at, kind, p, q, does = store.log.races[0]
             raise LoweringError(f"{spec.name}: output {o.name}: CTA {q} {does} element {at}, which CTA {p} of the "
                                 f"same launch {kind} (a race)")
+        wrote = store.log.written
         store.log = None
         got.append(Array(np.asarray(store), 0, flatten(lay), o.dtype).numpy().reshape(shape, order="F")
                    .astype(dtypes.to_numpy(var.type.dtype), copy=False))
-    return got
+        written.append(Array(wrote, 0, flatten(lay), "bool").numpy().reshape(shape, order="F"))
+    return got, written

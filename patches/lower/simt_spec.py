@@ -20,7 +20,7 @@ import numpy as np
 
 from ..layouts import Layout, flatten
 from ..staging import Literal, Program, dtypes
-from ..staging.primitives import squeeze_modes
+from ..staging.primitives import squeeze_modes, view_rules
 from ..staging.types import mode_size, modes_of
 from .analyze import _flat_modes, _note
 from .errors import LoweringError
@@ -293,6 +293,10 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     src: dict[int, tuple] = {id(v): (i, tuple(range(len(modes_of(v.type.shape)))), ())
                              for i, v in enumerate(prog.params)}
     ref: dict[int, tuple] = {}
+    store: dict[int, Any] = {}     # a view's layout into its parameter's storage, where not its type's (past a rev)
+
+    def stored(x: Any) -> Any:
+        return store.get(id(x), x.type.layout)
     reads: list[Read] = []
     read_of: dict[tuple, int] = {}
     steps: list[Step] = []
@@ -384,15 +388,17 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                 raise LoweringError(f"equation {nm}({x.type}): a view of a value computed in this kernel (the view "
                                     "is free when read from a buffer, so the schedule cuts the kernel here)")
             p, _, acc = src[id(x)]                 # x's layout indexes the parameter's storage (at acc's offset)
-            off, lay = view_access(e, x.type.layout, acc[0] if acc else 0)
+            off, lay = view_access(e, stored(x), acc[0] if acc else 0)
             src[id(out)] = (p, tuple(range(len(modes_of(out.type.shape)))), (off, lay))
+            if lay != out.type.layout:            # (a rev: its type is fresh storage, its access reversed)
+                store[id(out)] = lay
             continue
         if nm == "embed":
             constant = ref.get(id(x), ("",))[0] == "lit"     # a broadcast constant (a reduction's cotangent)
             if id(x) not in src and not constant:
                 raise LoweringError(f"equation embed({x.type}): its operand is computed in this kernel (embed reads "
                                     "a buffer through its map, so the schedule cuts the kernel here)")
-            y_lay = x.type.layout
+            y_lay = stored(x)
             try:
                 gather = embed_gather(e, y_lay, classes(var[id(out)]))
             except LoweringError:                  # not a mixed radix: a map onto a contiguous range (a reshape's)
@@ -417,6 +423,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
                         new_l[d] = pm[i]
                     new = tuple(new_l)
                 src[id(out)] = (p, new, acc)
+                if id(x) in store:
+                    store[id(out)] = view_rules[e.prim](store[id(x)], name=nm, **e.params)[0]
             else:
                 ref[id(out)] = value(x, nm)        # a computed value is evaluated per domain point: views are free
             continue

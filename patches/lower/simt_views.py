@@ -19,10 +19,11 @@ from typing import Any
 from ..layouts import Layout, LayoutError, arith, cosize, flatten, right_inverse, size
 from ..layouts import inttuple as it
 from ..staging.primitives import view_rules
+from ..staging.primitives.rev import rev_access
 from ..staging.types import mode_layouts, modes_of
 from .errors import LoweringError
 
-ACCESS_VIEWS = ("slice", "view", "tile")
+ACCESS_VIEWS = ("slice", "view", "tile", "rev")   # rev: computed when staged, read in place here (stride -d)
 
 
 def _static(x: Any) -> bool:
@@ -40,8 +41,10 @@ def static_layout(layout: Layout, what: str) -> Layout:
 def view_access(e: Any, x_layout: Layout, offset: int) -> tuple:
     """(offset, layout) of view equation ``e``'s result relative to the storage that ``x_layout`` (at ``offset``)
     indexes: the view's own layout rule, so the kernel reads exactly what the interpreter's view reads."""
-    rule = view_rules[e.prim]
-    out, delta = rule(x_layout, name=e.prim.name, **e.params)
+    if e.prim.name == "rev":
+        out, delta = rev_access(x_layout, e.params["axes"])
+    else:
+        out, delta = view_rules[e.prim](x_layout, name=e.prim.name, **e.params)
     return offset + delta, out         # symbolic extents, strides and offsets are run-time integers of the kernel
 
 

@@ -129,7 +129,7 @@ def test_edits_of_the_emitted_text_are_caught(name, monkeypatch):
     and makes the executed source fail, by a wrong value, an element left poisoned, or a race between CTAs."""
     from patches.lower.kernel import simulate
     from patches.lower.module import Module
-    from patches.lower.simt_source import run_simt_source
+    from patches.lower.simt_source import run_simt_source, written_by_source
 
     case, old, new, shows = MUTATIONS[name]
     f, types = CASES[case]
@@ -146,11 +146,14 @@ def test_edits_of_the_emitted_text_are_caught(name, monkeypatch):
         with pytest.raises(LoweringError, match=shows):
             run_simt_source(bad, *args)
         return
-    got = run_simt_source(bad, *args)
+    got, written = written_by_source(bad, *args)
     poisoned = any(np.isnan(np.asarray(g, np.float64)).any() for g in got if np.asarray(g).dtype.kind == "f")
-    assert poisoned == (shows == "unwritten")
+    assert poisoned == (shows == "unwritten") == (not all(w.all() for w in written))
     with pytest.raises(AssertionError):
         _check(got, want, 2e-2)
+    if shows == "unwritten":                                    # and the run itself says so
+        with pytest.raises(LoweringError, match="never writes element"):
+            run_simt_source(bad, *args)
 
 
 def test_verify_executes_a_small_simt_kernels_source():
@@ -245,3 +248,32 @@ def test_bool_argmax_and_concatenate_lower(case):
     _check(_listed(s.simulate_kernels(*args, source=True)), want, 0)
     s.verify()
     assert all(e.resources["spills"] == 0 for e in s.compile().executables)      # sm_90a, no GPU needed
+
+
+def test_an_unwritten_integer_element_fails_the_source_check():
+    """An i32 output whose tail guard is one short leaves one of 2000 elements holding the poison (-1): as a value
+    it is within the comparison's 0.1% allowance, so the source run itself must say the element was never written,
+    whole (``run_simt_source``, ``verify()``) and sampled (the first and last CTAs' own rows)."""
+    from patches.lower.module import Module
+    from patches.lower.simt_source import run_simt_source, written_by_source
+
+    s = pt.lower(pt.stage(lambda x: x * 3 + 1, _t("i32", (2000,))))
+    s.verify()
+    k = s.kernels[0]
+    good = k.module
+    bad = Module(k.spec, good.source.replace("if col < ext_c:", "if col < ext_c - 1:"), 0.0, "simt")
+    x = np.arange(2000, dtype=np.int32)
+    got, written = written_by_source(bad, x)
+    assert int((~written[0]).sum()) == 1 and got[0][-1] == -1
+    with pytest.raises(LoweringError, match=r"never writes element \(1999,\) of output 0"):
+        run_simt_source(bad, x)
+    k._module = bad
+    with pytest.raises(LoweringError, match="never writes"):
+        s.verify()
+    s2 = pt.lower(pt.stage(lambda x: (x * 3).sum(axis=1), _t("i32", (40, 300), (300, 1))))   # sampled: 40 rows
+    k2 = s2.kernels[0]
+    good2 = k2.module
+    assert "if row < ext_r:" in good2.source
+    k2._module = Module(k2.spec, good2.source.replace("if row < ext_r:", "if row < ext_r - 1:"), 0.0, "simt")
+    with pytest.raises(LoweringError, match="first and last CTAs leave 1 of the elements of output 0 they own unwritten"):
+        s2.verify()

@@ -36,7 +36,7 @@ def test_dtype_mismatch():
 def test_float_only_primitives_refuse_integers():
     raises(lambda x: pt.exp(x), pt.tensor("i32", 4), match="exp: expects floating-point operands")
     raises(lambda x: pt.bind(pt.div_p, x, x), pt.tensor("i32", 4), match="div: expects floating-point")
-    raises(lambda x: x * 2.5, pt.tensor("i32", 4), match="mul: cannot combine a i32 tensor with the Python float 2.5")
+    raises(lambda x: x >> 2.5, pt.tensor("i32", 4), match="right_shift: expects integer operands")
 
 
 def test_matmul_errors():
@@ -49,7 +49,8 @@ def test_matmul_errors():
 def test_view_errors():
     raises(lambda x: x[3], T34, match="slice: index 3 is out of range for mode 0 of size 3")
     raises(lambda x: x[0, 0, 0], T34, match="slice: 3 indices for a tensor with 2 modes")
-    raises(lambda x: x[::-1], T34, match="slice steps must be positive")
+    raises(lambda x: x[2:1], T34, match="the slice 2:1:1 of mode 0 is empty")
+    raises(lambda x: x[1:2:-1], T34, match="the slice 1:2:-1 of mode 0 is empty")
     raises(lambda x: x[2:2], T34, match="is empty")
     raises(lambda x: x["a"], T34, match="unsupported index")
     raises(lambda x: pt.transpose(x, (0, 0)), T34, match=r"transpose: perm=\(0, 0\) is not a permutation")

@@ -1,5 +1,5 @@
 """Lowering rules of index values, general views and their transpose: ``iota`` (each thread computes the coordinates
-of the elements it holds, nothing is read); ``slice``, ``view`` and ``tile`` of a register block (the block written
+of the elements it holds, nothing is read); ``slice``, ``view``, ``tile`` and ``rev`` of a register block (the block written
 to the exchange buffer at its logical indices and read back through the view's coordinate map, the same map the
 interpreter and autodiff use, so the three agree by construction); ``embed`` (zeros, the block written through
 its map, read back whole: a slice's gradient, ``concatenate``'s placement)."""
@@ -12,6 +12,7 @@ import numpy as np
 
 from ...layouts import check, cosize, size
 from ...layouts import inttuple as it
+from ...staging.primitives.rev import rev_access
 from ...staging.primitives.views import coordinate_map
 from ...staging.types import compact, mode_size, modes_of
 from .context import Ctx, rule
@@ -43,16 +44,20 @@ def _iota(ctx: Ctx, e: Any, ins: list) -> list:
     return [Block(name, dt, t.shape, n, tv)]
 
 
-@rule("slice", "view", "tile")
+@rule("slice", "view", "tile", "rev")
 def _view(ctx: Ctx, e: Any, ins: list) -> list:
-    """Result element ``j`` is the operand's element ``offset + B(j)`` (logical indices, ``coordinate_map``)."""
+    """Result element ``j`` is the operand's element ``offset + B(j)`` (logical indices, ``coordinate_map``; a
+    ``rev`` reads its compact operand at negative strides from the last element, ``rev_access``)."""
     x, t_in, t_out = ins[0], e.inputs[0].type, e.outputs[0].type
     if isinstance(x, Scalar):
         return [x]
     if not isinstance(x, Block):
         raise ctx.fail(f"a {e.prim.name} of {type(x).__name__} values is not lowered")
     static_size(t_in.shape, e.prim.name)
-    B, offset = coordinate_map(e.prim, t_in.shape, e.params)
+    if e.prim.name == "rev":
+        B, offset = rev_access(compact(t_in.shape), e.params["axes"])
+    else:
+        B, offset = coordinate_map(e.prim, t_in.shape, e.params)
     if type(offset) is not int:
         raise ctx.fail(f"the {e.prim.name} starts at the symbolic offset {offset}; kernels lower at static shapes")
     buf = to_exchange(ctx, x, compact(t_in.shape))

@@ -252,6 +252,8 @@ class _Tracked(np.ndarray):
 
     def _touch(self, idx: Any, write: bool, changes: bool = True) -> None:
         log, cta = self.log, getattr(_local, "cta", None)
+        if log is not None and write:
+            log.written[log.index[idx]] = True       # (the same bits written again count: the element is written)
         if log is None or cta is None or (write and not changes):
             return
         at = np.atleast_1d(log.index[idx])
@@ -267,7 +269,7 @@ class _Tracked(np.ndarray):
 def tracked(store: np.ndarray) -> np.ndarray:
     t = store.view(_Tracked)
     t.log = SimpleNamespace(index=np.arange(store.size), writer=np.full(store.size, -1, np.int64),
-                            reader=np.full(store.size, -1, np.int64), races=[])
+                            reader=np.full(store.size, -1, np.int64), written=np.zeros(store.size, bool), races=[])
     return t
 
 

@@ -123,7 +123,7 @@ from .reductions import (
     reduce_sum_p,
 )
 from .scan import associative_scan, cummax, cummin, cumprod, cumsum
-from .special import concatenate, concatenate_p, erf, erf_p, stop_gradient, stop_gradient_p
+from .special import concatenate, concatenate_p, erf, erf_p, flip, fliplr, flipud, rev, rev_p, stop_gradient, stop_gradient_p
 from .views import (
     Span,
     broadcast,
@@ -162,7 +162,7 @@ COMPARE_NAMES = sorted(COMPARE)
 # The numpy/JAX-style functions (listed in docs/staging.md).
 NUMPY_OPS = [
     "arange", "argmax", "argmin", "associative_scan", "clip", "concatenate", "cummax", "cummin", "cumprod", "cumsum",
-    "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "dot", "einsum", "erf", "flip", "fliplr", "flipud", "floordiv", "gelu", "iota", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
@@ -172,7 +172,8 @@ NUMPY_OPS = [
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
-    "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
+    "reduce_max", "reduce_sum", "relu", "rev", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where",
+    "zeros",
     # the numpy/JAX spellings
     *NUMPY_OPS,
 ]
@@ -181,7 +182,7 @@ __all__ = [
     "gt", "le", "log", "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "ones", "pow",
     "reduce_max", "reduce_sum", "relu", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where", "zeros",
     "arange", "argmax", "argmin", "associative_scan", "clip", "concatenate", "cummax", "cummin", "cumprod", "cumsum",
-    "dot", "einsum", "erf", "floordiv", "gelu", "iota", "log_softmax",
+    "dot", "einsum", "erf", "flip", "fliplr", "flipud", "floordiv", "gelu", "iota", "log_softmax", "rev",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     "arccos", "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "cosh", "exp2", "expm1", "floor", "log1p", "log2",
@@ -190,7 +191,8 @@ __all__ = [
     "remainder", "silu", "softplus", "square", "std", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "invert", "left_shift", "right_shift", "BITWISE", "bitwise_prims", "BINARY", "BINARY_NAMES",
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
-    "MATH_UNARY", "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "floordiv_p", "iota_p", "mod_p",
+    "MATH_UNARY", "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "rev_p", "floordiv_p", "iota_p",
+    "mod_p",
     "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
     "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
     "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",

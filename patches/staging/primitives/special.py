@@ -1,9 +1,12 @@
-"""Primitives a numpy/JAX user reaches for that are not compositions of the others: ``erf``, ``stop_gradient``
-and ``concatenate``.
+"""Primitives a numpy/JAX user reaches for that are not compositions of the others: ``erf``, ``stop_gradient``,
+``concatenate`` and ``rev``.
 
 ``erf`` is elementwise (float). ``stop_gradient`` is the identity on values (it shares its operand's storage
 and layout, like a view) whose derivative is zero. ``concatenate`` joins operands along one mode into fresh
-compact column-major storage; the other modes must agree in size.
+compact column-major storage; the other modes must agree in size. ``rev`` (JAX's ``lax.rev``, numpy's ``flip`` and
+negative slice steps) reverses modes into fresh compact storage: it is computed here, since a layout of negative
+strides would reach every rule that reasons about storage; the lowering reads it as such a layout (an access of
+stride -d from the last element), so it costs no kernel of its own there.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_o
 from .elementwise import _abstract, _impl
 from .reductions import tensor_arg
 from .registry import checked_impl, primitive
+from .rev import bind_rev, rev_p  # noqa: F401 (rev_p re-exported)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -114,3 +118,39 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
         return xs[0]
     return bind(concatenate_p, *xs, axis=axis)
 
+
+# -- rev (the primitive is in rev.py, a floor below the views' getitem) --------------------------------------
+
+
+def rev(x: Any, axes: Any, name: str = "rev") -> Any:
+    """JAX's ``lax.rev``: ``x`` with the order of elements along each mode of ``axes`` reversed (a hierarchical mode
+    by its colexicographic coordinate)."""
+    x = tensor_arg(name, x)
+    t = get_aval(x)
+    axes = (axes,) if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool) else axes
+    if not isinstance(axes, (tuple, list)) or \
+            any(not isinstance(a, (int, np.integer)) or isinstance(a, bool) for a in axes):
+        raise fail(name, f"axes must be an int or a tuple of ints, got {axes!r}", t)
+    if any(not -t.rank <= a < t.rank for a in axes):
+        raise fail(name, f"axis {tuple(axes)} is out of range for a rank-{t.rank} tensor", t)
+    return bind_rev(x, tuple(int(a) for a in axes))
+
+
+def flip(x: Any, axis: Any = None) -> Any:
+    """numpy's ``flip``: reverse the order of elements along ``axis`` (an int, a tuple of ints, or None: every mode)."""
+    return _flip("flip", x, axis)
+
+
+def _flip(name: str, x: Any, axis: Any) -> Any:
+    x = tensor_arg(name, x)
+    return rev(x, tuple(range(get_aval(x).rank)) if axis is None else axis, name)
+
+
+def flipud(x: Any) -> Any:
+    """numpy's ``flipud``: reverse mode 0."""
+    return _flip("flipud", x, 0)
+
+
+def fliplr(x: Any) -> Any:
+    """numpy's ``fliplr``: reverse mode 1."""
+    return _flip("fliplr", x, 1)

@@ -56,6 +56,7 @@ from ..types import (
     zeros_like_shape,
 )
 from .registry import primitive
+from .rev import bind_rev
 
 
 class Span(NamedTuple):
@@ -109,6 +110,8 @@ def squeeze_modes(e: Any, regroup: bool = False) -> list | None:
     (1, n) -> (n,)), the operand mode each result mode is (None for an inserted extent-1 mode); else None. Such a
     view of a value computed in the kernel is the value itself, read at the same domain point. With ``regroup`` a
     mode may also change its hierarchy in colexicographic order (128 viewed as (16, 8)): the same flat coordinate."""
+    if e.prim not in view_rules:                 # (rev, read as a view by the lowering, reorders its modes)
+        return None
     x, out = e.inputs[0].type, e.outputs[0].type
     xs, os_ = modes_of(x.shape) if x.rank else (), modes_of(out.shape) if out.rank else ()
     big_x = [i for i, m in enumerate(xs) if not _unit(m)]
@@ -312,7 +315,8 @@ _STEP_TRIES = 256      # remainders tried for a symbolic slice's count (a larger
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """``x[i, a:b, :, None]``: integers fix modes, slices narrow them (positive steps), None adds a size-1 mode; a view."""
+    """``x[i, a:b, :, None]``: integers fix modes, slices narrow them, None adds a size-1 mode; a view. A negative step
+    (``x[::-1]``) is the positive slice of the same elements, then ``rev`` (computed, as in JAX)."""
     index = index if isinstance(index, tuple) else (index,)
     if any(ix is None for ix in index):
         kept = [ix for ix in index if ix is not None]
@@ -350,6 +354,12 @@ def getitem(x: Any, index: Any) -> Any:
     if len(index) > len(ms):
         raise fail("slice", f"{len(index)} indices for a tensor with {len(ms)} modes", t)
     index = index + (slice(None),) * (len(ms) - len(index))
+    flips = [i for i, (ix, m) in enumerate(zip(index, ms)) if isinstance(ix, slice) and _negative_step(ix)
+             and type(mode_size(m)) is int]
+    if flips:                  # x[a:b:-c] is the positive slice of the same elements, reversed
+        index = tuple(_forward(ix, mode_size(m), i, t) if i in flips else ix for i, (ix, m) in enumerate(zip(index, ms)))
+        kept = [i for i, ix in enumerate(index) if not isinstance(ix, (int, np.integer))]
+        return bind_rev(getitem(x, index), tuple(kept.index(i) for i in flips))
     norm = tuple(_index_entry(ix, m, i, t) for i, (ix, m) in enumerate(zip(index, ms)))
     if all(ix is None for ix in norm):
         return x
@@ -359,6 +369,21 @@ def getitem(x: Any, index: Any) -> Any:
         except (Refused, LayoutError):       # a range no view of this hierarchical mode selects: copy, then slice
             x = bind(_copy_p(), x, layout=None)   # (numpy's x.T.reshape(-1)[a:b] copies too)
     return bind(slice_p, x, index=norm)
+
+
+def _negative_step(ix: slice) -> bool:
+    return isinstance(ix.step, (int, np.integer)) and not isinstance(ix.step, (bool, np.bool_)) and ix.step < 0
+
+
+def _forward(ix: slice, n: int, pos: int, t: TensorType) -> slice:
+    """The positive-step slice selecting the elements of ``ix`` (a negative step) over a mode of extent ``n``."""
+    for part in (ix.start, ix.stop):
+        if part is not None and (not isinstance(part, (int, np.integer)) or isinstance(part, (bool, np.bool_))):
+            raise fail("slice", f"slice bounds must be Python integers or None, got {part!r} in mode {pos}", t)
+    r = range(*ix.indices(n))
+    if not r:
+        raise fail("slice", f"the slice {r.start}:{r.stop}:{r.step} of mode {pos} is empty", t)
+    return slice(r[-1], r[0] + 1, -r.step)
 
 
 def _copy_p() -> Any:
