@@ -231,3 +231,11 @@ class Operators:
         return _OPS.reshape(self, -1, "C")
 
     ravel = flatten
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """numpy's ``x.squeeze()``: without its extent-1 modes (or those of ``axis``); a view."""
+        return _OPS.squeeze(self, axis)
+
+    def swapaxes(self, axis1: Any, axis2: Any) -> Any:
+        """numpy's ``x.swapaxes(a, b)``: modes a and b exchanged; a view."""
+        return _OPS.swapaxes(self, axis1, axis2)

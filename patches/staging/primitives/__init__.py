@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import numpy_math
+from . import numpy_math, numpy_shape
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -112,6 +112,38 @@ from .numpy_ops import (
     sum,
     var,
 )
+from .numpy_shape import (
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    diag,
+    diagonal,
+    diff,
+    expand_dims,
+    eye,
+    full_like,
+    hstack,
+    inner,
+    linspace,
+    moveaxis,
+    ones_like,
+    outer,
+    pad,
+    ravel,
+    roll,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tensordot,
+    trace,
+    tril,
+    triu,
+    vstack,
+    zeros_like,
+)
 from .reductions import (
     argmax_p,
     argmin_p,
@@ -166,8 +198,11 @@ NUMPY_OPS = [
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "max", "mean", "min", "mod",
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
-    "right_shift",
+    "right_shift", *numpy_shape.ONE_TENSOR,
 ]
+# numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
+# a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
+NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS)
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -175,7 +210,7 @@ OPS = [
     "reduce_max", "reduce_sum", "relu", "rev", "sin", "sqrt", "sub", "tanh", "tile", "transpose", "view", "where",
     "zeros",
     # the numpy/JAX spellings
-    *NUMPY_OPS,
+    *NUMPY_OPS, *NUMPY_MULTI_ARG_OPS,
 ]
 __all__ = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -198,6 +233,10 @@ __all__ = [
     "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",
     "reduce_sum_p", "relu_p", "sin_p", "slice_p", "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p",
     "view_rules", "where_p", "squeeze_modes",
+    "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "diag", "diagonal", "diff",
+    "expand_dims", "eye", "full_like", "hstack", "inner", "linspace", "moveaxis", "ones_like", "outer", "pad", "ravel",
+    "roll", "split", "squeeze", "stack", "swapaxes", "tensordot", "trace", "tril", "triu", "vstack", "zeros_like",
+    "NUMPY_MULTI_ARG_OPS",
 ]
 
 def _length(x: Any) -> int:
@@ -259,3 +298,4 @@ _operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, a
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
                    left_shift=left_shift, right_shift=right_shift, std=numpy_math.std, cumsum=cumsum,
                    any=numpy_math.any, all=numpy_math.all, clip=clip, round=round, dot=dot, count=_count)
+_operators.install(squeeze=squeeze, swapaxes=swapaxes)
