@@ -221,8 +221,15 @@ def full_lower(val: Any) -> Any:
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim`` to ``args`` in the highest transformation that sees them."""
-    trace = find_top_trace(args)
-    tracers = [full_raise(trace, a) for a in args]
+    try:
+        trace = find_top_trace(args)
+        tracers = [full_raise(trace, a) for a in args]
+    except StagingError as e:           # an operand that is no tensor: named by the primitive it was passed to
+        bad = next((a for a in args if not is_tensor_like(a)), None)
+        if e.primitive is not None or bad is None:
+            raise
+        raise fail(prim.name, f"expected a tensor (a traced value, an Array, a numpy array or a Python number), "
+                              f"got {type(bad).__name__} {bad!r:.80}") from None
     outs = trace.process_primitive(prim, tracers, params)
     if prim.multiple_results:
         return [full_lower(o) for o in outs]
@@ -305,8 +312,8 @@ def mark_weak(x: Any, arg: Any = True) -> Any:
     return x
 
 
-def get_aval(x: Any) -> TensorType:
-    """The type of a tracer, an Array, a numpy array or a Python scalar."""
+def get_aval(x: Any, who: str | None = None) -> TensorType:
+    """The type of a tracer, an Array, a numpy array or a Python scalar (else a StagingError naming ``who``)."""
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, Array):
@@ -315,8 +322,8 @@ def get_aval(x: Any) -> TensorType:
         return to_array(x).type
     if isinstance(x, (bool, int, float)):
         return TensorType(dtypes.of_python_scalar(x), SCALAR_LAYOUT)
-    raise fail(None, f"expected a tensor (a traced value, an Array, a numpy array or a Python number), "
-                     f"got {type(x).__name__} {x!r}")
+    raise fail(who, f"expected a tensor (a traced value, an Array, a numpy array or a Python number), "
+                    f"got {type(x).__name__} {x!r:.80}")
 
 
 def is_tensor_like(x: Any) -> bool:

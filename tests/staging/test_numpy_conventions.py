@@ -339,3 +339,19 @@ def test_bool_add_and_mul_are_logical_as_in_numpy():
     got = pt.lower(prog).simulate_kernels(x, y, source=True)
     np.testing.assert_array_equal(got[0], (x | y) & x)
     assert int(got[1]) == int((x & y).sum())
+
+
+def test_non_tensors_are_named_by_the_op_they_were_passed_to():
+    """``transpose('a')``, ``broadcast_to``, ``where``, ``astype``, ``copy``, ``tile``: each error starts with the op's
+    name (was: a bare "expected a tensor"); an einsum of bools is numpy's or of ands (was: "matmul: expects numeric
+    operands")."""
+    m = np.ones(2) > 0
+    for f, name in [(lambda: pt.transpose("a"), "transpose"), (lambda: pt.broadcast_to("a", 3), "broadcast_to"),
+                    (lambda: pt.where(None, 1, 2), "where"), (lambda: pt.where(m, "a", 2), "where"),
+                    (lambda: pt.astype("a", "f32"), "astype"), (lambda: pt.copy("a"), "copy"),
+                    (lambda: pt.tile("a", (2,)), "tile")]:
+        with pytest.raises(pt.StagingError, match=f"^{name}: expected a tensor"):
+            f()
+    a, b = np.array([[True, False], [False, False]]), np.array([[False, True], [True, True]])
+    got = np.asarray(pt.einsum("ij,jk->ik", a, b))
+    assert got.dtype == np.bool_ and got.tolist() == np.einsum("ij,jk->ik", a, b).tolist()

@@ -31,7 +31,7 @@ from ..scalars import _is_py_scalar, coerce
 from ..types import compact, mode_size, modes_of, shape_of_modes
 from .einsum_subscripts import parse, show_term, unit
 from .einsum_subscripts import sizes as index_sizes
-from .elementwise import astype, copy
+from .elementwise import astype, copy, ne
 from .matmul import matmul_p, params_of, result_dtype
 from .reductions import reduce_sum, tensor_arg
 from .views import broadcast, transpose, view
@@ -187,6 +187,8 @@ def einsum(spec: str, *operands: Any, preferred_element_type: Any = None) -> Any
         raise fail("einsum", "takes at least one operand")
     xs = _operands(operands)
     types = [get_aval(x) for x in xs]
+    if all(t.dtype == "bool" for t in types) and preferred_element_type is None:   # numpy's: an or of ands
+        return ne(einsum(spec, *(astype(x, "i32") for x in xs)), 0)
     ins, out = parse(spec, types)
     sizes = index_sizes(ins, types)
     dtype = _result_dtype(types, preferred_element_type)

@@ -352,6 +352,9 @@ def where(c: Any, x: Any, y: Any) -> Any:
     """``x`` where ``c`` holds, else ``y`` (elementwise; a numeric ``c`` holds where nonzero, as numpy's)."""
     if isinstance(c, bool):
         c = np.bool_(c)
+    for v in (c, x, y):
+        if not is_tensor_like(v):
+            get_aval(v, "where")             # (an error naming where)
     if is_tensor_like(c) and not _is_py_scalar(c) and get_aval(c).dtype != "bool":
         c = ne(c, 0)
     x, y = coerce("where", x, y)
@@ -371,6 +374,6 @@ def astype(x: Any, dtype: Any) -> Any:
     d = dtypes.canonical(dtype, "astype")
     if _is_py_scalar(x):
         x = weak_scalar("astype", x, None)
-    if get_aval(x).dtype == d:
+    if get_aval(x, "astype").dtype == d:
         return x
     return bind(astype_p, x, dtype=d)

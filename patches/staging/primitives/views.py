@@ -178,7 +178,7 @@ transpose_p = _view("transpose", _transpose_rule)
 
 def transpose(x: Any, perm: Any = None) -> Any:
     """Permute the modes (default: reverse them, like numpy's ``.T``); a view, so free."""
-    r = get_aval(x).rank
+    r = get_aval(x, "transpose").rank
     perm = tuple(reversed(range(r))) if perm is None else int_tuple("transpose", perm, "perm")
     perm = tuple(p + r if p < 0 else p for p in perm)
     if perm == tuple(range(r)) and len(perm) == r:
@@ -509,7 +509,7 @@ def broadcast(x: Any, shape: Any, dims: tuple) -> Any:
 
 def broadcast_to(x: Any, shape: Any) -> Any:
     """numpy-style broadcast of ``x`` to ``shape`` (modes aligned on the right); a view."""
-    t = get_aval(x)
+    t = get_aval(x, "broadcast_to")
     shape = checked_shape("broadcast_to", shape)
     if t.rank and same_modes(t.shape, shape):
         return x
