@@ -52,8 +52,57 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(aligned_outputs(k_major(eqns)))
+    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(eqns, outputs))))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+LINEAR_AT_ZERO = ("add", "sub", "neg", "mul", "astype")   # f(0, ..., 0) = 0: an embed passes through them
+
+
+def pushed_embeds(eqns: list, outputs: list) -> list:
+    """``embed(f(a, b))`` as ``f(embed(a), embed(b))`` where ``f`` is elementwise with ``f(0, ..., 0) = 0`` (add,
+    sub, neg, mul, astype; a mul by a finite literal too) and its result has no other use: the placement reads
+    ``a`` and ``b`` through the map instead of a value computed in the kernel (which must cut the kernel, since an
+    embed reads a buffer), so a concatenate of a computed value, a scan step or a slice's gradient is one kernel
+    where it was two. Applied again to the new embeds, down to what the kernel reads."""
+    uses: dict[int, int] = {}
+    for x in [*(x for e in eqns for x in e.inputs), *outputs]:
+        if isinstance(x, Var):
+            uses[id(x)] = uses.get(id(x), 0) + 1
+    producer = {id(v): e for e in eqns for v in e.outputs}
+
+    def pushable(p: Eqn | None, v: Var) -> bool:
+        if p is None or p.prim.name not in LINEAR_AT_ZERO or uses.get(id(v)) != 1 or \
+                any(x.type.dtype == "bool" for x in p.inputs):          # (a bool embed has no kernel form)
+            return False
+        lits = [x for x in p.inputs if isinstance(x, Literal)]
+        if p.prim.name != "mul":
+            return not lits
+        return len(lits) < len(p.inputs) and all(np.isfinite(np.asarray(x.value, np.float64)).all() for x in lits)
+
+    def place(e: Eqn) -> list:
+        v = e.inputs[0]
+        p = producer.get(id(v)) if isinstance(v, Var) else None
+        if not pushable(p, v) or any(isinstance(x, Var) and not _same_shape(x, v) for x in p.inputs):
+            return [e]
+        out, ins = [], []
+        for x in p.inputs:
+            if isinstance(x, Literal):
+                ins.append(x)
+                continue
+            y = Var(TensorType(x.type.dtype, e.outputs[0].type.layout))
+            out += place(Eqn(e.prim, [x], e.params, [y]))
+            ins.append(y)
+        return out + [Eqn(p.prim, ins, p.params, e.outputs)]
+
+    out: list = []
+    for e in eqns:
+        out.extend(place(e) if e.prim.name == "embed" else [e])
+    return out
+
+
+def _same_shape(x: Var, v: Var) -> bool:
+    return modes_of(x.type.shape) == modes_of(v.type.shape) if x.type.rank else not v.type.rank
 
 
 def kernel_operands(eqns: list) -> list:

@@ -16,18 +16,19 @@ from typing import Any
 
 import numpy as np
 
+from ...layouts import Layout
 from .. import dtypes
 from ..core import get_aval, is_tensor_like
 from ..errors import fail
 from ..scalars import _is_py_scalar, weak_scalar
 from ..types import mode_size, modes_of, same_mode, shape_of_modes
 from .einsum import einsum
-from .elementwise import astype, div, eq, floor, ge, le, mul, ne, sub, where
+from .elementwise import astype, div, eq, floor, ge, le, lt, mul, ne, sub, where
 from .integer import _number, iota
 from .numpy_ops import reshape, sum
 from .reductions import tensor_arg
 from .special import concatenate
-from .views import broadcast_to, full, getitem, transpose
+from .views import broadcast_to, embed, full, getitem, transpose
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -288,8 +289,9 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """numpy's ``pad`` with ``mode="constant"`` and one scalar ``constant_values``: ``concatenate`` with filled
-    (stride-0) blocks before and after each mode; ``pad_width`` as numpy's (n, (before, after), or one pair per mode)."""
+    """numpy's ``pad`` with ``mode="constant"`` and one scalar ``constant_values``: one ``embed`` (static shapes),
+    else ``concatenate`` with filled (stride-0) blocks before and after each mode; ``pad_width`` as numpy's (n,
+    (before, after), or one pair per mode)."""
     x, t = _arg("pad", array)
     if mode != "constant":
         raise fail("pad", f"mode={mode!r} is not supported (only mode='constant')", t)
@@ -303,6 +305,9 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
     except ValueError:
         raise fail("pad", f"pad_width {pad_width!r} does not broadcast to ({t.rank}, 2)", t) from None
     value = _cast("pad", constant_values, t.dtype)
+    ms = _modes(t)
+    if all(type(m) is int for m in ms) and t.dtype != "bool" and any(w.ravel()):
+        return _placed(x, ms, w.tolist(), value)
     for ax, widths in enumerate(w.tolist()):
         ms = _modes(get_aval(x))
         blocks = [full(shape_of_modes([int(k) if i == ax else m for i, m in enumerate(ms)]), value, t.dtype)
@@ -310,6 +315,23 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
         if any(widths):
             x = concatenate([v for v in (blocks[0], x, blocks[1]) if v is not None], ax)
     return x
+
+
+def _placed(x: Any, ms: list, widths: list, value: Any) -> Any:
+    """``x`` placed by one ``embed`` into the padded shape (coordinate i of mode k at i + before_k), the border
+    ``value`` chosen by ``where`` on ``iota`` ranges: one kernel, where a concatenate per mode nests placements."""
+    out = [m + b + a for m, (b, a) in zip(ms, widths)]
+    strides = [math.prod(out[:k]) for k in range(len(out))]
+    placement = Layout(tuple(ms), tuple(strides)) if len(ms) > 1 else Layout(ms[0], strides[0])
+    y = embed(x, shape_of_modes(out), placement, int(np.dot([b for b, _ in widths], strides)))
+    if not value:
+        return y
+    inside = None
+    for k, ((b, _), m) in enumerate(zip(widths, ms)):
+        i = iota("i32", shape_of_modes(out), k)
+        here = where(ge(i, b), lt(i, b + m), False)
+        inside = here if inside is None else where(inside, here, False)
+    return where(inside, y, value)
 
 
 def diff(a: Any, n: Any = 1, axis: Any = -1) -> Any:

@@ -1,0 +1,67 @@
+"""Placements pushed through the arithmetic they place (``patches.lower.prepare.pushed_embeds``): ``embed(a + b)``
+as ``embed(a) + embed(b)`` where the sum has no other use, so the placement reads ``a`` and ``b`` through its map
+instead of cutting the kernel at a computed value. Only through ops that keep zeros zero (add, sub, neg, mul,
+astype; a mul by a finite literal): elsewhere the placed value is computed first, as before."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.lower.plan import random_args
+
+
+def _same(prog, s, args, rtol=1e-5):
+    want = pt.evaluate(prog, *args)
+    for source in (False, True):
+        got = s.simulate_kernels(*args, source=source)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("n, kernels", [(64, 6), (4096, 12)])
+def test_a_scan_step_is_one_kernel(n, kernels):
+    """``cumsum`` of n: one kernel per Hillis-Steele step (4096: 12, was 24)."""
+    prog = pt.stage(pt.cumsum, pt.tensor("f32", n))
+    s = pt.lower(prog)
+    assert len(s.kernels) == kernels
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(s.simulate_kernels(x)), np.cumsum(x), rtol=1e-4, atol=1e-4)
+    if n == 64:
+        _same(prog, s, [x])
+        s.verify()
+
+
+def test_pad_of_computed_values_is_one_kernel():
+    """``pad(a * 2 - a.T, 2, constant_values=3)``: one placement, pushed through the arithmetic, the border chosen
+    by iota ranges: one kernel (a concatenate per mode made five)."""
+    prog = pt.stage(lambda a: pt.pad(a * 2 - a.T, 2, constant_values=3.0), pt.tensor("f32", (16, 16)))
+    s = pt.lower(prog)
+    assert len(s.kernels) == 1
+    y = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(s.simulate_kernels(y, source=True)), np.pad(y * 2 - y.T, 2, constant_values=3))
+    s.verify()
+
+
+@pytest.mark.parametrize("name", ["a literal added", "exp", "two uses", "an infinite factor", "bool astype",
+                                  "gradient of a concatenate"])
+def test_placements_not_pushed_keep_their_values(name):
+    """Where f(0) is not 0 (``+ 1.0``, ``exp``, ``* inf``), where the placed value has another use, or where the
+    operand is bool, the value is computed first; every case equals the interpreter, by model and by source."""
+    f = {
+        "a literal added": lambda a: pt.concatenate([a, a + 1.0], 0),
+        "exp": lambda a: pt.concatenate([a[:1], pt.exp(a[1:] - a[:-1])], 0),
+        "two uses": lambda a: (lambda v: (pt.concatenate([a[:1], v], 0), v * 2))(a[1:] + a[:-1]),
+        "an infinite factor": lambda a: pt.concatenate([a[:1], (a[1:] - a[:-1]) * np.float32(np.inf)], 0),
+        "bool astype": lambda a: pt.concatenate([a[:1], (a[1:] > a[:-1]).astype("f32")], 0),
+        "gradient of a concatenate": pt.grad(lambda a: (pt.concatenate([a * a, a[:3]], 0) ** 2).sum()),
+    }[name]
+    prog = pt.stage(f, pt.tensor("f32", (12, 8)))
+    s = pt.lower(prog)
+    args = random_args(prog, 2)
+    want = pt.evaluate(prog, *args)
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for source in (False, True):
+        got = s.simulate_kernels(*args, source=source)
+        got = got if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+    s.verify()
