@@ -1,5 +1,7 @@
 """Programs the lowering tests share: the MLP layer, its backward matmuls, a symbolic-shape layer."""
 
+import numpy as np
+
 import patches as pt
 from patches.layouts import Sym, make_layout
 
@@ -36,3 +38,16 @@ def symbolic():
 def f32_output(m=256, k=128, n=512):
     """The bf16 layer with an f32 result: C is stored in f32 (plain smem stores instead of stmatrix)."""
     return pt.stage(lambda x, w, b: layer(x, w, b).astype("f32"), *layer_types(m, k, n, "bf16"))
+
+
+def assert_kernels_compute(prog, s, args, rtol=1e-5):
+    """Schedule ``s`` of ``prog`` equals the interpreter on ``args``: by the kernels' models and by their emitted
+    source executed on the CPU, output by output, shapes included."""
+    want = pt.evaluate(prog, *args)
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for source in (False, True):
+        got = s.simulate_kernels(*args, source=source)
+        got = got if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(got, want):
+            assert np.asarray(g).shape == np.asarray(w).shape
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)

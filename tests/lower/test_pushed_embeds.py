@@ -9,12 +9,7 @@ import pytest
 import patches as pt
 from patches.lower.plan import random_args
 
-
-def _same(prog, s, args, rtol=1e-5):
-    want = pt.evaluate(prog, *args)
-    for source in (False, True):
-        got = s.simulate_kernels(*args, source=source)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=rtol)
+from .helpers import assert_kernels_compute
 
 
 @pytest.mark.parametrize("n, kernels", [(64, 6), (4096, 12)])
@@ -26,7 +21,7 @@ def test_a_scan_step_is_one_kernel(n, kernels):
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     np.testing.assert_allclose(np.asarray(s.simulate_kernels(x)), np.cumsum(x), rtol=1e-4, atol=1e-4)
     if n == 64:
-        _same(prog, s, [x])
+        assert_kernels_compute(prog, s, [x])
         s.verify()
 
 
@@ -56,12 +51,5 @@ def test_placements_not_pushed_keep_their_values(name):
     }[name]
     prog = pt.stage(f, pt.tensor("f32", (12, 8)))
     s = pt.lower(prog)
-    args = random_args(prog, 2)
-    want = pt.evaluate(prog, *args)
-    want = want if isinstance(want, (list, tuple)) else [want]
-    for source in (False, True):
-        got = s.simulate_kernels(*args, source=source)
-        got = got if isinstance(got, (list, tuple)) else [got]
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+    assert_kernels_compute(prog, s, random_args(prog, 2))
     s.verify()

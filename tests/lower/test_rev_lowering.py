@@ -9,6 +9,8 @@ import pytest
 import patches as pt
 from patches.lower.plan import random_args
 
+from .helpers import assert_kernels_compute
+
 CASES = {
     "output x[::-1]": (lambda a: a[::-1], [(8, 16)]),
     "exp(a)[::-1], a computed value": (lambda a: pt.exp(a)[::-1], [(8, 16)]),
@@ -29,24 +31,13 @@ CASES = {
 }
 
 
-def _run(prog, s, args, rtol):
-    want = pt.evaluate(prog, *args)
-    want = want if isinstance(want, (list, tuple)) else [want]
-    for source in (False, True):
-        got = s.simulate_kernels(*args, source=source)
-        got = got if isinstance(got, (list, tuple)) else [got]
-        for g, w in zip(got, want):
-            assert np.asarray(g).shape == np.asarray(w).shape
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_reversals_lower_and_their_emitted_source_agrees(name):
     f, shapes = CASES[name]
     prog = pt.stage(f, *(pt.tensor("f32", s) for s in shapes))
     s = pt.lower(prog)
     assert all(k.kind == "simt" for k in s.kernels)
-    _run(prog, s, random_args(prog, 0), 1e-5)
+    assert_kernels_compute(prog, s, random_args(prog, 0), 1e-5)
     s.verify()
 
 
@@ -78,7 +69,7 @@ def test_a_full_reduction_beside_a_slice_gets_its_own_kernel():
     prog = pt.stage(lambda a: a[1:3] * 2 + a[:, ::-3].sum(), pt.tensor("f32", (8, 300)))
     s = pt.lower(prog)
     assert all(int(k.spec.rows * k.spec.cols) <= 800 for k in s.kernels), [(k.spec.rows, k.spec.cols) for k in s.kernels]
-    _run(prog, s, random_args(prog, 2), 1e-5)
+    assert_kernels_compute(prog, s, random_args(prog, 2), 1e-5)
 
 
 def test_a_kernel_body_reverses_a_block_and_its_backward_kernel_too():
@@ -111,4 +102,4 @@ def test_a_full_mean_beside_row_variances_is_not_redone_per_row():
     prog = pt.stage(lambda a: pt.var(a, axis=1, keepdims=True) + pt.mean(a), pt.tensor("f32", (128, 96)))
     s = pt.lower(prog)
     assert sum(int(k.spec.rows * k.spec.cols) for k in s.kernels) <= 3 * 128 * 96
-    _run(prog, s, random_args(prog, 4), 1e-5)
+    assert_kernels_compute(prog, s, random_args(prog, 4), 1e-5)
