@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..layouts import Layout, coalesce, cosize, make_layout
+from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, evaluate
 from ..staging.primitives import copy_p
@@ -52,8 +52,33 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(eqns, outputs))))
+    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(eqns), outputs))))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def copied_reversals(eqns: list) -> list:
+    """A ``rev`` is read in place, at negative strides (``simt_views``); a view after it that no layout of that
+    storage expresses (a reshape merging a reversed mode with another, a range of a reversed hierarchical mode)
+    reads a compact ``copy`` of the reversed value instead, as staging's own view of it does."""
+    from ..staging.primitives.rev import rev_access
+    from ..staging.primitives.views import Refused, view_rules
+
+    stored: dict[int, Layout] = {}      # storage layouts past a rev, where they differ from the types'
+    out: list = []
+    for e in eqns:
+        x = e.inputs[0] if e.inputs else None
+        name = e.prim.name
+        if name == "rev":
+            stored[id(e.outputs[0])] = rev_access(stored.get(id(x), x.type.layout), e.params["axes"])[0]
+        elif e.prim in view_rules and isinstance(x, Var) and id(x) in stored:
+            try:
+                stored[id(e.outputs[0])] = view_rules[e.prim](stored[id(x)], name=name, **e.params)[0]
+            except (Refused, LayoutError):
+                y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
+                out.append(Eqn(copy_p, [x], {"layout": None}, [y]))
+                e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+        out.append(e)
+    return out
 
 
 LINEAR_AT_ZERO = ("add", "sub", "neg", "mul", "astype")   # f(0, ..., 0) = 0: an embed passes through them

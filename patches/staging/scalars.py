@@ -91,11 +91,11 @@ def _narrows_argument(name: str, x: Tracer, want: str) -> bool:
 def _ints_meeting_floats(xs: tuple) -> tuple:
     """Integer tensors meeting a Python float (or a weak float: a float argument of ``jit``) become floats first, as
     in JAX: ``i * 2.5`` is f32 (f64 from a 64-bit int or beside an f64 weak value), ``i > 0.5`` compares numbers."""
-    floats = [x for x in xs if isinstance(x, float) or _weak(x) and dtypes.is_float(x.aval.dtype)]
+    floats = [x for x in xs if _is_py_scalar(x) and isinstance(x, float) or _weak(x) and dtypes.is_float(x.aval.dtype)]
     ints = [x for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
     if not floats or not ints or not all(dtypes.is_int(get_aval(x).dtype) for x in ints):
         return xs
-    weak = [x.aval.dtype for x in floats if not isinstance(x, float)]
+    weak = [x.aval.dtype for x in floats if _weak(x)]
     wide = "f64" in weak or any(get_aval(x).dtype in ("i64", "u64") for x in ints)
     want = "f64" if wide else "f32"
     return tuple(_CAST[0](x, want) if any(x is i for i in ints) else x for x in xs)

@@ -103,3 +103,18 @@ def test_a_full_mean_beside_row_variances_is_not_redone_per_row():
     s = pt.lower(prog)
     assert sum(int(k.spec.rows * k.spec.cols) for k in s.kernels) <= 3 * 128 * 96
     assert_kernels_compute(prog, s, random_args(prog, 4), 1e-5)
+
+
+@pytest.mark.parametrize("f, shape, copies", [
+    (lambda a: a[::-1].T.reshape(15, 3), (5, 9), True),            # a reshape merging a reversed mode
+    (lambda w: pt.flip(w.reshape(10), 0)[5:], (2, 5), True),        # a range of a reversed hierarchical mode
+    (lambda a: pt.grad(lambda a: (pt.flip(pt.concatenate([a, a]), 0).reshape(5, 4) ** 2).sum())(a), (2, 5), True),
+], ids=["reshape", "range", "grad"])
+def test_a_view_no_reversed_layout_expresses_reads_a_copy(f, shape, copies):
+    """Views of a reversal that no layout of the reversed storage expresses (they raised the views' internal
+    ``Refused`` out of ``pt.lower``) read a compact copy of the reversed value (``prepare.copied_reversals``)."""
+    prog = pt.stage(f, pt.tensor("f32", shape))
+    s = pt.lower(prog)
+    assert any("copy" in k.fuses for k in s.kernels) == copies
+    assert_kernels_compute(prog, s, random_args(prog, 5))
+    s.verify()

@@ -95,3 +95,15 @@ def test_flip_of_a_symbolic_mode_stages_and_evaluates():
     prog = pt.stage(lambda x: pt.flip(x, 0) * 2, pt.tensor("f32", (m, 3)))
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
     np.testing.assert_array_equal(np.asarray(pt.evaluate(prog, x)), x[::-1] * 2)
+
+
+def test_two_ellipses_are_refused_with_negative_steps_too():
+    """numpy allows one Ellipsis; ``x[..., ::-1, ...]`` was read as ``x[:, ::-1]``."""
+    for index in (np.s_[..., ::-1, ...], np.s_[..., 1, ..., ::-1], np.s_[..., 1:, ...]):
+        with pytest.raises(pt.StagingError, match="one Ellipsis"):
+            pt.jit(lambda x: x[index])(X)
+
+
+def test_a_numpy_float_scalar_meeting_an_int_tensor_names_both_dtypes():
+    with pytest.raises(pt.StagingError, match="is f64 and the tensor i32"):
+        pt.jit(lambda i: i * np.float64(2.5))(np.arange(3, dtype=np.int32))

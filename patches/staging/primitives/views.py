@@ -318,6 +318,8 @@ def getitem(x: Any, index: Any) -> Any:
     """``x[i, a:b, :, None]``: integers fix modes, slices narrow them, None adds a size-1 mode; a view. A negative step
     (``x[::-1]``) is the positive slice of the same elements, then ``rev`` (computed, as in JAX)."""
     index = index if isinstance(index, tuple) else (index,)
+    if sum(ix is Ellipsis for ix in index) > 1:
+        raise fail("slice", "an index can hold one Ellipsis (...) at most", get_aval(x))
     if any(ix is None for ix in index):
         kept = [ix for ix in index if ix is not None]
         y = getitem(x, tuple(kept))
