@@ -101,7 +101,7 @@ def test_two_ellipses_are_refused_with_negative_steps_too():
     """numpy allows one Ellipsis; ``x[..., ::-1, ...]`` was read as ``x[:, ::-1]``."""
     for index in (np.s_[..., ::-1, ...], np.s_[..., 1, ..., ::-1], np.s_[..., 1:, ...]):
         with pytest.raises(pt.StagingError, match="one Ellipsis"):
-            pt.jit(lambda x: x[index])(X)
+            pt.jit(lambda x, index=index: x[index])(X)
 
 
 def test_a_numpy_float_scalar_meeting_an_int_tensor_names_both_dtypes():
