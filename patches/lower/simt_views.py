@@ -64,6 +64,7 @@ def split_index(coord: str | None, leaves: tuple) -> list[str]:
     from .kernel.symbolic import code  # a symbolic leaf extent prints as run-time integer code
 
     out, div = [], 1
+    coord = coord if coord.isidentifier() or coord.isdigit() else f"({coord})"   # (a sum: % and // bind tighter)
     for k, n in enumerate(leaves):
         last = k == len(leaves) - 1
         q = coord if _unit(div) else f"({coord} // {code(div)})"

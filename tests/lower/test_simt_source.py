@@ -277,3 +277,18 @@ def test_an_unwritten_integer_element_fails_the_source_check():
     k2._module = Module(k2.spec, good2.source.replace("if row < ext_r:", "if row < ext_r - 1:"), 0.0, "simt")
     with pytest.raises(LoweringError, match="first and last CTAs leave 1 of the elements of output 0 they own unwritten"):
         s2.verify()
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda a: pt.concatenate([a.reshape(2, 12), a.reshape(2, 12)], 1), (6, 4)),
+    (lambda a: pt.cumsum(a.reshape(10, 4), axis=1), (5, 8)),
+], ids=["concatenate of row-major reshapes", "cumsum of a reshape"])
+def test_a_placed_hierarchical_operand_splits_its_whole_coordinate(f, shape):
+    """An embed reading a hierarchical operand mode splits the mode's coordinate, a sum, into leaves: the text was
+    ``e1 * 1 + e2 * 4 % 4`` and ``(e1 * 1 + e2 * 4 // 4)`` (``%`` and ``//`` bind tighter than ``+``), an index
+    past the operand on the GPU that the numpy model, which does not read the text, never saw."""
+    prog = pt.stage(f, _t("f32", shape))
+    s = pt.lower(prog)
+    args = _args(prog)
+    np.testing.assert_allclose(s.simulate_kernels(*args, source=True), pt.evaluate(prog, *args), rtol=1e-5, atol=1e-5)
+    s.verify()
