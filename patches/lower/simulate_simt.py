@@ -239,7 +239,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
         else:
             idx = tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)
             out[idx], row[idx] = val, r
-        results.append(wrap(out, o.dtype) if out.dtype == np.int64 else round_to(out, o.dtype))
+        results.append(wrap(out, o.dtype) if out.dtype == np.int64 or o.dtype == "bool" else round_to(out, o.dtype))
         who.append(row)
     if owners:
         return results, who

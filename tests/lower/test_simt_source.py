@@ -292,3 +292,16 @@ def test_a_placed_hierarchical_operand_splits_its_whole_coordinate(f, shape):
     args = _args(prog)
     np.testing.assert_allclose(s.simulate_kernels(*args, source=True), pt.evaluate(prog, *args), rtol=1e-5, atol=1e-5)
     s.verify()
+
+
+def test_the_model_returns_bool_outputs_as_bool():
+    """The numpy model gave a bool output as float32 0/1 (its comparisons compute as 0.0/1.0); it now returns the
+    program's dtype, as the interpreter and the source run do."""
+    prog = pt.stage(lambda x: (x > 0, (x * 2).astype("i8"), pt.where(x > 1, x, 0.0) > 0), _t("f32", (4,)))
+    x = np.array([1.0, -1.0, 2.0, -3.0], np.float32)
+    s = pt.lower(prog)
+    for source in (False, True):
+        got = s.simulate_kernels(x, source=source)
+        assert [np.asarray(g).dtype for g in got] == [np.bool_, np.int8, np.bool_]
+        assert [np.asarray(g).tolist() for g in got] == [[True, False, True, False], [2, -2, 4, -6],
+                                                       [False, False, True, False]]
