@@ -205,7 +205,6 @@ class Builder:
                         if not any(isinstance(r, Var) and id(r) in mine for r in map(self.graph.root, e.inputs))}
         return out
 
-
     def less_work(self, prog: Program, isolate: set, solo: set, plans: list) -> bool:
         """Whether the partition with ``isolate`` walks fewer SIMT domain points than ``plans``: a sum whose consumer
         recomputes it per output element does, a matmul's products beside their sum (its domain) do not."""
