@@ -464,13 +464,6 @@ def trace(a: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1, dtype: Any = 
 # -- products --------------------------------------------------------------------------------------------------
 
 
-def _contract(spec: str, x: Any, y: Any) -> Any:
-    """``einsum(spec, x, y)``; of booleans, whether any product is true (numpy's)."""
-    if get_aval(x).dtype == get_aval(y).dtype == "bool":
-        return ne(einsum(spec, astype(x, "i32"), astype(y, "i32")), 0)
-    return einsum(spec, x, y)
-
-
 def _letters(name: str, tx: Any, ty: Any) -> None:
     if tx.rank + ty.rank > len(_LETTERS):
         raise fail(name, "operands have too many modes", tx, ty)
@@ -492,7 +485,7 @@ def inner(a: Any, b: Any) -> Any:
         raise fail("inner", "the last modes must have the same extent", tx, ty)
     _letters("inner", tx, ty)
     sa, sb = _LETTERS[:tx.rank], _LETTERS[tx.rank:tx.rank + ty.rank - 1] + _LETTERS[tx.rank - 1]
-    return _contract(f"{sa},{sb}->{sa[:-1]}{sb[:-1]}", x, y)
+    return einsum(f"{sa},{sb}->{sa[:-1]}{sb[:-1]}", x, y)   # (of bools: numpy's or of ands)
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
@@ -514,7 +507,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     for i, j in zip(ax, bx):
         sb[j] = sa[i]
     out = "".join(c for i, c in enumerate(sa) if i not in ax) + "".join(c for j, c in enumerate(sb) if j not in bx)
-    return _contract(f"{sa},{''.join(sb)}->{out}", x, y)
+    return einsum(f"{sa},{''.join(sb)}->{out}", x, y)
 
 
 def linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retstep: bool = False,
