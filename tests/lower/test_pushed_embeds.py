@@ -23,6 +23,7 @@ def test_a_scan_step_is_one_kernel(n, kernels):
     if n == 64:
         assert_kernels_compute(prog, s, [x])
         s.verify()
+        assert all(e.resources["spills"] == 0 for e in s.compile().executables)
 
 
 def test_pad_of_computed_values_is_one_kernel():
@@ -34,6 +35,7 @@ def test_pad_of_computed_values_is_one_kernel():
     y = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(s.simulate_kernels(y, source=True)), np.pad(y * 2 - y.T, 2, constant_values=3))
     s.verify()
+    assert all(e.resources["spills"] == 0 for e in s.compile().executables)      # sm_90a, no GPU needed
 
 
 @pytest.mark.parametrize("name", ["a literal added", "exp", "two uses", "an infinite factor", "bool astype",
