@@ -124,6 +124,12 @@ def _rev(n: int, vals: list, bdims: list, *, axes: tuple) -> tuple:
     return P.rev_p.bind(x, axes=tuple(a if a < d else a + 1 for a in axes)), d
 
 
+def _gather(n: int, vals: list, bdims: list, *, axis: int) -> tuple:
+    """Operand and indices both get the batch as mode 0 (a stride-0 broadcast where one is not batched)."""
+    a, idx = (move_bdim(v, d, 0, n) for v, d in zip(vals, bdims))
+    return P.gather_p.bind(a, idx, axis=axis + 1), 0
+
+
 def _with_batch_mode(b: Layout, n: int, stride: Any) -> Layout:
     return layout_of_modes(mode_layouts(b) + [Layout._make(n, stride)]) if b.rank else Layout._make(n, stride)
 
@@ -189,6 +195,6 @@ batch_rules.update({
     P.copy_p: _copy, P.transpose_p: _transpose, P.slice_p: _slice, P.broadcast_p: _broadcast_rule,
     P.reduce_sum_p: _reduce(P.reduce_sum_p), P.reduce_max_p: _reduce(P.reduce_max_p),
     P.reduce_min_p: _reduce(P.reduce_min_p), P.argmax_p: _arg_reduce(P.argmax_p), P.argmin_p: _arg_reduce(P.argmin_p),
-    P.concatenate_p: _concatenate, P.rev_p: _rev,
+    P.concatenate_p: _concatenate, P.rev_p: _rev, P.gather_p: _gather,
     P.tile_p: _mapped_view(P.tile_p), P.view_p: _mapped_view(P.view_p), P.embed_p: _embed, P.matmul_p: _matmul,
 })

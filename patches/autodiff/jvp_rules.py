@@ -194,6 +194,16 @@ def _rev(primals: list, tangents: list, *, axes: tuple) -> tuple:
 
 jvp_rules[P.mod_p] = _mod
 jvp_rules[P.rev_p] = _rev
+
+
+def _gather(primals: list, tangents: list, *, axis: int) -> tuple:
+    """gather is linear in its operand (the indices carry no tangent): the tangent gathered at the same indices."""
+    (a, idx), (t, _) = primals, tangents
+    out = P.gather_p.bind(a, idx, axis=axis)
+    return out, Zero(_out_type(out)) if isinstance(t, Zero) else P.gather_p.bind(instantiate(t), idx, axis=axis)
+
+
+jvp_rules[P.gather_p] = _gather
 jvp_rules[P.concatenate_p] = _concatenate
 jvp_rules[P.add_p] = _add
 jvp_rules[P.sub_p] = _sub

@@ -163,8 +163,15 @@ def _rev(ct: Any, x: Any, *, axes: tuple) -> list:
     return [P.rev_p.bind(ct, axes=axes)]
 
 
+def _gather(ct: Any, a: Any, idx: Any, *, axis: int) -> list:
+    """The cotangent of gather's operand: the output cotangent added back where each index read (a scatter-add,
+    staged as a comparison of the indices with an iota summed over the gathered mode)."""
+    n = mode_size(modes_of(a.type.shape)[axis])
+    return [P.scatter_add_along(ct, idx, n, axis) if is_linear(a) else None, None]
+
+
 transpose_rules.update({
-    P.concatenate_p: _concatenate, P.rev_p: _rev,
+    P.concatenate_p: _concatenate, P.rev_p: _rev, P.gather_p: _gather,
     P.add_p: _add, P.sub_p: _sub, P.neg_p: _neg, P.mul_p: _mul, P.div_p: _div, P.where_p: _where,
     P.astype_p: _astype, P.copy_p: _copy, P.reduce_sum_p: _reduce_sum, P.broadcast_p: _broadcast,
     P.transpose_p: _transpose, P.slice_p: view_transpose(P.slice_p), P.tile_p: view_transpose(P.tile_p),

@@ -160,6 +160,26 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
     return lines
 
 
+def _take(spec: SimtSpec, j: int, indent: str, vec: set) -> list[str]:
+    """Step j, a gather: the operand read at the domain coordinates, its gathered mode at the index value clamped
+    into ``[0, n)`` (the interpreter's reading), so no thread reads outside the operand."""
+    st = spec.steps[j]
+    _, r, q, n = st.gather
+    rd = spec.reads[r]
+    ix = _arg(spec, st.args[0], vec, "i")
+    lines = [f"{indent}t{j} = cutlass.max(cutlass.min({ix}, {code(n)} - 1), 0)   # the index, clamped into the mode"]
+    coords = ["None" if c is None else f"d{c}" for c in rd.coords]
+    coords[q] = f"t{j}"
+    if rd.split:
+        idx = [x for c, leaves in zip(coords, rd.split) for x in split_index(None if c == "None" else c, leaves)]
+    else:
+        idx = ["0" if c == "None" else c for c in coords]
+    index = idx[0] if len(idx) == 1 else "(" + ", ".join(idx) + ")"
+    want = spec.int_dtype if st.kind == "i" else spec.float_dtype
+    lines.append(f"{indent}v{j} = {R.convert(f'{_tensor(spec, r)}[{index}]', want)}   # {st.note}")
+    return lines
+
+
 def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     """Step j, an embed whose map is a bijection onto a range: the output's colexicographic index, in range, read at
     the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
@@ -241,6 +261,9 @@ def _compute(spec: SimtSpec, r: tuple, indent: str, vec: set = frozenset(), done
     out = []
     for j in sorted(need - (done or set())):
         st = spec.steps[j]
+        if st.op == "take":
+            out += _take(spec, j, indent, vec)
+            continue
         if st.gather:
             out += _embed(spec, j, indent)
             continue

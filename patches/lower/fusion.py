@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..staging import Eqn, Literal, Program, Var
+from ..staging.types import mode_size, modes_of
 from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 
@@ -100,7 +101,8 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
     ``fits(group, eqn)`` tries the analysis of the group with ``eqn`` added; equations in ``isolate`` (by id) get
     a kernel of their own and take no consumers; an equation that joins none of the kernels it reads from (or
     reads none) may join the latest SIMT kernel (horizontal fusion, where it adds no cycle) unless it is in
-    ``solo``.
+    ``solo`` (moved off a kernel walking more than it needs): those join only a latest kernel whose values all have
+    as many elements as theirs.
 
     With ``holds(group)`` (the analysis of a whole group), equations join SIMT kernels on speculation and are
     checked in windows that double while they hold: one analysis per window instead of one per equation, which
@@ -137,7 +139,7 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
             if isinstance(r, Var) and id(r) in owner and owner[id(r)] not in srcs:
                 srcs.append(owner[id(r)])
         target = None
-        latest = bool(groups) and groups[-1].kind == "simt" and id(e) not in solo
+        latest = bool(groups) and groups[-1].kind == "simt" and (id(e) not in solo or _same_extent(groups[-1], e))
         # its sources first; then the latest SIMT kernel (horizontal fusion), which adds a dependency only if the
         # equation reads it or something after it: a concatenate of a computed value and a slice of a parameter
         cands = sorted(srcs, reverse=True) + ([len(groups) - 1] if latest and len(groups) - 1 not in srcs else [])
@@ -162,6 +164,24 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         for v in e.outputs:
             owner[id(v)] = target
     return groups, owner
+
+
+def _same_extent(g: Group, e: Eqn) -> bool:
+    """Whether every value group ``g`` computes has as many elements as ``e``'s result (so ``e`` joining it
+    widens no walk)."""
+    n = _count(e.outputs[0])
+    return n is not None and all(_count(v) == n for q in g.eqns for v in q.outputs)
+
+
+def _count(v: Any) -> int | None:
+    """The number of elements of ``v`` when static."""
+    n = 1
+    for m in (modes_of(v.type.shape) if v.type.rank else ()):
+        k = mode_size(m)
+        if type(k) is not int:
+            return None
+        n *= k
+    return n
 
 
 def order(groups: list) -> list[int]:

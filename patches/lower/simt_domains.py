@@ -89,6 +89,9 @@ def _read_values(prog: Program, fresh: set = frozenset()) -> set:
         nm = e.prim.name
         if nm in ACCESS_VIEWS or nm == "embed":
             continue
+        if nm == "gather":                     # the operand is read at computed indices, the indices per point
+            used |= {id(e.inputs[1]), id(e.outputs[0])}
+            continue
         if nm in ("transpose", "broadcast") and id(e.outputs[0]) not in used:
             continue
         if id(e.outputs[0]) in fresh:          # a parameter's view read at coordinates of its own
@@ -145,6 +148,12 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
             var[id(out)] = [None if i is None else xv[i] for i in squeeze_modes(e, True)]
         elif nm in ACCESS_VIEWS or nm in ("embed", "iota", "extent"):
             var[id(out)] = new_vars(out)           # read through a layout (or generated): fresh domain modes
+        elif nm == "gather":                 # walks the indices' modes; the operand is read at them (a buffer)
+            iv, ov = vars_of(e.inputs[1]), new_vars(out)
+            for a, b in zip(iv, ov):
+                if a is not None and b is not None:
+                    cl.union(a, b, nm)
+            var[id(out)] = ov
         elif nm in REDUCE:
             xv = vars_of(e.inputs[0])
             axes = tuple(e.params["axes"])
@@ -162,7 +171,7 @@ def _domains(prog: Program, fresh_views: bool) -> tuple:
             var[id(out)] = ov
         else:
             raise LoweringError(f"equation {nm} has no SIMT lowering (supported: {', '.join(sorted(ELEMENTWISE))}, "
-                                "views, embed, iota, extent, reduce_sum/reduce_max/reduce_min)")
+                                "views, embed, gather, iota, extent, reduce_sum/reduce_max/reduce_min)")
     return cl, var, reduced, fresh
 
 

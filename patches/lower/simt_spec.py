@@ -69,7 +69,8 @@ class Step:
     args: tuple
     dtype: str
     note: str
-    gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather
+    gather: tuple = ()         # embed: (read index, operand leaves, output leaves), see simt_views.embed_gather;
+    #                            take: (read index, the read's gathered mode, its extent), the index in args
     kind: str = "f"            # "f": a float computed in the spec's float_dtype; "i": an integer exactly in its int_dtype
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
     wrap: str = ""             # the integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's; bitwise steps)
@@ -180,6 +181,30 @@ def _kinds(e: Any, kinds: list) -> tuple:
     if nm == "astype" and kinds[0] == "i" and dt != "bool":
         return "f", ("i",)
     return "f", ("f",) * len(kinds)
+
+
+def _take_step(e: Any, src: dict, source: Any, read: Any, value: Any, out_classes: list, prog: Program) -> Any:
+    """The step of ``gather`` (equation ``e``): its operand, a parameter's view, read at the output's coordinates
+    except along the gathered mode, where it is read at the index value clamped into range. A gathered mode the
+    view broadcasts (or of extent 1) has one element to read: then the plain read's value ref, no step."""
+    x, idx = e.inputs
+    if id(x) not in src:
+        raise LoweringError(f"equation gather({x.type}, {idx.type}): its operand is computed in this kernel (gather "
+                            "reads a buffer at computed indices, so the schedule cuts the kernel here)")
+    p, pm, acc = source(x)
+    axis = e.params["axis"]
+    pshape = modes_of(acc[1].shape if acc else prog.params[p].type.shape)
+    coords = [None] * len(pshape)
+    for i, q in enumerate(pm):
+        if q is not None and i != axis and not _is_one(mode_size(pshape[q])):
+            coords[q] = out_classes[i]
+    r = read(p, acc, tuple(coords))
+    q = pm[axis]
+    if q is None or _is_one(mode_size(pshape[q])):
+        return ("in", r)
+    kind = "i" if x.type.dtype in INT_DTYPES else "f"
+    return Step("take", (value(idx, "gather"),), "", _note(e), ("take", r, q, mode_size(pshape[q])), kind=kind,
+                arg_kinds=("i",))
 
 
 def compute_dtypes(prog: Program) -> tuple:
@@ -411,6 +436,13 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             steps.append(Step("embed", (), "", _note(e), (r, *gather)))
             ref[id(out)] = ("v", len(steps) - 1)
             continue
+        if nm == "gather":
+            got = _take_step(e, src, source, read, value, classes(var[id(out)]), prog)
+            if isinstance(got, Step):
+                steps.append(got)
+                got = ("v", len(steps) - 1)
+            ref[id(out)] = got
+            continue
         if nm in ("transpose", "broadcast"):
             if id(x) in src:
                 p, pm, acc = src[id(x)]
@@ -498,7 +530,7 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         return n
 
     needed = set().union(set(), *(symbols_of(r.access[:2]) for r in reads if r.access),
-                         *(symbols_of(st.gather[1:]) for st in steps if st.op == "embed"),
+                         *(symbols_of(st.gather[1:]) for st in steps if st.op in ("embed", "take")),
                          *(symbols_of(o.split) for o in outs))
     syms = table([o.layout for o in outs] + [r.layout for r in reads], needed, affine=True) if needed else ()
     o0 = outs[0]

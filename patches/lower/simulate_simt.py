@@ -189,6 +189,18 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
                        for mode in range(len(rd.split)))
         return np.where(ok, y[coords] if coords else y, FT(0)).astype(FT)
 
+    def take(st: Any, vals: list) -> np.ndarray:
+        """A gather step: the read at the domain coordinates, its gathered mode at the clamped index."""
+        _, r, q, _ = st.gather
+        rd = spec.reads[r]
+        x = accessed(args[rd.param], rd, env=env) if rd.access else np.asarray(args[rd.param])
+        x = np.asarray(x, np.int64 if st.kind == "i" else np.float64)
+        if rd.dtype in ("bf16", "f16", "f32"):
+            x = round_to(np.asarray(x, FT), rd.dtype, FT)
+        i = np.clip(get(st.args[0], vals, "i"), 0, x.shape[q] - 1)
+        picked = x[tuple(i if m == q else 0 if k is None else d[k] for m, k in enumerate(rd.coords))]
+        return np.asarray(picked, np.int64 if st.kind == "i" else FT)
+
     def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
         _, _, offset, n, inv_leaves, out_leaves, y_modes = g
         i = sum((split_numpy(zero if c is None else d[c], leaves)[pos] * w for c, leaves, pos, w in out_leaves),
@@ -212,7 +224,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
         vals: list = [None] * len(spec.steps)
         for j in sorted(need):
             st = spec.steps[j]
-            vals[j] = gather(st) if st.gather else compute(st, vals)
+            vals[j] = take(st, vals) if st.op == "take" else gather(st) if st.gather else compute(st, vals)
         return np.broadcast_to(get(ref, vals, want), (rows, cols))
 
     for op, ref in spec.reductions:

@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import numpy_math, numpy_shape
+from . import numpy_extra, numpy_math, numpy_shape
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -73,9 +73,32 @@ from .elementwise import (
     where,
     where_p,
 )
+from .gather import gather_p, getitem, scatter_add_along, take, take_along_axis
 from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
 from .logical import logical_and, logical_not, logical_or, logical_xor
 from .matmul import matmul, matmul_p
+from .numpy_extra import (
+    allclose,
+    arctan2,
+    cbrt,
+    copysign,
+    cross,
+    deg2rad,
+    fmax,
+    fmin,
+    heaviside,
+    hypot,
+    isclose,
+    logaddexp2,
+    matrix_transpose,
+    nan_to_num,
+    prod,
+    rad2deg,
+    repeat,
+    signbit,
+    sinc,
+    vdot,
+)
 from .numpy_math import (
     all,
     any,
@@ -165,7 +188,6 @@ from .views import (
     embed,
     embed_p,
     full,
-    getitem,
     ones,
     slice_p,
     squeeze_modes,
@@ -199,10 +221,12 @@ NUMPY_OPS = [
     "reduce_min", "reshape", "rsqrt", "sigmoid", "softmax", "stop_gradient", "sum", "var",
     *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
     "right_shift", *numpy_shape.ONE_TENSOR,
+    *numpy_extra.ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
-NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS)
+NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS) + ["take", "take_along_axis"]
+NUMPY_MULTI_ARG_OPS += numpy_extra.MORE_ARGS
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -236,7 +260,9 @@ __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "diag", "diagonal", "diff",
     "expand_dims", "eye", "full_like", "hstack", "inner", "linspace", "moveaxis", "ones_like", "outer", "pad", "ravel",
     "roll", "split", "squeeze", "stack", "swapaxes", "tensordot", "trace", "tril", "triu", "vstack", "zeros_like",
-    "NUMPY_MULTI_ARG_OPS",
+    "allclose", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
+    "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
+    "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
 ]
 
 def _length(x: Any) -> int:
