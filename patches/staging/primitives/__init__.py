@@ -167,6 +167,9 @@ from .numpy_shape import (
     vstack,
     zeros_like,
 )
+from .numpy_sort import MORE_ARGS as SORT_MORE_ARGS
+from .numpy_sort import ONE_TENSOR as SORT_ONE_TENSOR
+from .numpy_sort import argsort, median, percentile, quantile, searchsorted, sort
 from .reductions import (
     argmax_p,
     argmin_p,
@@ -222,11 +225,13 @@ NUMPY_OPS = [
     *MATH_UNARY, *numpy_math.__all__, "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "left_shift",
     "right_shift", *numpy_shape.ONE_TENSOR,
     *numpy_extra.ONE_TENSOR,
+    *SORT_ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
 NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS) + ["take", "take_along_axis"]
 NUMPY_MULTI_ARG_OPS += numpy_extra.MORE_ARGS
+NUMPY_MULTI_ARG_OPS += SORT_MORE_ARGS
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -263,6 +268,7 @@ __all__ = [
     "allclose", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
+    "argsort", "median", "percentile", "quantile", "searchsorted", "sort",
 ]
 
 def _length(x: Any) -> int:
