@@ -50,3 +50,13 @@ def in_bounds(a: Array) -> bool:
 
     idx = check.evaluate(a.layout, np.arange(it.product(a.layout.shape)))
     return bool(((a.offset + idx) >= 0).all() and ((a.offset + idx) < a.storage.size).all())
+
+
+def central_difference(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """The central finite-difference gradient of the scalar function ``f`` at ``x`` (element by element)."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
+    return g

@@ -53,6 +53,44 @@ def test_integer_array_indexing_of_a_rank_3_tensor_follows_numpys_placement(inde
     np.testing.assert_array_equal(got, B[index])
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.int16, np.int8, np.uint32])
+def test_indices_of_every_integer_dtype_index_and_differentiate(dtype):
+    idx = np.array([2, 0, 4], dtype)
+    np.testing.assert_array_equal(_np(pt.jit(lambda x, i: x[i])(A, idx)), A[idx])
+    np.testing.assert_array_equal(_np(pt.jit(lambda x, i: x[i])(A, dtype(3))), A[3])
+    g = _np(pt.jit(pt.grad(lambda x, i: pt.take(x, i, 0).sum()))(A, idx))
+    want = np.zeros_like(A)
+    want[idx.astype(np.int64)] = 1
+    np.testing.assert_array_equal(g, want)
+
+
+def test_narrow_indices_wrap_around_a_long_mode():
+    big = np.arange(300, dtype=np.float32)
+    np.testing.assert_array_equal(_np(pt.jit(lambda a, i: pt.take(a, i, 0))(big, np.array([-1, 7], np.int8))),
+                                  [299, 7])
+    np.testing.assert_array_equal(_np(pt.take(big, np.array([255], np.uint8), 0, mode="wrap")), [255])
+
+
+def test_huge_constant_indices_clamp_to_the_last_element():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for idx in ([2**63], np.array([2**63], np.uint64), [2**70]):
+        np.testing.assert_array_equal(_np(pt.jit(lambda x, idx=idx: pt.take(x, idx, 0))(x)), x[[3]])
+    np.testing.assert_array_equal(_np(pt.jit(lambda x: x[[0], 2**40])(x)), x[[0], [2]])
+
+
+def test_an_ellipsis_separates_index_arrays_even_when_it_stands_for_no_mode():
+    y = np.arange(6, dtype=np.float32).reshape(2, 3, 1)
+    for index in [(slice(None), [0, 1, 2], Ellipsis, [0, 0, 0]), (slice(None), 1, Ellipsis, [0])]:
+        got = _np(pt.jit(lambda v, index=index: v[index])(y))
+        assert got.shape == y[index].shape
+        np.testing.assert_array_equal(got, y[index])
+
+
+def test_a_list_of_traced_scalars_indexes():
+    f = pt.jit(lambda x, i: x[[i, i + 1]])
+    np.testing.assert_array_equal(_np(f(A, np.int32(1))), A[[1, 2]])
+
+
 def test_a_traced_index_is_a_gather():
     f = pt.jit(lambda x, i: x[i])
     for i in (0, 3, -1):
@@ -147,7 +185,9 @@ def test_the_staged_program_holds_one_gather():
 @pytest.mark.parametrize("call, words", [
     (lambda: pt.take(A, np.array([0.5, 1.0]), 0), "integers"),
     (lambda: pt.jit(lambda x: x[np.array([True] * 5)])(A), "boolean mask"),
-    (lambda: pt.take(A, np.zeros((0,), np.int32), 0), "non-empty"),
+    (lambda: pt.take(A, np.zeros((0,), np.int32), 0), "must not be empty"),
+    (lambda: pt.jit(lambda x: x[[[0, 1], [2]]])(A), "rectangular"),
+    (lambda: pt.jit(lambda x, i: pt.take(x, i, 0))(A, np.array([1], np.uint64)), "u64 indices are not supported"),
     (lambda: pt.take(A, np.array([0]), 2), "axis 2"),
     (lambda: pt.take(A, np.array([0]), 0, mode="fill"), "mode"),
     (lambda: pt.take(A, "x", 0), "integer tensor"),

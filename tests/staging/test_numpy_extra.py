@@ -12,6 +12,8 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_extra
 
+from .helpers import central_difference
+
 RNG = np.random.default_rng(11)
 F2 = RNG.standard_normal((3, 5)).astype(np.float32)
 G2 = RNG.standard_normal((3, 5)).astype(np.float32)
@@ -188,14 +190,6 @@ def test_allclose_and_numpy_dispatch():
 
 # -- derivatives ---------------------------------------------------------------------------------------------------
 
-def _fd(f, x, eps=1e-6):
-    """The central finite-difference gradient of the scalar function f at x (f64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
-    return g
 
 
 X = RNG.standard_normal((3, 4)) * 2
@@ -223,7 +217,7 @@ GRADS = {
 @pytest.mark.parametrize("name", sorted(GRADS))
 def test_gradients_against_finite_differences(name):
     f = GRADS[name]
-    np.testing.assert_allclose(np.asarray(pt.grad(f)(X)), _fd(f, X), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(pt.grad(f)(X)), central_difference(f, X), rtol=1e-6, atol=1e-7)
 
 
 def test_gradients_at_special_points():

@@ -12,6 +12,8 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_sort
 
+from .helpers import central_difference
+
 RNG = np.random.default_rng(23)
 
 
@@ -198,13 +200,6 @@ def test_quantile_and_percentile_match_numpy():
 
 # -- derivatives ---------------------------------------------------------------------------------------------------
 
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
-    return g
 
 
 def test_sort_gradient_is_the_permutations_scatter():
@@ -228,12 +223,12 @@ def test_sort_gradient_is_the_permutations_scatter():
 def test_median_and_quantile_gradients():
     x = RNG.standard_normal((3, 6))
     f = lambda a: (pt.median(a, 1) * np.array([1.0, -2.0, 0.5])).sum() + pt.median(a[:, :5])  # noqa: E731
-    np.testing.assert_allclose(np.asarray(pt.grad(f)(x)), _fd(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(pt.grad(f)(x)), central_difference(f, x), rtol=1e-6, atol=1e-8)
     g = np.asarray(pt.grad(lambda a: pt.median(a))(np.array([4.0, 1.0, 3.0, 2.0])))
     np.testing.assert_array_equal(g, [0.0, 0.0, 0.5, 0.5])
     for q in (0.3, 0.5, 0.9, [0.1, 0.65]):
         fq = lambda a, q=q: (pt.quantile(a, q, axis=0) ** 2).sum()  # noqa: E731
-        np.testing.assert_allclose(np.asarray(pt.grad(fq)(x)), _fd(fq, x), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(pt.grad(fq)(x)), central_difference(fq, x), rtol=1e-6, atol=1e-8)
     g = np.asarray(pt.grad(lambda a: pt.quantile(a, 0.25))(np.array([3.0, 0.0, 1.0, 2.0, 4.0, 5.0])))
     np.testing.assert_allclose(g, [0.0, 0.0, 0.75, 0.25, 0.0, 0.0])           # (n - 1) q = 1.25
 

@@ -18,8 +18,10 @@ from ..array import Array
 from ..core import Tracer, bind, get_aval
 from ..errors import fail
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
-from .elementwise import add, eq, lt, maximum, minimum, where
-from .integer import extent, iota
+from .elementwise import add, astype, eq, lt, maximum, minimum, where
+from .integer import extent, iota, mod
+from .numpy_ops import reshape
+from .numpy_shape import stack
 from .reductions import reduce_sum
 from .registry import checked_impl, primitive
 from .views import broadcast, full, transpose
@@ -56,15 +58,30 @@ gather_p = primitive("gather", _abstract, checked_impl(_abstract, _impl))
 
 
 def _index_arg(name: str, idx: Any) -> Any:
-    """``idx`` as an integer tensor (a list or numpy array of ints becomes a constant); bools and floats refused."""
+    """``idx`` as an i32 or i64 tensor (a list or numpy array of ints becomes a constant, values past int64 clamped
+    as gather clamps them; narrower and unsigned indices widened, so a negative i8 index wraps around a mode of 300
+    and a u32 one stays non-negative); bools, floats and ragged lists refused."""
+    if isinstance(idx, (list, tuple)) and any(isinstance(v, Tracer) for v in idx):
+        return _index_arg(name, stack([_index_arg(name, v) for v in idx]))
     if isinstance(idx, (list, tuple)) or isinstance(idx, np.ndarray):
-        arr = np.asarray(idx)
+        try:
+            arr = np.asarray(idx)
+        except (ValueError, TypeError) as err:
+            raise fail(name, f"indices must be a rectangular sequence of integers, got {idx!r:.80}") from err
+        if arr.dtype == object and arr.size and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                     for v in arr.ravel()):
+            arr = np.array([min(max(int(v), -2**63), 2**63 - 1) for v in arr.ravel()], np.int64).reshape(arr.shape)
         if arr.dtype == bool:
             raise fail(name, "boolean mask indices give a result whose shape depends on the data; use where(mask, x, "
                              "0) or a sum over the mask instead")
-        if arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-            raise fail(name, f"indices must be a non-empty sequence of integers, got {idx!r:.80}")
-        idx = arr.astype(np.int64 if np.abs(arr).max() >= 2**31 else np.int32)
+        if arr.size == 0:
+            raise fail(name, f"indices must not be empty (tensors have at least one element), got {idx!r:.80}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise fail(name, f"indices must be integers, got {arr.dtype} values {idx!r:.80}")
+        if arr.dtype == np.uint64:
+            arr = np.minimum(arr, np.uint64(2**63 - 1))
+        arr = arr.astype(np.int64)
+        idx = arr.astype(np.int32) if np.abs(arr).max() < 2**31 else arr
     elif isinstance(idx, (bool, np.bool_)) or not (isinstance(idx, (int, np.integer, Tracer, Array))
                                                   or hasattr(idx, "__array__")):
         raise fail(name, f"indices must be an integer tensor, got {type(idx).__name__} {idx!r:.80}")
@@ -73,25 +90,34 @@ def _index_arg(name: str, idx: Any) -> Any:
         raise fail(name, "boolean mask indices give a result whose shape depends on the data; use where(mask, x, 0) "
                          "or a sum over the mask instead", t)
     if t.dtype not in INDEX_DTYPES:
-        raise fail(name, f"indices must be integers, got {t.dtype}", t)
+        what = "u64 indices are not supported (convert them to i64)" if t.dtype == "u64" else \
+            f"indices must be integers, got {t.dtype}"
+        raise fail(name, what, t)
+    if t.dtype not in ("i32", "i64"):
+        idx = astype(idx, "i64" if t.dtype == "u32" else "i32")
     return idx
+
+
+def _extent_as(n: Any, idx: Any) -> Any:
+    """The extent ``n`` in index arithmetic with ``idx``: a static int as is, a symbolic one as a staged value of
+    the indices' dtype."""
+    return n if isinstance(n, (int, np.integer)) else astype(extent(n), get_aval(idx).dtype)
 
 
 def wrapped(idx: Any, n: Any, mode: str | None = None) -> Any:
     """Indices into a mode of extent ``n`` as numpy reads them: a negative index counts from the end ("wrap": every
     index modulo ``n``; "clip": none wraps); out-of-range ones are left to ``gather``'s clamp."""
-    t = get_aval(idx)
     if mode == "wrap":
-        from .integer import mod
-        return mod(idx, extent(n))
-    if t.dtype[0] == "u" or mode == "clip":       # (numpy's "clip" reads a negative index as 0)
+        return mod(idx, _extent_as(n, idx))
+    if mode == "clip":       # (numpy's "clip" reads a negative index as 0)
         return idx
-    return where(lt(idx, 0), add(idx, extent(n)), idx)
+    return where(lt(idx, 0), add(idx, _extent_as(n, idx)), idx)
 
 
 def clamped(idx: Any, n: Any) -> Any:
     """``gather``'s reading of indices: clamped into ``[0, n)``."""
-    return minimum(maximum(idx, 0), add(extent(n), -1))
+    top = n - 1 if isinstance(n, (int, np.integer)) else add(_extent_as(n, idx), -1)
+    return minimum(maximum(idx, 0), top)
 
 
 def _mode_extents(t: TensorType) -> list:
@@ -114,7 +140,6 @@ def take_along_axis(a: Any, indices: Any, axis: Any = -1, mode: Any = None) -> A
     indices = _index_arg("take_along_axis", indices)
     it_ = get_aval(indices)
     if axis is None:
-        from .numpy_ops import reshape
         if it_.rank != 1:
             raise fail("take_along_axis", f"axis=None takes 1-D indices, got rank {it_.rank}", it_)
         a, t, axis = reshape(a, (-1,)), None, 0
@@ -151,7 +176,6 @@ def take(a: Any, indices: Any, axis: Any = None, mode: Any = None) -> Any:
     get_aval(a, "take")
     indices = _index_arg("take", indices)
     if axis is None:
-        from .numpy_ops import reshape
         a, axis = reshape(a, (-1,)), 0
     t = get_aval(a)
     ax = _axis("take", axis, t.rank)
@@ -217,43 +241,47 @@ def array_getitem(x: Any, index: tuple, basic: Any) -> Any:
     if sum(ix is Ellipsis for ix in index) > 1:
         raise fail("slice", "an index can hold one Ellipsis (...) at most", t)
     rank = t.rank
+    written = [k for k, ix in enumerate(index) if _advanced(ix)]     # (an Ellipsis between them separates them,
+    adjacent = written == list(range(written[0], written[-1] + 1))   # even when it stands for no mode: numpy's rule)
     if any(ix is Ellipsis for ix in index):
         k = next(i for i, ix in enumerate(index) if ix is Ellipsis)
         index = index[:k] + (slice(None),) * max(rank - (len(index) - 1), 0) + index[k + 1:]
     if len(index) > rank:
         raise fail("slice", f"{len(index)} indices for a tensor with {rank} modes", t)
     index = tuple(index) + (slice(None),) * (rank - len(index))
-    adv = [k for k, ix in enumerate(index) if is_array_index(ix) or isinstance(ix, (int, np.integer))
-           and not isinstance(ix, (bool, np.bool_))]
-    for k in adv:
-        if isinstance(index[k], (bool, np.bool_)):
-            raise fail("slice", f"a bool index in mode {k}", t)
+    adv = [k for k, ix in enumerate(index) if _advanced(ix)]
     # the slices first (a view, all modes kept), then the arrays' modes gathered as one
     x = basic(x, tuple(slice(None) if k in adv else ix for k, ix in enumerate(index)))
     ext = _mode_extents(get_aval(x))
-    arrays = [_index_arg("slice", index[k]) for k in adv]
+    arrays = [_index_arg("slice", np.asarray(index[k]) if isinstance(index[k], (int, np.integer)) else index[k])
+              for k in adv]
+    if len({get_aval(a).dtype for a in arrays}) > 1:         # i32 and i64 index arrays: all as i64
+        arrays = [astype(a, "i64") for a in arrays]
     arrays = [wrapped(a, ext[k]) for a, k in zip(arrays, adv)]
     arrays = [clamped(a, ext[k]) for a, k in zip(arrays, adv)]
     shape = _broadcast_shapes([get_aval(a) for a in arrays], t)
     flat = None
     for a, k in zip(arrays, adv):          # numpy's row-major flattening of the indexed modes
         a = _to_shape(a, shape)
-        flat = a if flat is None else add(flat * extent(ext[k]), a)
+        flat = a if flat is None else add(flat * _extent_as(ext[k], flat), a)
     rest = [k for k in range(rank) if k not in adv]
-    from .numpy_ops import reshape
     moved = transpose(x, tuple(adv + rest)) if adv + rest != list(range(rank)) else x
     n = 1
     for k in adv:
         n = n * ext[k]
     joined = reshape(moved, (n, *[ext[k] for k in rest])) if len(adv) > 1 else moved
     out = take(joined, flat, 0, mode="clip")      # (in range already)
-    adjacent = adv == list(range(adv[0], adv[-1] + 1))
     if adjacent and adv[0] > 0:            # the arrays' modes go where they were
         q = len(modes_of(shape)) if shape != () else 0
         r_out = q + len(rest)
         perm = list(range(q, q + adv[0])) + list(range(q)) + list(range(q + adv[0], r_out))
         out = transpose(out, tuple(perm))
     return out
+
+
+def _advanced(ix: Any) -> bool:
+    """An entry of numpy's advanced indexing: an integer array, or an int beside one."""
+    return is_array_index(ix) or isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_))
 
 
 def _broadcast_shapes(types: list, t: TensorType) -> Any:
