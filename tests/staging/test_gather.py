@@ -64,6 +64,15 @@ def test_indices_of_every_integer_dtype_index_and_differentiate(dtype):
     np.testing.assert_array_equal(g, want)
 
 
+def test_the_gradient_of_a_gather_bound_with_u8_indices_counts_past_255():
+    x = np.arange(600, dtype=np.float32).reshape(300, 2)
+    i = np.broadcast_to(np.array([255, 5], np.uint8).reshape(2, 1), (2, 2)).copy()
+    g = _np(pt.jit(pt.grad(lambda x: pt.bind(pt.gather_p, x, i, axis=0).sum()))(x))
+    want = np.zeros_like(x)
+    want[[255, 5]] = 1
+    np.testing.assert_array_equal(g, want)
+
+
 def test_narrow_indices_wrap_around_a_long_mode():
     big = np.arange(300, dtype=np.float32)
     np.testing.assert_array_equal(_np(pt.jit(lambda a, i: pt.take(a, i, 0))(big, np.array([-1, 7], np.int8))),

@@ -200,7 +200,9 @@ def take(a: Any, indices: Any, axis: Any = None, mode: Any = None) -> Any:
 def scatter_add_along(ct: Any, idx: Any, n: Any, axis: int) -> Any:
     """The transpose of ``gather`` in its operand: ``out[..., c, ...] = sum_k [idx[..., k, ...] == c] ct[..., k, ...]``
     over a mode of extent ``n`` (indices clamped as gather reads them), as a comparison with an ``iota``."""
-    t = get_aval(ct)
+    t, it_ = get_aval(ct), get_aval(idx)
+    if it_.dtype not in ("i32", "i64"):    # (an iota of u8 could not count past 255)
+        idx = astype(idx, "i64" if it_.dtype == "u32" else "i32")
     ms = list(modes_of(t.shape))
     wide = ms[:axis + 1] + [n] + ms[axis + 1:]
     dims = tuple(k if k <= axis else k + 1 for k in range(t.rank))
