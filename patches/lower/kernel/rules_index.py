@@ -2,7 +2,8 @@
 of the elements it holds, nothing is read); ``slice``, ``view``, ``tile`` and ``rev`` of a register block (the block written
 to the exchange buffer at its logical indices and read back through the view's coordinate map, the same map the
 interpreter and autodiff use, so the three agree by construction); ``embed`` (zeros, the block written through
-its map, read back whole: a slice's gradient, ``concatenate``'s placement)."""
+its map, read back whole: a slice's gradient, ``concatenate``'s placement); ``gather`` (the operand written to the
+exchange buffer, each element read back at its index)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,42 @@ def _embed(ctx: Ctx, e: Any, ins: list) -> list:
     store(ctx, RefVal(f"{buf}.iterator", "0", lay, xd, "smem"), str(offset), lay, val, "embed write")
     w.emit("cute.arch.barrier()")
     return [from_exchange(ctx, buf, x.dtype, out, t_out.shape)]
+
+
+@rule("gather")
+def _gather(ctx: Ctx, e: Any, ins: list) -> list:
+    """Each element reads the operand (written to the exchange buffer, compact) at its own coordinates, the gathered
+    mode's at its index clamped into ``[0, n)`` (the interpreter's reading); the indices' values are held by the
+    result's thread-value layout, so value ``v`` of a thread is the index of its element ``v``."""
+    x, idx = ins
+    a_t, i_t, axis = e.inputs[0].type, e.inputs[1].type, e.params["axis"]
+    n = static_size(i_t.shape, "gather")
+    a_sizes = [static_size(m, "gather") for m in modes_of(a_t.shape)]
+    i_sizes = [static_size(m, "gather") for m in modes_of(i_t.shape)]
+    idx = as_block(ctx, idx, n, i_t.shape)            # (moved first: it may pass through the exchange buffer)
+    if isinstance(x, Scalar):
+        x = as_block(ctx, x, int(np.prod(a_sizes)), a_t.shape)
+    buf = to_exchange(ctx, x, compact(a_t.shape))
+    w, tv = ctx.w, idx.tv if idx.tv is not None else block_tv(n)
+    per = tv_values(tv)
+    tvn = w.layout(tv, f"block of {n}: (thread, value) -> element", "tv", ("block_tv", n))
+    name, j = w.fresh("gather"), w.fresh("e")
+    terms, below, stride = [], 1, 1
+    for k, (ne, na) in enumerate(zip(i_sizes, a_sizes)):
+        coord = f"cutlass.Int32(cutlass.min(cutlass.max({name}_i[v], 0), {na - 1}))" if k == axis else \
+            f"(({j} // {below}) % {ne})"
+        terms.append(f"{coord} * {stride}")
+        below, stride = below * ne, stride * na
+    xd = exchange_dtype(x.dtype)
+    w.emit(f"{name}_i = cute.make_rmem_tensor(({per},), {dsl_dtype(i_t.dtype, 'gather')})")
+    w.emit(f"{name}_i.store({idx.name})   # the indices, value by value")
+    w.emit(f"{name}_r = cute.make_rmem_tensor(({per},), {dsl_dtype(xd, 'gather')})")
+    w.emit(f"for v in cutlass.range_constexpr({per}):   # the operand at the index, clamped into the mode")
+    w.emit(f"    {j} = {tvn}((tidx, v))")
+    w.emit(f"    {name}_r[v] = {buf}[{' + '.join(terms)}]")
+    w.emit(f"{name} = {name}_r.load()")
+    got = Block(name, xd, i_t.shape, n, tv)
+    return [got if xd == x.dtype else _to(ctx, got, x.dtype)]
 
 
 def _to(ctx: Ctx, x: Block, dtype: str) -> Block:
