@@ -12,10 +12,11 @@ import sympy
 
 from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
-from ..staging import Eqn, Literal, Program, Var, evaluate
-from ..staging.primitives import copy_p
-from ..staging.types import TensorType, compact, mode_size, modes_of
+from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
+from ..staging.primitives import broadcast_p, copy_p, ne_p, where_p
+from ..staging.types import SCALAR_LAYOUT, TensorType, compact, mode_size, modes_of
 from .analyze import merged_view
+from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .expand import expand
 from .fusion import GENERATORS, VIEWS, literal_only
@@ -82,33 +83,40 @@ def copied_reversals(eqns: list) -> list:
 
 
 LINEAR_AT_ZERO = ("add", "sub", "neg", "mul", "astype")   # f(0, ..., 0) = 0: an embed passes through them
+MASKED = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "astype", "copy", "erf"}   # float ops
 
 
 def pushed_embeds(eqns: list, outputs: list) -> list:
-    """``embed(f(a, b))`` as ``f(embed(a), embed(b))`` where ``f`` is elementwise with ``f(0, ..., 0) = 0`` (add,
-    sub, neg, mul, astype; a mul by a finite literal too) and its result has no other use: the placement reads
-    ``a`` and ``b`` through the map instead of a value computed in the kernel (which must cut the kernel, since an
-    embed reads a buffer), so a concatenate of a computed value, a scan step or a slice's gradient is one kernel
-    where it was two. Applied again to the new embeds, down to what the kernel reads."""
+    """``embed(f(a, b))`` as ``f(embed(a), embed(b))`` where ``f`` is elementwise and its result has no other use: the
+    placement reads ``a`` and ``b`` through the map instead of a value computed in the kernel (which must cut the
+    kernel, since an embed reads a buffer), so a concatenate of a computed value, a scan step or a slice's gradient
+    is one kernel where it was two. Where ``f(0, ..., 0) = 0`` (add, sub, neg, mul, astype; a mul by a finite
+    literal) that is all; for any other float op (``exp``, ``cos``, ``x + 1.0``, ``x * inf``) the result is
+    ``where(embed(1) != 0, f(embed(a), embed(b)), 0)``: ``f`` of the zeros outside the map (``log(0)``, ``0 / 0``) is
+    computed and discarded. Applied again to the new embeds, down to what the kernel reads."""
     uses: dict[int, int] = {}
     for x in [*(x for e in eqns for x in e.inputs), *outputs]:
         if isinstance(x, Var):
             uses[id(x)] = uses.get(id(x), 0) + 1
     producer = {id(v): e for e in eqns for v in e.outputs}
 
-    def pushable(p: Eqn | None, v: Var) -> bool:
-        if p is None or p.prim.name not in LINEAR_AT_ZERO or uses.get(id(v)) != 1 or \
-                any(x.type.dtype == "bool" for x in p.inputs):          # (a bool embed has no kernel form)
-            return False
+    def kind(p: Eqn | None, v: Var) -> str:
+        """"linear", "masked" or "" (not pushed: another use, a bool, an integer op, a literal-only one)."""
+        if p is None or uses.get(id(v)) != 1 or any(x.type.dtype == "bool" for x in p.inputs) or \
+                v.type.dtype == "bool" or not any(isinstance(x, Var) for x in p.inputs):   # (no bool embed)
+            return ""
         lits = [x for x in p.inputs if isinstance(x, Literal)]
-        if p.prim.name != "mul":
-            return not lits
-        return len(lits) < len(p.inputs) and all(np.isfinite(np.asarray(x.value, np.float64)).all() for x in lits)
+        if p.prim.name in LINEAR_AT_ZERO and (not lits or p.prim.name == "mul" and all(
+                np.isfinite(np.asarray(x.value, np.float64)).all() for x in lits)):
+            return "linear"
+        floats = all(x.type.dtype in ("bf16", "f16", "f32", "f64") for x in (*p.inputs, v))
+        return "masked" if p.prim.name in MASKED and floats else ""
 
     def place(e: Eqn) -> list:
         v = e.inputs[0]
         p = producer.get(id(v)) if isinstance(v, Var) else None
-        if not pushable(p, v) or any(isinstance(x, Var) and not _same_shape(x, v) for x in p.inputs):
+        how = kind(p, v)
+        if not how or any(isinstance(x, Var) and not _same_shape(x, v) for x in p.inputs):
             return [e]
         out, ins = [], []
         for x in p.inputs:
@@ -118,12 +126,31 @@ def pushed_embeds(eqns: list, outputs: list) -> list:
             y = Var(TensorType(x.type.dtype, e.outputs[0].type.layout))
             out += place(Eqn(e.prim, [x], e.params, [y]))
             ins.append(y)
-        return out + [Eqn(p.prim, ins, p.params, e.outputs)]
+        if how == "linear":
+            return out + [Eqn(p.prim, ins, p.params, e.outputs)]
+        return out + _masked(e, Eqn(p.prim, ins, p.params, [Var(e.outputs[0].type)]))
 
     out: list = []
     for e in eqns:
         out.extend(place(e) if e.prim.name == "embed" else [e])
     return out
+
+
+def _masked(e: Eqn, f: Eqn) -> list:
+    """``where(embed(1) != 0, f, 0)`` writing ``e``'s output: ``f`` (on placed operands) kept where ``e``'s map
+    places an element, zero elsewhere."""
+    t, v = e.outputs[0].type, e.inputs[0]
+    one = Var(TensorType(v.type.dtype, compact(v.type.shape)))
+    placed = Var(TensorType(v.type.dtype, t.layout))
+    inside = Var(TensorType("bool", t.layout))
+    def lit(x: int, dt: str) -> Literal:      # (a bf16 literal's value is an f32 scalar, as folded ones are)
+        return Literal(np.float32(x) if dt == "bf16" else np.asarray(x, dtypes.to_numpy(dt))[()],
+                       TensorType(dt, SCALAR_LAYOUT))
+    return [Eqn(broadcast_p, [lit(1, v.type.dtype)], {"shape": v.type.shape, "dims": ()}, [one]),
+            Eqn(e.prim, [one], e.params, [placed]),
+            Eqn(ne_p, [placed, lit(0, v.type.dtype)], {}, [inside]),
+            f,
+            Eqn(where_p, [inside, f.outputs[0], lit(0, t.dtype)], {}, e.outputs)]
 
 
 def _same_shape(x: Var, v: Var) -> bool:

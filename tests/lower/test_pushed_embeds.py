@@ -1,7 +1,8 @@
 """Placements pushed through the arithmetic they place (``patches.lower.prepare.pushed_embeds``): ``embed(a + b)``
 as ``embed(a) + embed(b)`` where the sum has no other use, so the placement reads ``a`` and ``b`` through its map
-instead of cutting the kernel at a computed value. Only through ops that keep zeros zero (add, sub, neg, mul,
-astype; a mul by a finite literal): elsewhere the placed value is computed first, as before."""
+instead of cutting the kernel at a computed value. Through ops that keep zeros zero (add, sub, neg, mul, astype; a
+mul by a finite literal) as is; through any other float op (``exp``, ``cos``, ``x + 1.0``, ``x * inf``) masked,
+``where(embed(1) != 0, f(embed(a)), 0)``. A value with another use, a bool or an integer op is computed first."""
 
 import numpy as np
 import pytest
@@ -38,11 +39,34 @@ def test_pad_of_computed_values_is_one_kernel():
     assert all(e.resources["spills"] == 0 for e in s.compile().executables)      # sm_90a, no GPU needed
 
 
+MASKED = {
+    "the gradient of cos of a slice": (pt.grad(lambda x: pt.cos(x[:, :64]).sum()), [(128, 128)]),
+    "the gradient of exp of a slice": (pt.grad(lambda x: (pt.exp(x[:, 1:]) * 2).sum()), [(64, 96)]),
+    "a concatenate of exp": (lambda a, b: pt.concatenate([pt.exp(a), b], 1), [(64, 32), (64, 32)]),
+    "pad of log": (lambda a: pt.pad(pt.log(pt.abs(a)), 2), [(30, 40)]),
+    "pad of a quotient": (lambda a, b: pt.pad(a / b, 1), [(6, 5), (6, 5)]),
+    "pad of a product by inf": (lambda a: pt.pad(a * np.float32(np.inf), 1), [(6, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_a_placement_of_any_float_op_is_masked_into_one_kernel(name):
+    """``embed(f(a))`` for an ``f`` with ``f(0) != 0`` is ``where(embed(1) != 0, f(embed(a)), 0)``: one kernel (each
+    was two), and ``f`` of the zeros outside the map (``log(0)``, ``0 / 0``, ``0 * inf``) never reaches the result."""
+    f, shapes = MASKED[name]
+    prog = pt.stage(f, *[pt.tensor("f32", sh) for sh in shapes])
+    s = pt.lower(prog)
+    assert len(s.kernels) == 1, [k.program for k in s.kernels]
+    args = random_args(prog, 5)
+    assert_kernels_compute(prog, s, args)
+    s.verify()
+
+
 @pytest.mark.parametrize("name", ["a literal added", "exp", "two uses", "an infinite factor", "bool astype",
                                   "gradient of a concatenate"])
-def test_placements_not_pushed_keep_their_values(name):
-    """Where f(0) is not 0 (``+ 1.0``, ``exp``, ``* inf``), where the placed value has another use, or where the
-    operand is bool, the value is computed first; every case equals the interpreter, by model and by source."""
+def test_placements_pushed_or_not_keep_their_values(name):
+    """Where f(0) is not 0 (``+ 1.0``, ``exp``, ``* inf``: masked), where the placed value has another use, or where
+    the operand is bool (computed first), every case equals the interpreter, by model and by source."""
     f = {
         "a literal added": lambda a: pt.concatenate([a, a + 1.0], 0),
         "exp": lambda a: pt.concatenate([a[:1], pt.exp(a[1:] - a[:-1])], 0),

@@ -193,7 +193,8 @@ def _launch(f: Any, args: tuple, grid: Any, block: Any) -> None:
         while state.cta is not None and not errors:
             cta = _local.cta = state.cta
             try:
-                f(*args)
+                with np.errstate(all="ignore"):      # IEEE arithmetic (inf, NaN) as the GPU's, without warnings
+                    f(*args)
             except threading.BrokenBarrierError:
                 _timed_out(errors, cta)
             except Exception as e:  # noqa: BLE001 (reported below, the first one)
