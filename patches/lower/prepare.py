@@ -83,7 +83,7 @@ def copied_reversals(eqns: list) -> list:
 
 
 LINEAR_AT_ZERO = ("add", "sub", "neg", "mul", "astype")   # f(0, ..., 0) = 0: an embed passes through them
-MASKED = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "astype", "copy", "erf"}   # float ops
+MASKED = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "astype", "erf"}   # float ops, no shape params
 
 
 def pushed_embeds(eqns: list, outputs: list) -> list:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import patches as pt
+from patches.layouts import make_layout
 from patches.lower.plan import random_args
 
 from .helpers import assert_kernels_compute
@@ -63,7 +64,7 @@ def test_a_placement_of_any_float_op_is_masked_into_one_kernel(name):
 
 
 @pytest.mark.parametrize("name", ["a literal added", "exp", "two uses", "an infinite factor", "bool astype",
-                                  "gradient of a concatenate"])
+                                  "gradient of a concatenate", "a copy into a layout"])
 def test_placements_pushed_or_not_keep_their_values(name):
     """Where f(0) is not 0 (``+ 1.0``, ``exp``, ``* inf``: masked), where the placed value has another use, or where
     the operand is bool (computed first), every case equals the interpreter, by model and by source."""
@@ -74,6 +75,8 @@ def test_placements_pushed_or_not_keep_their_values(name):
         "an infinite factor": lambda a: pt.concatenate([a[:1], (a[1:] - a[:-1]) * np.float32(np.inf)], 0),
         "bool astype": lambda a: pt.concatenate([a[:1], (a[1:] > a[:-1]).astype("f32")], 0),
         "gradient of a concatenate": pt.grad(lambda a: (pt.concatenate([a * a, a[:3]], 0) ** 2).sum()),
+        # a copy's layout parameter has the placed value's shape: not pushed (it would not fit the placement's)
+        "a copy into a layout": lambda a: pt.concatenate([a[:1], pt.copy(a[1:] * 2, make_layout((11, 8), (8, 1)))], 0),
     }[name]
     prog = pt.stage(f, pt.tensor("f32", (12, 8)))
     s = pt.lower(prog)
