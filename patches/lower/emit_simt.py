@@ -220,7 +220,7 @@ def _arg(spec: SimtSpec, a: tuple, vec: set = frozenset(), want: str | None = No
         return f"{base}.to({R.dsl(INT) if (want or have) == 'i' else R.dsl(F)})"
     if a[0] == "xt":                   # the extent of a mode of a parameter read for its shape
         code = f"{R.dsl(INT)}(cute.size({_tensor(spec, a[1])}, mode=[{a[2]}]))"
-    elif a[0] == "dom" and INT != "i32":     # a coordinate (Int32) in the kernel's wider integers
+    elif a[0] == "dom":     # a coordinate as a value of the kernel's integers (a DSL value: ``.to`` converts it)
         code = f"{R.dsl(INT)}(d{a[1]})"
     else:
         code = {"v": f"v{a[1]}", "red": f"red{a[1]}", "dom": f"d{a[1]}", "ext": f"{R.dsl(INT)}(e{a[1]})"}[a[0]]

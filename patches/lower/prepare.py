@@ -13,7 +13,7 @@ import sympy
 from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
-from ..staging.primitives import broadcast_p, copy_p, ne_p, where_p
+from ..staging.primitives import add_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
 from ..staging.types import SCALAR_LAYOUT, TensorType, compact, mode_size, modes_of
 from .analyze import merged_view
 from .elementwise_rules import UNARY_OPS
@@ -53,8 +53,77 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(eqns), outputs))))
+    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(generated_views(eqns)), outputs))))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def generated_views(eqns: list) -> list:
+    """A view (``slice``, ``rev``, ``transpose``) of an affine ``iota`` (``arange(a, b, s)``: an iota times a literal
+    plus a literal) is an affine iota itself: ``arange(n)[::-1]`` is ``(n - 1) - iota``, ``x[1:]`` of it ``iota + 1``.
+    Generated again where it is read, it costs no kernel (a view of a generated value has no storage to read)."""
+    affine: dict[int, tuple] = {}         # id(var) -> (dimension, scale, offset): iota[dimension] * scale + offset
+    out: list = []
+    for e in eqns:
+        name, y = e.prim.name, e.outputs[0]
+        x = e.inputs[0] if e.inputs else None
+        if name == "iota":
+            affine[id(y)] = (e.params["dimension"], 1, 0)
+        elif name in ("mul", "add") and len(e.inputs) == 2 and y.type.rank:
+            var = [v for v in e.inputs if isinstance(v, Var)]
+            lit = [v for v in e.inputs if isinstance(v, Literal)]
+            if len(var) == 1 and len(lit) == 1 and id(var[0]) in affine and var[0].type == y.type:
+                d, a, b = affine[id(var[0])]
+                c = lit[0].value.item() if hasattr(lit[0].value, "item") else lit[0].value
+                affine[id(y)] = (d, a * c, b * c) if name == "mul" else (d, a, b + c)
+        elif name in ("slice", "rev", "transpose") and isinstance(x, Var) and id(x) in affine and \
+                all(type(m) is int for m in modes_of(x.type.shape)):
+            got = _view_of_affine(e, *affine[id(x)])
+            if got is not None:
+                affine[id(y)] = got
+                out += _affine_iota(y, *got)
+                continue
+        out.append(e)
+    return out
+
+
+def _view_of_affine(e: Eqn, d: int, a: Any, b: Any) -> tuple | None:
+    """(dimension, scale, offset) of view ``e`` of ``iota[d] * a + b``; None when the view is not one of a mode."""
+    n = modes_of(e.inputs[0].type.shape)
+    if e.prim.name == "transpose":
+        return e.params["perm"].index(d), a, b
+    if e.prim.name == "rev":
+        return (d, -a, b + a * (n[d] - 1)) if d in e.params["axes"] else (d, a, b)
+    index = e.params["index"]
+    kept = [k for k, ix in enumerate(index) if not isinstance(ix, int)]
+    ix = index[d]
+    if isinstance(ix, int):                  # the mode is fixed: a constant
+        return 0, 0, b + a * ix
+    if ix is not None and not all(type(v) is int for v in ix):
+        return None
+    start, step = (0, 1) if ix is None else (ix.start, ix.step)
+    return kept.index(d), a * step, b + a * start
+
+
+def _affine_iota(y: Var, d: int, a: Any, b: Any) -> list:
+    """Equations writing ``y = iota[d] * a + b`` (computed compact, then copied into ``y``'s layout where the view
+    had another)."""
+    if y.type.layout != compact(y.type.shape):
+        z = Var(TensorType(y.type.dtype, compact(y.type.shape)))
+        return _affine_iota(z, d, a, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
+    t = y.type
+    lit = (lambda v: Literal(np.asarray(v, dtypes.to_numpy(t.dtype))[()] if t.dtype != "bf16" else np.float32(v),
+                             TensorType(t.dtype, SCALAR_LAYOUT)))
+    if a == 0:
+        return [Eqn(broadcast_p, [lit(b)], {"shape": t.shape, "dims": ()}, [y])]
+    eqns, cur = [], Var(t) if (a != 1 or b != 0) else y
+    eqns.append(Eqn(iota_p, [], {"dtype": t.dtype, "shape": t.shape, "dimension": d}, [cur]))
+    if a != 1:
+        nxt = Var(t) if b != 0 else y
+        eqns.append(Eqn(mul_p, [cur, lit(a)], {}, [nxt]))
+        cur = nxt
+    if b != 0:
+        eqns.append(Eqn(add_p, [cur, lit(b)], {}, [y]))
+    return eqns
 
 
 def copied_reversals(eqns: list) -> list:

@@ -1,0 +1,44 @@
+"""Views of generated values (``prepare.generated_views``): a slice, reversal or transpose of an affine ``iota``
+(``arange(a, b, s)``) is generated again where it is read; each was refused ("a mode of the program reaches neither
+the output nor a reduction"). Each program runs by model and by emitted source against the interpreter, then
+``verify()``; each is one kernel."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+from .helpers import assert_kernels_compute
+
+X = np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32)
+
+CASES = {
+    "a gather at a reversed arange": lambda x: pt.take(x, pt.arange(4)[::-1], 0),
+    "indexing by a sliced arange": lambda x: x[pt.arange(4)[1:]],
+    "a reversed arange added to a column": lambda x: pt.arange(6)[::-1].astype("f32") + x[:, 0],
+    "a flipped stepped arange": lambda x: pt.flip(pt.arange(2, 14, 3)).astype("f32")[:, None] * x[:4],
+    "a float arange sliced": lambda x: pt.arange(0.0, 3.0, 0.5)[1::2][:, None] + x[:3],
+    "a transposed iota": lambda x: pt.iota("i32", (5, 6), 0).T.astype("f32") * x,
+    "one element of an arange": lambda x: x * pt.arange(7)[3].astype("f32"),
+    "a column of a 2-d iota": lambda x: pt.iota("i32", (6, 9), 0)[:, 4].astype("f32")[:, None] * x,
+    "a window of a 2-d iota": lambda x: pt.iota("i32", (6, 9), 1)[:, 2:7].astype("f32") * x,
+    "a gradient through a reversed arange": pt.grad(lambda x: (x * pt.arange(5)[::-1].astype("f32")).sum()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_view_of_a_generated_value_is_generated_where_it_is_read(name):
+    prog = pt.stage(CASES[name], X)
+    s = pt.lower(prog)
+    assert len(s.kernels) == 1
+    assert_kernels_compute(prog, s, [X])
+    s.verify()
+
+
+def test_an_iota_coordinate_converted_to_float_runs_by_its_source():
+    """``iota.astype("f32")`` reads a domain coordinate: emitted as a DSL integer (``cutlass.Int32(d0)``) so
+    ``.to(Float32)`` converts it (the bare coordinate was a Python int in the source model: an AttributeError)."""
+    prog = pt.stage(lambda x: pt.iota("i32", (6, 5), 0).astype("f32") * x, X)
+    s = pt.lower(prog)
+    assert "cutlass.Int32(d" in s.kernels[0].source
+    assert_kernels_compute(prog, s, [X])
