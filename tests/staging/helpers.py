@@ -1,12 +1,14 @@
-"""Random layouts and arrays for the staging tests: the same logical values under many storage layouts."""
+"""Shared pieces of the staging tests: random layouts and arrays (the same logical values under many storage layouts),
+central differences, and the checks that bad input is refused by the op's name."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from patches.layouts import Layout, make_layout
 from patches.layouts import inttuple as it
-from patches.staging import Array
+from patches.staging import Array, StagingError
 from patches.staging.types import compact, logical_shape
 
 KINDS = ("col", "row", "padded", "permuted")
@@ -60,3 +62,20 @@ def central_difference(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         d[i] = eps
         g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
     return g
+
+
+def assert_refused(call, name: str, message: str) -> None:
+    """``call()`` raises a StagingError naming op ``name`` first, its message matching ``message``."""
+    with pytest.raises(StagingError, match=f"^{name}: .*{message}"):
+        call()
+
+
+def assert_tensor_arguments_named(one_tensor: list, calls: dict, bad) -> None:
+    """A non-tensor ``bad`` passed to each op of ``one_tensor`` (called as ``pt.<name>(bad)``) and to each call of
+    ``calls`` (name -> call of ``bad``) is refused with "<name>: expects a tensor"."""
+    import patches as pt
+
+    for name in one_tensor:
+        assert_refused(lambda name=name: getattr(pt, name)(bad), name, "expects a tensor")
+    for name, call in calls.items():
+        assert_refused(lambda call=call: call(bad), name, "expects a tensor")

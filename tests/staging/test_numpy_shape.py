@@ -12,6 +12,8 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_shape
 
+from .helpers import assert_refused, assert_tensor_arguments_named
+
 RNG = np.random.default_rng(7)
 F3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 F2 = RNG.standard_normal((3, 5)).astype(np.float32)
@@ -355,9 +357,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize("i", range(len(REFUSALS)))
 def test_refusals_name_the_function(i):
-    fn, name, message = REFUSALS[i]
-    with pytest.raises(pt.StagingError, match=f"^{name}: .*{message}"):
-        fn()
+    assert_refused(*REFUSALS[i])
 
 
 MULTI_ARG_CALLS = {
@@ -373,12 +373,7 @@ MULTI_ARG_CALLS = {
 
 @pytest.mark.parametrize("bad", ["a", None, [1.0], {}])
 def test_bad_tensor_arguments_name_the_function(bad):
-    for name in numpy_shape.ONE_TENSOR:
-        with pytest.raises(pt.StagingError, match=f"^{name}: expects a tensor"):
-            getattr(pt, name)(bad)
-    for name, call in MULTI_ARG_CALLS.items():
-        with pytest.raises(pt.StagingError, match=f"^{name}: expects a tensor"):
-            call(bad)
+    assert_tensor_arguments_named(numpy_shape.ONE_TENSOR, MULTI_ARG_CALLS, bad)
     for name in ("stack", "hstack", "vstack"):
         if not isinstance(bad, list):
             with pytest.raises(pt.StagingError, match=f"^{name}: expects a non-empty sequence of tensors"):
