@@ -111,8 +111,7 @@ def _affine_iota(y: Var, d: int, a: Any, b: Any) -> list:
         z = Var(TensorType(y.type.dtype, compact(y.type.shape)))
         return _affine_iota(z, d, a, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
     t = y.type
-    lit = (lambda v: Literal(np.asarray(v, dtypes.to_numpy(t.dtype))[()] if t.dtype != "bf16" else np.float32(v),
-                             TensorType(t.dtype, SCALAR_LAYOUT)))
+    lit = (lambda v: scalar_literal(v, t.dtype))      # noqa: E731
     if a == 0:
         return [Eqn(broadcast_p, [lit(b)], {"shape": t.shape, "dims": ()}, [y])]
     eqns, cur = [], Var(t) if (a != 1 or b != 0) else y
@@ -212,9 +211,7 @@ def _masked(e: Eqn, f: Eqn) -> list:
     one = Var(TensorType(v.type.dtype, compact(v.type.shape)))
     placed = Var(TensorType(v.type.dtype, t.layout))
     inside = Var(TensorType("bool", t.layout))
-    def lit(x: int, dt: str) -> Literal:      # (a bf16 literal's value is an f32 scalar, as folded ones are)
-        return Literal(np.float32(x) if dt == "bf16" else np.asarray(x, dtypes.to_numpy(dt))[()],
-                       TensorType(dt, SCALAR_LAYOUT))
+    lit = scalar_literal
     return [Eqn(broadcast_p, [lit(1, v.type.dtype)], {"shape": v.type.shape, "dims": ()}, [one]),
             Eqn(e.prim, [one], e.params, [placed]),
             Eqn(ne_p, [placed, lit(0, v.type.dtype)], {}, [inside]),
@@ -448,6 +445,11 @@ def _unit(d: Any) -> bool:
 
 def _fold(e: Eqn) -> Literal:
     p = Program([], [], [], [e], list(e.outputs), name="fold")
-    v = np.asarray(evaluate(p)).reshape(())
-    t = e.outputs[0].type
-    return Literal(v.astype(np.float32) if t.dtype == "bf16" else v[()], t)
+    return scalar_literal(np.asarray(evaluate(p)).reshape(()), e.outputs[0].type.dtype)
+
+
+def scalar_literal(value: Any, dtype: str) -> Literal:
+    """A rank-0 literal of ``dtype`` (a bf16 literal's value is an f32 scalar: numpy has no bf16)."""
+    v = np.asarray(value)
+    return Literal(v.astype(np.float32)[()] if dtype == "bf16" else v.astype(dtypes.to_numpy(dtype))[()],
+                   TensorType(dtype, SCALAR_LAYOUT))
