@@ -113,6 +113,11 @@ class Operators:
         return _OPS.count(self)
 
     @property
+    def at(self) -> Any:
+        """JAX's indexed updates: ``x.at[index].set(v)`` (also add, multiply, min, max, get, ...), a new array."""
+        return _OPS.at(self)
+
+    @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return _OPS.transpose(self)
 

@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import numpy_extra, numpy_math, numpy_shape
+from . import index_update, numpy_extra, numpy_math, numpy_shape
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -330,4 +330,4 @@ _operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, a
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
                    left_shift=left_shift, right_shift=right_shift, std=numpy_math.std, cumsum=cumsum,
                    any=numpy_math.any, all=numpy_math.all, clip=clip, round=round, dot=dot, count=_count)
-_operators.install(squeeze=squeeze, swapaxes=swapaxes)
+_operators.install(squeeze=squeeze, swapaxes=swapaxes, at=index_update.at)
