@@ -12,7 +12,7 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_shape
 
-from .helpers import assert_refused, assert_tensor_arguments_named
+from .helpers import assert_refused, assert_tensor_arguments_named, central_difference
 
 RNG = np.random.default_rng(7)
 F3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
@@ -199,6 +199,29 @@ X = RNG.standard_normal((4, 6))
 W = RNG.standard_normal((4, 6))
 
 
+PAD_MODES = ["edge", "reflect", "symmetric", "wrap", "maximum", "minimum"]
+
+
+@pytest.mark.parametrize("mode", PAD_MODES)
+@pytest.mark.parametrize("width", [1, ((0, 4), (2, 0), (9, 1)), ((3, 3), (0, 0), (0, 13))])
+def test_pad_modes_match_numpy(mode, width):
+    x = RNG.integers(-9, 9, (3, 4, 2)).astype(np.int32)
+    for a in (x, x.astype(np.float32)):
+        np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pt.pad(v, width, mode=mode))(a)),
+                                      np.pad(a, width, mode=mode))
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pt.pad(v, 3, mode="empty"))(x)) != 0,
+                                  np.pad(x, 3) != 0)      # numpy's values there are undefined; ours are zeros
+
+
+@pytest.mark.parametrize("mode", PAD_MODES)
+def test_pad_mode_gradients_sum_over_the_copies(mode):
+    x = RNG.standard_normal((3, 5))
+    w = RNG.standard_normal(np.pad(x, ((2, 4), (6, 1))).shape)
+    g = _grad(lambda a: (pt.pad(a, ((2, 4), (6, 1)), mode=mode) * w).sum(), x)
+    np.testing.assert_allclose(g, central_difference(lambda a: (np.pad(a, ((2, 4), (6, 1)), mode=mode) * w).sum(), x),
+                               atol=1e-6)
+
+
 def _grad(f, x=X):
     return np.asarray(pt.grad(f)(x))
 
@@ -256,6 +279,7 @@ def test_jvp_and_vmap():
 LOWERED = {
     "stack_split": lambda x: pt.stack(pt.split(x, 2, axis=1), axis=0) * 2,
     "pad_roll": lambda x: pt.roll(pt.pad(x, ((1, 2), (0, 3)), constant_values=1.5), 3, 0) + 1,
+    "pad_reflect_edge": lambda x: pt.pad(x, ((3, 7), (1, 0)), mode="reflect") + pt.pad(x, ((3, 7), (0, 1)), mode="edge"),
     "tril_eye": lambda x: pt.tril(x, -1) + pt.triu(x, 3) + pt.eye(6, 8, k=2),
     "diag_trace": lambda x: pt.diag(pt.diagonal(x, 1)) + pt.trace(x),
     "outer_diff": lambda x: pt.outer(pt.diff(x[0]), x[1]),
@@ -308,7 +332,9 @@ REFUSALS = [
     (lambda: pt.array_split(V, 6), "array_split", "is empty"),
     (lambda: pt.array_split(V, [1.5]), "array_split", "must be an int"),
     (lambda: pt.split(F2, 3, axis=2), "split", "out of range"),
-    (lambda: pt.pad(F2, 1, mode="reflect"), "pad", "mode='reflect' is not supported"),
+    (lambda: pt.pad(F2, 1, mode="linear_ramp"), "pad", "mode='linear_ramp' is not supported"),
+    (lambda: pt.pad(F2, 1, mode="reflect", reflect_type="odd"), "pad", "reflect_type='odd'"),
+    (lambda: pt.pad(F2, 1, mode="mean", stat_length=2), "pad", "not supported"),
     (lambda: pt.pad(F2, -1), "pad", "non-negative"),
     (lambda: pt.pad(F2, ((1, 2, 3),)), "pad", "does not broadcast"),
     (lambda: pt.pad(F2, 1.5), "pad", "must hold non-negative ints"),

@@ -1,6 +1,6 @@
 """numpy's shape functions composed from the primitives: ``stack``/``hstack``/``vstack``, ``split``/``array_split``,
 ``expand_dims``/``squeeze``/``swapaxes``/``moveaxis``/``ravel``/``atleast_1d``/``atleast_2d``/``atleast_3d``,
-``broadcast_arrays``, ``roll``, ``pad`` (constant), ``diff``, ``tril``/``triu``/``eye``, ``zeros_like``/``ones_like``/
+``broadcast_arrays``, ``roll``, ``pad``, ``diff``, ``tril``/``triu``/``eye``, ``zeros_like``/``ones_like``/
 ``full_like``, ``diagonal``/``diag``/``trace``, ``outer``/``inner``/``tensordot`` and ``linspace``.
 
 Being compositions (slices, ``None`` indexing, ``reshape``, ``transpose``, ``concatenate``, ``broadcast_to``,
@@ -25,6 +25,8 @@ from ..types import mode_size, modes_of, same_mode, shape_of_modes
 from .einsum import einsum
 from .elementwise import astype, div, eq, floor, ge, le, lt, mul, ne, sub, where
 from .integer import _number, iota
+from .numpy_ops import max as _max
+from .numpy_ops import min as _min
 from .numpy_ops import reshape, sum
 from .reductions import tensor_arg
 from .special import concatenate
@@ -288,13 +290,22 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     return x
 
 
-def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    """numpy's ``pad`` with ``mode="constant"`` and one scalar ``constant_values``: one ``embed`` (static shapes),
-    else ``concatenate`` with filled (stride-0) blocks before and after each mode; ``pad_width`` as numpy's (n,
-    (before, after), or one pair per mode)."""
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "empty")
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0, **kwargs: Any) -> Any:
+    """numpy's ``pad``. ``"constant"`` (one scalar ``constant_values``): one ``embed`` (static shapes), else
+    ``concatenate`` with filled (stride-0) blocks before and after each mode. ``"edge"``, ``"reflect"``,
+    ``"symmetric"``, ``"wrap"``: each padded mode a ``concatenate`` of the runs of numpy's own index map (slices,
+    reversed slices, a repeated edge). ``"maximum"``/``"minimum"`` (of the whole mode) and ``"empty"`` (zeros).
+    ``pad_width`` as numpy's (n, (before, after), or one pair per mode)."""
     x, t = _arg("pad", array)
-    if mode != "constant":
-        raise fail("pad", f"mode={mode!r} is not supported (only mode='constant')", t)
+    if mode not in _PAD_MODES:
+        raise fail("pad", f"mode={mode!r} is not supported (one of {', '.join(_PAD_MODES)})", t)
+    if kwargs and (mode not in ("reflect", "symmetric") or set(kwargs) != {"reflect_type"}
+                   or kwargs["reflect_type"] != "even"):
+        raise fail("pad", f"the options {sorted(kwargs)} are not supported with mode={mode!r} (reflect_type='odd' "
+                          "and stat_length are not)", t)
     if not _is_py_scalar(constant_values) and not isinstance(constant_values, np.generic):
         raise fail("pad", f"constant_values must be one number, got {type(constant_values).__name__}", t)
     w = np.asarray(pad_width, dtype=object)
@@ -304,6 +315,13 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
         w = np.broadcast_to(w, (t.rank, 2))
     except ValueError:
         raise fail("pad", f"pad_width {pad_width!r} does not broadcast to ({t.rank}, 2)", t) from None
+    if mode == "empty":
+        mode, constant_values = "constant", 0
+    if mode != "constant":
+        for ax, (b, a) in enumerate(w.tolist()):
+            if b or a:
+                x = _padded_along(x, ax, int(b), int(a), mode)
+        return x
     value = _cast("pad", constant_values, t.dtype)
     ms = _modes(t)
     if all(type(m) is int for m in ms) and t.dtype != "bool" and any(w.ravel()):
@@ -315,6 +333,35 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
         if any(widths):
             x = concatenate([v for v in (blocks[0], x, blocks[1]) if v is not None], ax)
     return x
+
+
+def _padded_along(x: Any, ax: int, before: int, after: int, mode: str) -> Any:
+    """``x`` padded along mode ``ax`` by a non-constant ``mode``: numpy's index map of the mode (``np.pad`` of an
+    ``arange``) cut into runs of step 1, -1 or 0, each a slice, a reversed slice or a broadcast edge, concatenated."""
+    n = _static("pad", x, ax)
+    ms = _modes(get_aval(x))
+    if mode in ("maximum", "minimum"):
+        stat = (_max if mode == "maximum" else _min)(x, axis=ax, keepdims=True)
+        parts = [broadcast_to(stat, shape_of_modes([k if i == ax else m for i, m in enumerate(ms)])) if k else None
+                 for k in (before, after)]
+        return concatenate([v for v in (parts[0], x, parts[1]) if v is not None], ax)
+    index = np.pad(np.arange(n), (before, after), mode=mode)
+    parts, k = [], 0
+    while k < len(index):
+        step = int(index[k + 1] - index[k]) if k + 1 < len(index) and abs(index[k + 1] - index[k]) <= 1 else 1
+        j = k + 1
+        while j < len(index) and index[j] - index[j - 1] == step:
+            j += 1
+        start, count = int(index[k]), j - k
+        if step == 1:
+            parts.append(_take(x, ax, start, start + count))
+        elif step == -1:
+            parts.append(getitem(x, (slice(None),) * ax + (slice(start, start - count if start >= count else None, -1),)))
+        else:
+            edge = _take(x, ax, start, start + 1)
+            parts.append(broadcast_to(edge, shape_of_modes([count if i == ax else m for i, m in enumerate(ms)])))
+        k = j
+    return parts[0] if len(parts) == 1 else concatenate(parts, ax)
 
 
 def _placed(x: Any, ms: list, widths: list, value: Any) -> Any:
