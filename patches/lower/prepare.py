@@ -58,70 +58,103 @@ def prepare(prog: Program) -> Program:
 
 
 def generated_views(eqns: list) -> list:
-    """A view (``slice``, ``rev``, ``transpose``) of an affine ``iota`` (``arange(a, b, s)``: an iota times a literal
-    plus a literal) is an affine iota itself: ``arange(n)[::-1]`` is ``(n - 1) - iota``, ``x[1:]`` of it ``iota + 1``.
-    Generated again where it is read, it costs no kernel (a view of a generated value has no storage to read)."""
-    affine: dict[int, tuple] = {}         # id(var) -> (dimension, scale, offset): iota[dimension] * scale + offset
+    """A view (``slice``, ``rev``, ``transpose``, ``broadcast``, a ``view`` of a 1-D one such as a reshape) of an
+    affine ``iota`` (a sum of iotas times literals plus a literal: ``arange(a, b, s)``) is an affine iota itself:
+    ``arange(n)[::-1]`` is ``(n - 1) - iota``, ``arange(12).reshape(3, 4)`` is ``4 iota[0] + iota[1]``. Generated
+    again where it is read, it costs no kernel (a view of a generated value has no storage to read)."""
+    affine: dict[int, tuple] = {}         # id(var) -> ({dimension: scale}, offset)
     out: list = []
     for e in eqns:
         name, y = e.prim.name, e.outputs[0]
         x = e.inputs[0] if e.inputs else None
         if name == "iota":
-            affine[id(y)] = (e.params["dimension"], 1, 0)
+            affine[id(y)] = ({e.params["dimension"]: 1}, 0)
         elif name in ("mul", "add") and len(e.inputs) == 2 and y.type.rank:
             var = [v for v in e.inputs if isinstance(v, Var)]
             lit = [v for v in e.inputs if isinstance(v, Literal)]
             if len(var) == 1 and len(lit) == 1 and id(var[0]) in affine and var[0].type == y.type:
-                d, a, b = affine[id(var[0])]
+                scales, b = affine[id(var[0])]
                 c = lit[0].value.item() if hasattr(lit[0].value, "item") else lit[0].value
-                affine[id(y)] = (d, a * c, b * c) if name == "mul" else (d, a, b + c)
-        elif name in ("slice", "rev", "transpose") and isinstance(x, Var) and id(x) in affine and \
+                affine[id(y)] = ({d: a * c for d, a in scales.items()}, b * c) if name == "mul" else (scales, b + c)
+        elif name in _AFFINE_VIEWS and isinstance(x, Var) and id(x) in affine and \
                 all(type(m) is int for m in modes_of(x.type.shape)):
             got = _view_of_affine(e, *affine[id(x)])
             if got is not None:
                 affine[id(y)] = got
-                out += _affine_iota(y, *got)
-                continue
+                if name != "broadcast":      # (a broadcast stays: its stride-0 layout holds no copy)
+                    out += _affine_iota(y, *got)
+                    continue
         out.append(e)
     return out
 
 
-def _view_of_affine(e: Eqn, d: int, a: Any, b: Any) -> tuple | None:
-    """(dimension, scale, offset) of view ``e`` of ``iota[d] * a + b``; None when the view is not one of a mode."""
+_AFFINE_VIEWS = ("slice", "rev", "transpose", "broadcast", "view")
+
+
+def _view_of_affine(e: Eqn, scales: dict, b: Any) -> tuple | None:
+    """({dimension: scale}, offset) of view ``e`` of ``sum_d iota[d] * scales[d] + b``; None where the view is not
+    affine in its coordinates (a view of a multi-mode value, a hierarchical or symbolic layout)."""
     n = modes_of(e.inputs[0].type.shape)
-    if e.prim.name == "transpose":
-        return e.params["perm"].index(d), a, b
-    if e.prim.name == "rev":
-        return (d, -a, b + a * (n[d] - 1)) if d in e.params["axes"] else (d, a, b)
-    index = e.params["index"]
+    name, p = e.prim.name, e.params
+    if name == "transpose":
+        return {p["perm"].index(d): a for d, a in scales.items()}, b
+    if name == "rev":
+        return {d: -a if d in p["axes"] else a for d, a in scales.items()}, \
+            b + sum(a * (n[d] - 1) for d, a in scales.items() if d in p["axes"])
+    if name == "broadcast":
+        # (a stretched extent-1 mode reads coordinate 0 of the operand: no term)
+        return {p["dims"][d]: a for d, a in scales.items() if n[d] != 1}, b
+    if name == "view":
+        lay, off = p["layout"], p["offset"]
+        shape, stride = (lay.shape, lay.stride) if type(lay.shape) is tuple else ((lay.shape,), (lay.stride,))
+        if len(n) != 1 or type(off) is not int or not all(type(v) is int for v in shape + stride):
+            return None
+        a = scales.get(0, 0)
+        return {k: a * st for k, st in enumerate(stride) if st}, b + a * off
+    index = p["index"]
     kept = [k for k, ix in enumerate(index) if not isinstance(ix, int)]
-    ix = index[d]
-    if isinstance(ix, int):                  # the mode is fixed: a constant
-        return 0, 0, b + a * ix
-    if ix is not None and not all(type(v) is int for v in ix):
-        return None
-    start, step = (0, 1) if ix is None else (ix.start, ix.step)
-    return kept.index(d), a * step, b + a * start
+    out: dict = {}
+    for d, a in scales.items():
+        ix = index[d]
+        if isinstance(ix, int):                  # the mode is fixed: a constant
+            b = b + a * ix
+            continue
+        if ix is not None and not all(type(v) is int for v in ix):
+            return None
+        start, step = (0, 1) if ix is None else (ix.start, ix.step)
+        out[kept.index(d)] = a * step
+        b = b + a * start
+    return out, b
 
 
-def _affine_iota(y: Var, d: int, a: Any, b: Any) -> list:
-    """Equations writing ``y = iota[d] * a + b`` (computed compact, then copied into ``y``'s layout where the view
-    had another)."""
+def _affine_iota(y: Var, scales: dict, b: Any) -> list:
+    """Equations writing ``y = sum_d iota[d] * scales[d] + b`` (computed compact, then copied into ``y``'s layout
+    where the view had another)."""
     if y.type.layout != compact(y.type.shape):
         z = Var(TensorType(y.type.dtype, compact(y.type.shape)))
-        return _affine_iota(z, d, a, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
+        return _affine_iota(z, scales, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
     t = y.type
     lit = (lambda v: scalar_literal(v, t.dtype))      # noqa: E731
-    if a == 0:
+    terms = [(d, a) for d, a in sorted(scales.items()) if a != 0]
+    if not terms:
         return [Eqn(broadcast_p, [lit(b)], {"shape": t.shape, "dims": ()}, [y])]
-    eqns, cur = [], Var(t) if (a != 1 or b != 0) else y
-    eqns.append(Eqn(iota_p, [], {"dtype": t.dtype, "shape": t.shape, "dimension": d}, [cur]))
-    if a != 1:
-        nxt = Var(t) if b != 0 else y
-        eqns.append(Eqn(mul_p, [cur, lit(a)], {}, [nxt]))
-        cur = nxt
+    eqns: list = []
+    total = None
+    for k, (d, a) in enumerate(terms):
+        last = k == len(terms) - 1 and b == 0
+        cur = y if last and a == 1 and total is None else Var(t)
+        eqns.append(Eqn(iota_p, [], {"dtype": t.dtype, "shape": t.shape, "dimension": d}, [cur]))
+        if a != 1:
+            nxt = y if last and total is None else Var(t)
+            eqns.append(Eqn(mul_p, [cur, lit(a)], {}, [nxt]))
+            cur = nxt
+        if total is not None:
+            nxt = y if last else Var(t)
+            eqns.append(Eqn(add_p, [total, cur], {}, [nxt]))
+            cur = nxt
+        total = cur
     if b != 0:
-        eqns.append(Eqn(add_p, [cur, lit(b)], {}, [y]))
+        eqns.append(Eqn(add_p, [total, lit(b)], {}, [y]))
     return eqns
 
 

@@ -53,6 +53,11 @@ def abstract_eval(prim: Primitive, types: list, params: dict) -> list:
     return apply_rule(prim, rule, types, params)
 
 
+# Exceptions a rule raises when it cannot read its operands or parameters (exactly these types: the library's errors
+# subclass ValueError and pass through).
+_STRAY = (TypeError, IndexError, KeyError, ValueError, AttributeError)
+
+
 def apply_rule(prim: Primitive, rule: Callable[..., list], args: list, params: dict) -> list:
     """rule(*args, **params), with a LayoutError from the algebra turned into a StagingError naming prim and the
     argument types (an argument is a type, or a value whose ``.type`` is one)."""
@@ -60,6 +65,13 @@ def apply_rule(prim: Primitive, rule: Callable[..., list], args: list, params: d
         return rule(*args, **params)
     except LayoutError as e:
         raise fail(prim.name, str(e), *(getattr(a, "type", a) for a in args)) from None
+    except _STRAY as e:
+        if type(e) not in _STRAY:     # the library's own errors (subclasses) pass through
+            raise
+        # operands or parameters the rule cannot read (pt.bind of a primitive by hand): named, not a stray error
+        raise fail(prim.name, f"invalid operands or parameters for this primitive: {len(args)} operand(s), "
+                              f"parameters {sorted(params)} ({type(e).__name__}: {e})",
+                   *(getattr(a, "type", a) for a in args if hasattr(a, "dtype") or hasattr(a, "type"))) from None
 
 
 # -- traces -----------------------------------------------------------------------------------
@@ -230,7 +242,13 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
             raise
         raise fail(prim.name, f"expected a tensor (a traced value, an Array, a numpy array or a Python number), "
                               f"got {type(bad).__name__} {bad!r:.80}") from None
-    outs = trace.process_primitive(prim, tracers, params)
+    try:
+        outs = trace.process_primitive(prim, tracers, params)
+    except _STRAY as e:
+        # a transformation's rule met operands or parameters the primitive refuses: its own error names them
+        if type(e) in _STRAY and prim in abstract_eval_rules:
+            abstract_eval(prim, [get_aval(t) for t in tracers], params)
+        raise
     if prim.multiple_results:
         return [full_lower(o) for o in outs]
     return full_lower(outs[0])

@@ -1,5 +1,5 @@
-"""Views of generated values (``prepare.generated_views``): a slice, reversal or transpose of an affine ``iota``
-(``arange(a, b, s)``) is generated again where it is read; each was refused ("a mode of the program reaches neither
+"""Views of generated values (``prepare.generated_views``): a slice, reversal, transpose, broadcast or reshape of an
+affine ``iota`` (``arange(a, b, s)``, sums of iotas times literals) is generated again where it is read; each was refused ("a mode of the program reaches neither
 the output nor a reduction"). Each program runs by model and by emitted source against the interpreter, then
 ``verify()``; each is one kernel."""
 
@@ -23,6 +23,11 @@ CASES = {
     "a column of a 2-d iota": lambda x: pt.iota("i32", (6, 9), 0)[:, 4].astype("f32")[:, None] * x,
     "a window of a 2-d iota": lambda x: pt.iota("i32", (6, 9), 1)[:, 2:7].astype("f32") * x,
     "a gradient through a reversed arange": pt.grad(lambda x: (x * pt.arange(5)[::-1].astype("f32")).sum()),
+    "a reshaped arange": lambda x: x + pt.arange(30, dtype="f32").reshape(6, 5),
+    "a reshaped stepped arange, transposed and reversed": lambda x: x * pt.arange(3, 63, 2).reshape(5, 6).T[::-1]
+    .astype("f32"),
+    "a broadcast arange, sliced and transposed": lambda x: x + pt.broadcast_to(pt.arange(6, dtype="f32"), (7, 6))
+    [::-1, :].T[:, 1:6],
 }
 
 

@@ -86,8 +86,20 @@ def test_rev_refusals_name_the_problem():
     with pytest.raises(pt.StagingError, match="rev: axes must be an int or a tuple of ints"):
         pt.stage(lambda x: pt.rev(x, "0"), t)
     m = Sym("M")
-    with pytest.raises(pt.StagingError, match="symbolic mode 0 needs non-negative bounds and a positive step"):
-        pt.stage(lambda x: x[::-1], pt.tensor("f32", (m, 4)))
+    with pytest.raises(pt.StagingError, match="facts do not decide how many elements it takes"):
+        pt.stage(lambda x: x[::-2], pt.tensor("f32", (m, 4)))
+
+
+@pytest.mark.parametrize("index", [np.s_[::-1], np.s_[::-1, 1], np.s_[::-2], np.s_[5::-1], np.s_[-2::-3], np.s_[:2:-1],
+                                   np.s_[9:1:-4, ::-1]])
+def test_negative_steps_on_a_symbolic_mode_reverse_then_slice(index):
+    """x[a:b:-c] of a symbolic mode is rev(x)[n-1-a : n-1-b : c] (was refused): its bounds and count decided from the
+    facts as a positive slice's are."""
+    m = Sym("M", divisible_by=12, min=12)
+    prog = pt.stage(lambda x: x[index] * 2, pt.tensor("f32", (m, 4)))
+    for rows in (12, 24):
+        x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+        np.testing.assert_array_equal(np.asarray(pt.evaluate(prog, x)), x[index] * 2)
 
 
 def test_flip_of_a_symbolic_mode_stages_and_evaluates():

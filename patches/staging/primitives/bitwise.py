@@ -44,7 +44,11 @@ BITWISE = {  # name: numpy function of the operands' logical values
 
 
 def _abstract(name: str) -> Any:
+    arity = 1 if name == "bitwise_not" else 2
+
     def rule(*types: TensorType) -> list:
+        if len(types) != arity:
+            raise fail(name, f"takes {arity} operand(s), got {len(types)}", *types)
         d = types[0].dtype
         if any(t.dtype != d for t in types) or not dtypes.is_int(d):
             raise fail(name, "expects integer operands of one dtype (bool masks take logical_and, ...)", *types)

@@ -83,8 +83,10 @@ def _impl(np_fn: Any, name: str, out_dtype: str | None = None) -> Any:
     return impl
 
 
-def _abstract(name: str, kind: str, out_dtype: str | None = None) -> Any:
+def _abstract(name: str, kind: str, out_dtype: str | None = None, arity: int = 2) -> Any:
     def rule(*types: TensorType) -> list:
+        if len(types) != arity:
+            raise fail(name, f"takes {arity} operand(s), got {len(types)}", *types)
         d = _check_kind(name, kind, types)
         return [TensorType(out_dtype or d, elementwise_layout(name, types))]
     return rule
@@ -117,7 +119,7 @@ COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equa
 
 prims: dict[str, Any] = {}
 for _n, (_f, _k) in {**UNARY, **BINARY}.items():
-    prims[_n] = primitive(_n, _abstract(_n, _k), _impl(_f, _n))
+    prims[_n] = primitive(_n, _abstract(_n, _k, arity=1 if _n in UNARY else 2), _impl(_f, _n))
 for _n, _f in COMPARE.items():
     prims[_n] = primitive(_n, _abstract(_n, "any", "bool"), _impl(_f, _n, "bool"))
 

@@ -32,7 +32,8 @@ def _erf_values(x: np.ndarray) -> np.ndarray:
     return _erf(np.asarray(x, dtype=np.float64)) if np.size(x) else np.zeros(np.shape(x))
 
 
-erf_p = primitive("erf", _abstract("erf", "float"), checked_impl(_abstract("erf", "float"), _impl(_erf_values, "erf")))
+_erf_rule = _abstract("erf", "float", arity=1)
+erf_p = primitive("erf", _erf_rule, checked_impl(_erf_rule, _impl(_erf_values, "erf")))
 
 
 def erf(x: Any) -> Any:

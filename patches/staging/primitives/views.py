@@ -362,6 +362,10 @@ def getitem(x: Any, index: Any) -> Any:
         index = tuple(_forward(ix, mode_size(m), i, t) if i in flips else ix for i, (ix, m) in enumerate(zip(index, ms)))
         kept = [i for i, ix in enumerate(index) if not isinstance(ix, (int, np.integer))]
         return bind_rev(getitem(x, index), tuple(kept.index(i) for i in flips))
+    mirrored = [i for i, (ix, m) in enumerate(zip(index, ms)) if isinstance(ix, slice) and _negative_step(ix)]
+    if mirrored:               # a symbolic mode: x[a:b:-c] is rev(x)[n-1-a : n-1-b : c]
+        index = tuple(_mirror(ix, mode_size(m)) if i in mirrored else ix for i, (ix, m) in enumerate(zip(index, ms)))
+        return getitem(bind_rev(x, tuple(mirrored)), index)
     norm = tuple(_index_entry(ix, m, i, t) for i, (ix, m) in enumerate(zip(index, ms)))
     if all(ix is None for ix in norm):
         return x
@@ -375,6 +379,16 @@ def getitem(x: Any, index: Any) -> Any:
 
 def _negative_step(ix: slice) -> bool:
     return isinstance(ix.step, (int, np.integer)) and not isinstance(ix.step, (bool, np.bool_)) and ix.step < 0
+
+
+def _mirror(ix: slice, n: Any) -> slice:
+    """The positive-step slice of the reversed mode (extent ``n``, symbolic) that ``ix`` (a negative step) selects:
+    x index i is index n - 1 - i of the reversal (a negative int bound -k is x index n - k)."""
+    def at(v: Any) -> Any:
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return n - 1 - int(v) if v >= 0 else -1 - int(v)
+        return n - 1 - v
+    return slice(None if ix.start is None else at(ix.start), None if ix.stop is None else at(ix.stop), -int(ix.step))
 
 
 def _forward(ix: slice, n: int, pos: int, t: TensorType) -> slice:
