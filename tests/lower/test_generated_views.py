@@ -1,7 +1,7 @@
 """Views of generated values (``prepare.generated_views``): a slice, reversal, transpose, broadcast or reshape of an
-affine ``iota`` (``arange(a, b, s)``, sums of iotas times literals) is generated again where it is read; each was refused ("a mode of the program reaches neither
-the output nor a reduction"). Each program runs by model and by emitted source against the interpreter, then
-``verify()``; each is one kernel."""
+affine ``iota`` (``arange(a, b, s)``, sums of iotas times literals) is generated again where it is read; each was
+refused ("a mode of the program reaches neither the output nor a reduction"). Each program runs by model and by
+emitted source against the interpreter, then ``verify()``; each is one kernel."""
 
 import numpy as np
 import pytest
