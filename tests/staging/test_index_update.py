@@ -197,8 +197,34 @@ def test_refusals():
     assert_refused(f(lambda a: a.at[..., 0, ...].set(1.0)), "at.set", "one Ellipsis")
     assert_refused(f(lambda a: a.at[np.array([0]), None].set(1.0)), "at.set", "None")
     assert_refused(f(lambda a: a.at[0].set("x")), "at.set", "values must be")
-    assert_refused(f(lambda a: a.at[0].apply(3)), "at.apply", "expects a function")
+    assert_refused(f(lambda a: a.at[0].apply(3)), "at.apply", "must be a function")
+    assert_refused(f(lambda a: a.at[0].apply(lambda: 1.0)), "at.apply", "called with 1 positional argument")
+    assert_refused(lambda: pt.jit(lambda a: a.at[1:].power(2))(np.ones(3, np.int32)), "at.power", "integer powers")
+    assert_refused(f(lambda a: a.at[7].set(np.ones(5, np.float32))), "at.set", "do not broadcast")     # dropped too
+    assert_refused(f(lambda a: a.at[3:1].set(np.ones(5, np.float32))), "at.set", "do not broadcast")   # empty too
+    assert_refused(f(lambda a: a.at[0].get(mode="fill", fill_value="x")), "at.get", "fill_value must be a number")
     assert_refused(f(lambda a: a.at[0].apply(lambda z: z.astype("i32"))), "at.apply", "must keep the dtype")
     assert_refused(f(lambda a: a.at[np.array([True, False])].set(1.0)), "at.set", "boolean mask")
     assert_refused(lambda: pt.stage(lambda x: x.at[1:].set(0.0), pt.tensor("f32", Sym("N"))), "at.set",
                    "symbolic extent")
+
+
+def test_edges_a_fuzz_found():
+    """Each was an error on input JAX accepts (or a stray error type): an empty slice beside an index array names
+    nothing; repeated products of narrow ints stay in their dtype; numbers are cast as arrays are; static
+    out-of-range ints read clamped (get) or the fill value; huge steps name one element."""
+    x = np.zeros((2, 3), np.float32)
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda a: a.at[np.array([0]), 2:2].set(1.0))(x)), x)
+    u8 = np.arange(4, dtype=np.uint8)
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda a: a.at[np.array([1, 1])].multiply(3))(u8)), [0, 9, 2, 3])
+    i32 = np.arange(4, dtype=np.int32)
+    for v in (2.5, np.float32(2.5), np.array(2.5)):
+        np.testing.assert_array_equal(np.asarray(pt.jit(lambda a, v=v: a.at[1].set(v))(i32)), [0, 2, 2, 3])
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda a: a.at[1].set(-1))(u8)), [0, 255, 2, 3])
+    f = np.arange(6, dtype=np.float32)
+    assert float(np.asarray(pt.jit(lambda a: a.at[7].get())(f))) == 5.0
+    assert float(np.asarray(pt.jit(lambda a: a.at[-9].get(mode="clip"))(f))) == 0.0
+    assert np.isnan(np.asarray(pt.jit(lambda a: a.at[7].get(mode="fill"))(f)))
+    for step, want in ((2**31, 0), (-2**31, 5), (2**70, 0)):
+        got = np.asarray(pt.jit(lambda a, s=step: a.at[::s].set(-1.0))(f))
+        np.testing.assert_array_equal(got, np.where(np.arange(6) == want, -1.0, f))

@@ -24,7 +24,7 @@ import numpy as np
 from ...layouts import Layout
 from .. import dtypes
 from ..core import Tracer, get_aval
-from ..errors import fail
+from ..errors import check_callable, fail
 from ..scalars import _is_py_scalar
 from ..types import mode_size, modes_of, shape_of_modes
 from .elementwise import add, astype, div, eq, ge, lt, maximum, minimum, mul, pow, sub, where
@@ -106,8 +106,7 @@ class IndexUpdateRef:
 
     def apply(self, func: Callable, mode: Any = None) -> Any:
         """``x[index] = func(x[index])``: ``func`` elementwise, applied once to each element the index reaches."""
-        if not callable(func):
-            raise fail("at.apply", f"expects a function of one array, got {type(func).__name__}")
+        check_callable("at.apply", func, 1, "the function")
         return update(self.array, self.index, func, "apply", mode)
 
     def __repr__(self) -> str:
@@ -130,6 +129,9 @@ def update(x: Any, index: Any, values: Any, op: str, mode: Any = None) -> Any:
         raise fail(name, f"mode must be one of {', '.join(map(repr, _UPDATE_MODES))}, got {mode!r}", t)
     if t.dtype == "bool" and op not in ("set", "min", "max", "apply"):
         raise fail(name, "arithmetic updates of a bool array are not supported (use set, min or max)", t)
+    if op == "power" and dtypes.is_int(t.dtype):
+        raise fail(name, f"integer powers are not supported (pow takes floats); cast the {t.dtype} array to a float "
+                         "dtype first", t)
     if op == "divide" and dtypes.is_int(t.dtype):
         raise fail(name, f"true division of an {t.dtype} array does not keep its dtype (numpy refuses x[i] /= v "
                          "too); cast x to a float dtype first", t)
@@ -170,6 +172,7 @@ def _basic(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any) -
     dropped: list = []         # positions in out_modes of None's extent-1 modes
     flipped: list = []         # positions (among the kept slices) of negative-step slices
     place: list = []           # per mode of x: ("all",), ("int", c) or ("range", start, count, step)
+    dropped_update = False
     k = 0
     for ix in entries:
         if ix is None:
@@ -185,8 +188,8 @@ def _basic(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any) -
             raise fail(name, f"mode {k} has the symbolic extent {n}: only ':' may index it in x.at[...]", t)
         elif isinstance(ix, slice):
             r = _range(name, ix, n, k, t)
-            if not r:
-                return _unchanged(name, x, values, op)       # no element named: nothing to update
+            if len(r) <= 1:                                  # (one element or none: any step reads as 1)
+                r = range(r.start, r.start + len(r))
             if r.step < 0:
                 flipped.append(sum(1 for p in place if p[0] != "int"))
                 r = range(r[-1], r[0] + 1, -r.step)
@@ -196,10 +199,12 @@ def _basic(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any) -
             c = int(ix)
             if not -n <= c < n:
                 if mode != "clip":
-                    return _unchanged(name, x, values, op)   # out of range: the update is dropped (JAX's default)
+                    dropped_update = True                    # out of range: the update is dropped (JAX's default)
                 c = min(max(c, -n), n - 1)
             place.append(("int", c % n))
         k += 1
+    if dropped_update or any(type(m) is int and m == 0 for m in out_modes):   # no element named: x, values checked
+        return _unchanged(name, x, values, op, out_modes)
     shape = shape_of_modes(out_modes) if out_modes else ()
     if op == "apply":
         inside = _inside(t, place)
@@ -298,7 +303,7 @@ def _combine(op: str, old: Any, new: Any) -> Any:
 def _values(name: str, values: Any, t: Any, shape: Any) -> Any:
     """The update values as a tensor of ``x``'s dtype broadcast to ``shape`` (x[index]'s)."""
     if _is_py_scalar(values) or isinstance(values, np.generic):
-        v = full((), values.item() if isinstance(values, np.generic) else values, t.dtype)
+        v = _scalar(name, values, t)
     else:
         if isinstance(values, (list, tuple)):
             try:
@@ -326,6 +331,15 @@ def _values(name: str, values: Any, t: Any, shape: Any) -> Any:
                          f"{_extents_of(shape)}", t) from None
 
 
+def _scalar(name: str, value: Any, t: Any) -> Any:
+    """A number as a 0-d value of ``x``'s dtype, cast as an array of it would be (2.5 into an int truncates)."""
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise fail(name, f"the value {value!r:.60} is not a number of a supported dtype", t)
+    with np.errstate(all="ignore"):
+        return full((), arr.astype(dtypes.to_numpy(t.dtype)).item(), t.dtype)
+
+
 def _extents(vt: Any) -> tuple:
     return tuple(mode_size(m) for m in modes_of(vt.shape)) if vt.rank else ()
 
@@ -334,11 +348,27 @@ def _extents_of(shape: Any) -> tuple:
     return tuple(mode_size(m) for m in modes_of(shape)) if shape != () else ()
 
 
-def _unchanged(name: str, x: Any, values: Any, op: str) -> Any:
-    """An update that names no element (an empty slice, a dropped out-of-range int): ``x`` itself."""
-    if op != "apply" and not (_is_py_scalar(values) or isinstance(values, (np.generic, np.ndarray, list, tuple))
-                              or isinstance(values, Tracer) or hasattr(values, "__array__")):
-        raise fail(name, f"values must be a number or an array, got {type(values).__name__}", get_aval(x))
+def _unchanged(name: str, x: Any, values: Any, op: str, extents: list) -> Any:
+    """An update that names no element (an empty slice, a dropped out-of-range int): ``x`` itself, once the values
+    are checked as for any update (a number or an array broadcasting to ``x[index]``'s extents)."""
+    t = get_aval(x)
+    if op == "apply":
+        return x
+    if _is_py_scalar(values) or isinstance(values, np.generic):
+        return x
+    if isinstance(values, (list, tuple)):
+        values = np.asarray(values) if not any(isinstance(v, Tracer) for v in values) else values
+    if not (isinstance(values, (Tracer, np.ndarray)) or hasattr(values, "__array__")):
+        raise fail(name, f"values must be a number or an array, got {type(values).__name__}", t)
+    vt = get_aval(values, name)
+    have = _extents(vt)
+    want = [mode_size(m) if isinstance(m, tuple) else m for m in extents]
+    if all(type(v) is int for v in list(have) + want):
+        try:
+            np.broadcast_shapes(tuple(have), tuple(want))
+        except ValueError:
+            raise fail(name, f"values of shape {tuple(have)} do not broadcast to x[index]'s shape {tuple(want)}",
+                       t) from None
     return x
 
 
@@ -354,6 +384,11 @@ def _advanced(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any
     rank = t.rank
     adv = [k for k, ix in enumerate(entries) if is_array_index(ix) or
            isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_))]
+    ms = list(modes_of(t.shape))
+    for k, ix in enumerate(entries):
+        if k not in adv and isinstance(ix, slice) and type(mode_size(ms[k])) is int and \
+                not _range(name, ix, mode_size(ms[k]), k, t):
+            return x                                 # an empty slice: the update names no element
     sliced = any(not (k in adv or entries[k] == slice(None)) for k in range(rank))
     outer = tuple(slice(None) if k in adv else ix for k, ix in enumerate(entries))
     z = basic_getitem(x, outer) if sliced else x
@@ -444,6 +479,8 @@ def _scattered(op: str, zf: Any, qf: Any, vf: Any, m: Any, k: int, rest: list, t
         new = reduce_sum(where(hit_w, vb, full((), 0, work_dt)), (1,))
     elif op in ("multiply", "divide", "power"):
         new = prod(where(hit_w, vb, full((), 1, work_dt)), axis=1)
+        if get_aval(new).dtype != work_dt:        # (prod widens narrow ints, as numpy's)
+            new = astype(new, work_dt)
     else:
         big = _extreme(work_dt, op == "min")
         pick = where(hit_w, vb, full((), big, work_dt))
@@ -485,19 +522,35 @@ def _get(x: Any, index: Any, mode: Any, fill_value: Any) -> Any:
     t = get_aval(x, "at.get")
     if mode not in _GET_MODES:
         raise fail("at.get", f"mode must be one of {', '.join(map(repr, _GET_MODES))}, got {mode!r}", t)
-    if mode != "fill":
-        if fill_value is not None:
-            raise fail("at.get", "fill_value is read only with mode='fill'", t)
-        return x[index]
+    if mode != "fill" and fill_value is not None:
+        raise fail("at.get", "fill_value is read only with mode='fill'", t)
+    if fill_value is not None and not (_is_py_scalar(fill_value) or isinstance(fill_value, np.generic)):
+        raise fail("at.get", f"fill_value must be a number, got {type(fill_value).__name__}", t)
     entries = _expanded("at.get", index, t)
-    y = x[index]
+    ms = list(modes_of(t.shape))
+    k, outside, clamped_entries = 0, False, []
+    for ix in entries:           # static ints out of range: clamped (read as the nearest), or the whole result filled
+        if isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_)) and \
+                type(mode_size(ms[k])) is int:
+            n = mode_size(ms[k])
+            outside = outside or not -n <= ix < n
+            ix = min(max(int(ix) % n if -n <= ix < 0 else int(ix), 0), n - 1)
+        clamped_entries.append(ix)
+        k += ix is not None
+    entries = tuple(clamped_entries)
+    y = x[entries]
+    if mode != "fill":
+        return y
+    if outside:
+        yt = get_aval(y)
+        return full(yt.shape, _fill_value(fill_value, yt.dtype), yt.dtype) if yt.rank else \
+            full((), _fill_value(fill_value, yt.dtype), yt.dtype)
     if not any(is_array_index(ix) for ix in entries):
         return y
     if any(ix is None for ix in entries):
         raise fail("at.get", "None (a new mode) beside integer-array indices is not supported", t)
     adv = [k for k, ix in enumerate(entries) if is_array_index(ix) or
            isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_))]
-    ms = list(modes_of(t.shape))
     valid = None
     arrays = []
     for k in adv:
