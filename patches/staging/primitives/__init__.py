@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import index_update, numpy_extra, numpy_math, numpy_shape
+from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -75,6 +75,7 @@ from .elementwise import (
 )
 from .gather import gather_p, getitem, scatter_add_along, take, take_along_axis
 from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
+from .jax_extra import *  # noqa: F403 (their names are listed in their modules' ONE_TENSOR and MORE_ARGS)
 from .logical import logical_and, logical_not, logical_or, logical_xor
 from .matmul import matmul, matmul_p
 from .numpy_extra import (
@@ -117,6 +118,7 @@ from .numpy_math import (
     square,
     std,
 )
+from .numpy_more import *  # noqa: F403
 from .numpy_ops import (
     argmax,
     argmin,
@@ -226,12 +228,15 @@ NUMPY_OPS = [
     "right_shift", *numpy_shape.ONE_TENSOR,
     *numpy_extra.ONE_TENSOR,
     *SORT_ONE_TENSOR,
+    *numpy_more.ONE_TENSOR,
+    *jax_extra.ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
 NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS) + ["take", "take_along_axis"]
 NUMPY_MULTI_ARG_OPS += numpy_extra.MORE_ARGS
 NUMPY_MULTI_ARG_OPS += SORT_MORE_ARGS
+NUMPY_MULTI_ARG_OPS += numpy_more.MORE_ARGS + jax_extra.MORE_ARGS
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -269,6 +274,7 @@ __all__ = [
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
     "argsort", "median", "percentile", "quantile", "searchsorted", "sort",
+    *numpy_more.__all__, *jax_extra.__all__,
 ]
 
 def _length(x: Any) -> int:
