@@ -216,6 +216,10 @@ def pushed_embeds(eqns: list, outputs: list) -> list:
     def place(e: Eqn) -> list:
         v = e.inputs[0]
         p = producer.get(id(v)) if isinstance(v, Var) else None
+        if p is not None and p.prim.name == "embed" and uses.get(id(v)) == 1:
+            both = composed_embed(p, e)          # a placement of a placement: one placement
+            if both is not None:
+                return place(both)
         how = kind(p, v)
         if not how or any(isinstance(x, Var) and not _same_shape(x, v) for x in p.inputs):
             return [e]
@@ -235,6 +239,33 @@ def pushed_embeds(eqns: list, outputs: list) -> list:
     for e in eqns:
         out.extend(place(e) if e.prim.name == "embed" else [e])
     return out
+
+
+COMPOSE_MAX = 1 << 22        # elements enumerated to check a composed placement
+
+
+def composed_embed(inner: Eqn, outer: Eqn) -> Eqn | None:
+    """``embed(embed(x, S1, m1, o1), S2, m2, o2)`` as one ``embed(x, S2, m, o)`` where the composite index
+    ``o2 + m2(o1 + m1(j))`` is affine in ``x``'s coordinates (a concatenate of concatenates, a pad of a pad): strides
+    fitted from unit steps, then checked at every element (static shapes only); None where it is not."""
+    x, (m1, o1), (m2, o2) = inner.inputs[0], (inner.params["map"], inner.params["offset"]), \
+        (outer.params["map"], outer.params["offset"])
+    shapes = it.flatten(m1.shape) if type(m1.shape) is tuple else (m1.shape,)
+    static = all(type(v) is int for v in (*shapes, o1, o2)) and all(
+        type(v) is int for m in (m1, m2) for v in (*(it.flatten(m.shape) if type(m.shape) is tuple else (m.shape,)),
+                                                   *(it.flatten(m.stride) if type(m.stride) is tuple else (m.stride,))))
+    n = int(np.prod(shapes)) if static else 0
+    if not static or n > COMPOSE_MAX:
+        return None
+    from ..layouts import check as layout_check
+    idx = o2 + layout_check.evaluate(m2, o1 + layout_check.evaluate(m1, np.arange(n)))
+    units = np.cumprod((1, *shapes[:-1]))
+    strides = tuple(int(idx[u] - idx[0]) if k > 1 else 0 for u, k in zip(units, shapes))
+    flat = Layout(shapes, strides) if len(shapes) > 1 else Layout(shapes[0], strides[0])
+    if not np.array_equal(idx[0] + layout_check.evaluate(flat, np.arange(n)), idx):
+        return None
+    m = make_layout(m1.shape, it.unflatten(strides, m1.shape)) if type(m1.shape) is tuple else flat
+    return Eqn(outer.prim, [x], {**outer.params, "map": m, "offset": int(idx[0])}, outer.outputs)
 
 
 def _masked(e: Eqn, f: Eqn) -> list:

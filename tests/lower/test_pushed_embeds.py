@@ -82,3 +82,45 @@ def test_placements_pushed_or_not_keep_their_values(name):
     s = pt.lower(prog)
     assert_kernels_compute(prog, s, random_args(prog, 2))
     s.verify()
+
+
+NESTED = {   # name: (function, kernels; were 7, 2, 6, 5)
+    "block matrix of concatenates": (lambda x: pt.concatenate([pt.concatenate([x, x * 2], 0),
+                                                               pt.concatenate([x * 3, x], 0)], 1), 1),
+    "pad of a pad": (lambda x: pt.pad(pt.pad(x, 1), 2) * 2, 1),
+    "vstack of hstacks of slices": (lambda x: pt.vstack([pt.hstack([x[:, :3], -x[:, 5:]]),
+                                                         pt.hstack([x[:, 2:5], x[:, :3]])]), 1),
+    "pad of a concatenate of exps": (lambda x: pt.pad(pt.concatenate([pt.exp(x), x], 1), ((1, 0), (0, 2))), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_a_placement_of_a_placement_is_one_placement(name):
+    """``embed(embed(x, m1), m2)`` composed into one ``embed`` (``prepare.composed_embed``) where the composite index
+    is affine in ``x``'s coordinates: the outer placement read a computed value and cut the kernel."""
+    f, kernels = NESTED[name]
+    prog = pt.stage(f, pt.tensor("f32", (6, 8)))
+    s = pt.lower(prog)
+    assert len(s.kernels) == kernels
+    assert_kernels_compute(prog, s, [np.random.default_rng(2).standard_normal((6, 8)).astype(np.float32)])
+    s.verify()
+
+
+def test_a_composed_placement_that_is_not_affine_is_left_nested():
+    """The inner placement's elements straddle a mode of the outer's operand (1, 2, 3 of a (2, 2) value: coordinates
+    (1, 0), (0, 1), (1, 1)), which the outer places at 1, 10, 11: no single map, kept nested."""
+    from patches.layouts import Layout
+    from patches.lower.prepare import composed_embed
+    from patches.staging import Eqn, Var
+    from patches.staging.primitives import embed_p
+    from patches.staging.types import TensorType, compact
+
+    x = Var(TensorType("f32", compact(3)))
+    mid = Var(TensorType("f32", compact((2, 2))))
+    out = Var(TensorType("f32", compact(22)))
+    inner = Eqn(embed_p, [x], {"shape": (2, 2), "map": Layout(3, 1), "offset": 1}, [mid])
+    outer = Eqn(embed_p, [mid], {"shape": 22, "map": Layout((2, 2), (1, 10)), "offset": 0}, [out])
+    assert composed_embed(inner, outer) is None
+    rows = Eqn(embed_p, [mid], {"shape": 22, "map": Layout((2, 2), (1, 2)), "offset": 5}, [out])
+    both = composed_embed(inner, rows)
+    assert both is not None and both.params["map"] == Layout(3, 1) and both.params["offset"] == 6
