@@ -14,7 +14,7 @@ from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
 from ..staging.primitives import add_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
-from ..staging.types import SCALAR_LAYOUT, TensorType, compact, mode_size, modes_of
+from ..staging.types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .analyze import merged_view
 from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
@@ -220,6 +220,10 @@ def pushed_embeds(eqns: list, outputs: list) -> list:
             both = composed_embed(p, e)          # a placement of a placement: one placement
             if both is not None:
                 return place(both)
+        if p is not None and p.prim.name == "broadcast" and uses.get(id(v)) == 1 and isinstance(p.inputs[0], Var):
+            unit = _unit_modes_dropped(p, e)     # (stack's new mode of extent 1: the placement of the operand)
+            if unit is not None:
+                return place(unit)
         how = kind(p, v)
         if not how or any(isinstance(x, Var) and not _same_shape(x, v) for x in p.inputs):
             return [e]
@@ -266,6 +270,18 @@ def composed_embed(inner: Eqn, outer: Eqn) -> Eqn | None:
         return None
     m = make_layout(m1.shape, it.unflatten(strides, m1.shape)) if type(m1.shape) is tuple else flat
     return Eqn(outer.prim, [x], {**outer.params, "map": m, "offset": int(idx[0])}, outer.outputs)
+
+
+def _unit_modes_dropped(b: Eqn, e: Eqn) -> Eqn | None:
+    """``embed(broadcast(y))`` as ``embed(y)`` where the broadcast only adds modes of extent 1 (``expand_dims``,
+    ``stack``'s new mode): the map without those modes; None for any other broadcast."""
+    y, dims = b.inputs[0], b.params["dims"]
+    out_modes, in_modes = modes_of(b.outputs[0].type.shape), modes_of(y.type.shape) if y.type.rank else ()
+    if any(k not in dims and out_modes[k] != 1 for k in range(len(out_modes))) or \
+            any(in_modes[d] != out_modes[k] for d, k in enumerate(dims)) or not in_modes:
+        return None
+    kept = [m for k, m in enumerate(mode_layouts(e.params["map"])) if k in dims]
+    return Eqn(e.prim, [y], {**e.params, "map": layout_of_modes(kept)}, e.outputs)
 
 
 def _masked(e: Eqn, f: Eqn) -> list:

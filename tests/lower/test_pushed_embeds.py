@@ -84,20 +84,23 @@ def test_placements_pushed_or_not_keep_their_values(name):
     s.verify()
 
 
-NESTED = {   # name: (function, kernels; were 7, 2, 6, 5)
+NESTED = {   # name: (function, kernels; were 7, 2, 6, 5, 5, 2)
     "block matrix of concatenates": (lambda x: pt.concatenate([pt.concatenate([x, x * 2], 0),
                                                                pt.concatenate([x * 3, x], 0)], 1), 1),
     "pad of a pad": (lambda x: pt.pad(pt.pad(x, 1), 2) * 2, 1),
     "vstack of hstacks of slices": (lambda x: pt.vstack([pt.hstack([x[:, :3], -x[:, 5:]]),
                                                          pt.hstack([x[:, 2:5], x[:, :3]])]), 1),
     "pad of a concatenate of exps": (lambda x: pt.pad(pt.concatenate([pt.exp(x), x], 1), ((1, 0), (0, 2))), 1),
+    "stack of stacks": (lambda x: pt.stack([pt.stack([x, x + 1]), pt.stack([x * 3, x])], -1), 1),
+    "stack of hstacks": (lambda x: pt.stack([pt.hstack([x[:, :3], -x[:, 5:]]), pt.hstack([x[:, 2:5], x[:, :3]])]), 1),
 }
 
 
 @pytest.mark.parametrize("name", sorted(NESTED))
 def test_a_placement_of_a_placement_is_one_placement(name):
     """``embed(embed(x, m1), m2)`` composed into one ``embed`` (``prepare.composed_embed``) where the composite index
-    is affine in ``x``'s coordinates: the outer placement read a computed value and cut the kernel."""
+    is affine in ``x``'s coordinates, also through ``stack``'s new extent-1 mode: the outer placement read a computed
+    value and cut the kernel."""
     f, kernels = NESTED[name]
     prog = pt.stage(f, pt.tensor("f32", (6, 8)))
     s = pt.lower(prog)
