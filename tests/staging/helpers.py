@@ -79,3 +79,28 @@ def assert_tensor_arguments_named(one_tensor: list, calls: dict, bad) -> None:
         assert_refused(lambda name=name: getattr(pt, name)(bad), name, "expects a tensor")
     for name, call in calls.items():
         assert_refused(lambda call=call: call(bad), name, "expects a tensor")
+
+
+def leaves(v):
+    return [x for item in v for x in leaves(item)] if isinstance(v, (list, tuple)) else [v]
+
+
+def check(f, g, *args, dtype=None, rtol=0.0, atol=0.0) -> None:
+    """``f`` eagerly and under jit against the reference ``g`` (numpy's, or formulas written in numpy): shapes,
+    dtypes (the reference's, or ``dtype``), values (NaN where the reference has NaN; the sign of zeros too when
+    compared exactly)."""
+    import patches as pt
+
+    want = [np.asarray(w) for w in leaves(g(*args))]
+    for got in (f(*args), pt.jit(f)(*args)):
+        got = [np.asarray(a) for a in leaves(got)]
+        assert len(got) == len(want)
+        for a, w in zip(got, want):
+            assert a.shape == w.shape, (a.shape, w.shape)
+            assert a.dtype == (w.dtype if dtype is None else np.dtype(dtype)), (a.dtype, w.dtype, dtype)
+            if rtol or atol:
+                np.testing.assert_allclose(a, w.astype(a.dtype), rtol=rtol, atol=atol, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(a, w.astype(a.dtype))
+                if a.dtype.kind == "f":
+                    np.testing.assert_array_equal(np.signbit(a[a == 0]), np.signbit(w.astype(a.dtype)[w == 0]))

@@ -11,7 +11,7 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, jax_extra
 
-from .helpers import assert_refused, assert_tensor_arguments_named, central_difference
+from .helpers import assert_refused, assert_tensor_arguments_named, central_difference, check
 
 RNG = np.random.default_rng(23)
 F2 = (RNG.standard_normal((3, 6)) * 4).astype(np.float32)
@@ -20,28 +20,6 @@ I2 = RNG.integers(-8, 9, (3, 6)).astype(np.int32)
 SPECIAL = np.array([-np.inf, -30.0, -7.0, -6.0, -3.0, -1.0, -0.5, -1e-30, -0.0, 0.0, 1e-30, 0.5, 1.0, 3.0, 6.0, 7.0,
                     30.0, np.inf, np.nan], np.float32)
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
-def _leaves(v):
-    return [x for item in v for x in _leaves(item)] if isinstance(v, (list, tuple)) else [v]
-
-
-def check(f, g, *args, dtype=None, rtol=0.0, atol=0.0):
-    """``f`` eagerly and under jit against the reference ``g``: shapes, dtypes (the reference's, or ``dtype``),
-    values (NaN where the reference has NaN; the sign of zeros too when compared exactly)."""
-    want = [np.asarray(w) for w in _leaves(g(*args))]
-    for got in (f(*args), pt.jit(f)(*args)):
-        got = [np.asarray(a) for a in _leaves(got)]
-        assert len(got) == len(want)
-        for a, w in zip(got, want):
-            assert a.shape == w.shape, (a.shape, w.shape)
-            assert a.dtype == (w.dtype if dtype is None else np.dtype(dtype)), (a.dtype, w.dtype, dtype)
-            if rtol or atol:
-                np.testing.assert_allclose(a, w.astype(a.dtype), rtol=rtol, atol=atol, equal_nan=True)
-            else:
-                np.testing.assert_array_equal(a, w.astype(a.dtype))
-                if a.dtype.kind == "f":
-                    np.testing.assert_array_equal(np.signbit(a[a == 0]), np.signbit(w.astype(a.dtype)[w == 0]))
 
 
 # -- references: JAX's formulas (jax.nn's definitions) in numpy -----------------------------------------------------

@@ -12,7 +12,7 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_extra
 
-from .helpers import assert_refused, assert_tensor_arguments_named, central_difference
+from .helpers import assert_refused, assert_tensor_arguments_named, central_difference, check, leaves
 
 RNG = np.random.default_rng(11)
 F2 = RNG.standard_normal((3, 5)).astype(np.float32)
@@ -23,28 +23,6 @@ I2 = RNG.integers(-6, 7, (3, 5)).astype(np.int32)
 J2 = RNG.integers(-6, 7, (3, 5)).astype(np.int32)
 B2 = RNG.random((3, 5)) < 0.5
 SPECIAL = np.array([-np.inf, -3.5, -1.0, -1e-30, -0.0, 0.0, 1e-30, 0.5, 2.0, 1e30, np.inf, np.nan], np.float32)
-
-
-def _leaves(v):
-    return [x for item in v for x in _leaves(item)] if isinstance(v, (list, tuple)) else [v]
-
-
-def check(f, g, *args, dtype=None, rtol=0.0, atol=0.0):
-    """``f`` eagerly and under jit against numpy's ``g``: shapes, dtypes (numpy's, or ``dtype``), values (NaN where
-    numpy has NaN; the sign of zeros too when compared exactly)."""
-    want = [np.asarray(w) for w in _leaves(g(*args))]
-    for got in (f(*args), pt.jit(f)(*args)):
-        got = [np.asarray(a) for a in _leaves(got)]
-        assert len(got) == len(want)
-        for a, w in zip(got, want):
-            assert a.shape == w.shape, (a.shape, w.shape)
-            assert a.dtype == (w.dtype if dtype is None else np.dtype(dtype)), (a.dtype, w.dtype, dtype)
-            if rtol or atol:
-                np.testing.assert_allclose(a, w.astype(a.dtype), rtol=rtol, atol=atol, equal_nan=True)
-            else:
-                np.testing.assert_array_equal(a, w.astype(a.dtype))
-                if a.dtype.kind == "f":
-                    np.testing.assert_array_equal(np.signbit(a[a == 0]), np.signbit(w.astype(a.dtype)[w == 0]))
 
 
 # -- values and dtypes -------------------------------------------------------------------------------------------
@@ -358,7 +336,7 @@ def test_symbolic_extents_work_or_name_the_static_need():
     x = RNG.standard_normal((5, 4)).astype(np.float32)
     f = lambda a: (pt.prod(a, axis=1), pt.repeat(a, 2, axis=0), pt.hypot(a, 1.0), pt.cross(a[:, :3], a[:, 1:]))  # noqa: E731
     g = lambda a: (np.prod(a, axis=1), np.repeat(a, 2, axis=0), np.hypot(a, 1.0), np.cross(a[:, :3], a[:, 1:]))  # noqa: E731
-    for got, want in zip(_leaves(pt.evaluate(pt.stage(f, t), x)), _leaves(g(x))):
+    for got, want in zip(leaves(pt.evaluate(pt.stage(f, t), x)), leaves(g(x))):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
     with pytest.raises(pt.StagingError, match="^prod: mode 0 has the symbolic extent M"):
         pt.stage(pt.prod, t)
