@@ -281,23 +281,12 @@ def _inside(t: Any, place: list) -> Any:
     return inside
 
 
+_COMBINE = {"add": add, "subtract": sub, "multiply": mul, "divide": div, "power": pow, "min": minimum, "max": maximum}
+
+
 def _combine(op: str, old: Any, new: Any) -> Any:
     """``op`` of the old elements and the (placed, or reduced) update."""
-    if op == "set":
-        return new
-    if op == "add":
-        return add(old, new)
-    if op == "subtract":
-        return sub(old, new)
-    if op == "multiply":
-        return mul(old, new)
-    if op == "divide":
-        return div(old, new)
-    if op == "power":
-        return pow(old, new)
-    if op == "min":
-        return minimum(old, new)
-    return maximum(old, new)
+    return new if op == "set" else _COMBINE[op](old, new)
 
 
 def _values(name: str, values: Any, t: Any, shape: Any) -> Any:
