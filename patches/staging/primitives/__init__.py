@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape
+from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape, numpy_sized
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -169,6 +169,7 @@ from .numpy_shape import (
     vstack,
     zeros_like,
 )
+from .numpy_sized import *  # noqa: F403
 from .numpy_sort import MORE_ARGS as SORT_MORE_ARGS
 from .numpy_sort import ONE_TENSOR as SORT_ONE_TENSOR
 from .numpy_sort import argsort, median, percentile, quantile, searchsorted, sort
@@ -230,6 +231,7 @@ NUMPY_OPS = [
     *SORT_ONE_TENSOR,
     *numpy_more.ONE_TENSOR,
     *jax_extra.ONE_TENSOR,
+    *numpy_sized.ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
@@ -274,7 +276,7 @@ __all__ = [
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
     "argsort", "median", "percentile", "quantile", "searchsorted", "sort",
-    *numpy_more.__all__, *jax_extra.__all__,
+    *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__,
 ]
 
 def _length(x: Any) -> int:
