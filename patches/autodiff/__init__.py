@@ -2,7 +2,8 @@
 
 Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (forward mode),
 ``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
-(reverse mode), ``api`` (the user's functions), ``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
+(reverse mode), ``api`` (the user's functions), ``jacobians`` (jacfwd, jacrev, hessian),
+``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
@@ -11,8 +12,10 @@ from .api import LinearFunction, VJPFunction, grad, jvp, linearize, value_and_gr
 from .batching import batch_rules as batch_rule_table
 from .batching import vmap
 from .custom import custom_jvp, custom_vjp
+from .jacobians import hessian, jacfwd, jacobian, jacrev
 from .jvp import jvp_rules as jvp_rule_table
 from .transpose import transpose_rules as transpose_rule_table
 
-__all__ = ["LinearFunction", "VJPFunction", "batch_rule_table", "custom_jvp", "custom_vjp", "grad", "jvp",
+__all__ = ["LinearFunction", "VJPFunction", "batch_rule_table", "custom_jvp", "custom_vjp", "grad", "hessian",
+           "jacfwd", "jacobian", "jacrev", "jvp",
            "jvp_rule_table", "linearize", "transpose_rule_table", "value_and_grad", "vjp", "vmap"]
