@@ -7,7 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape, numpy_sized
+from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape, numpy_sized, numpy_stats
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -173,6 +173,7 @@ from .numpy_sized import *  # noqa: F403
 from .numpy_sort import MORE_ARGS as SORT_MORE_ARGS
 from .numpy_sort import ONE_TENSOR as SORT_ONE_TENSOR
 from .numpy_sort import argsort, median, percentile, quantile, searchsorted, sort
+from .numpy_stats import *  # noqa: F403
 from .reductions import (
     argmax_p,
     argmin_p,
@@ -232,13 +233,14 @@ NUMPY_OPS = [
     *numpy_more.ONE_TENSOR,
     *jax_extra.ONE_TENSOR,
     *numpy_sized.ONE_TENSOR,
+    *numpy_stats.ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
 NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS) + ["take", "take_along_axis"]
 NUMPY_MULTI_ARG_OPS += numpy_extra.MORE_ARGS
 NUMPY_MULTI_ARG_OPS += SORT_MORE_ARGS
-NUMPY_MULTI_ARG_OPS += numpy_more.MORE_ARGS + jax_extra.MORE_ARGS
+NUMPY_MULTI_ARG_OPS += numpy_more.MORE_ARGS + jax_extra.MORE_ARGS + numpy_stats.MORE_ARGS
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -276,7 +278,7 @@ __all__ = [
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
     "argsort", "median", "percentile", "quantile", "searchsorted", "sort",
-    *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__,
+    *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__, *numpy_stats.__all__,
 ]
 
 def _length(x: Any) -> int:
