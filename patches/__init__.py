@@ -1,6 +1,23 @@
 """patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
 
-from .autodiff import custom_jvp, custom_vjp, grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize, value_and_grad, vjp, vmap
+from . import lax
+from .autodiff import (
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linearize,
+    scan,
+    switch,
+    value_and_grad,
+    vjp,
+    vmap,
+    while_loop,
+)
 from .layouts import *  # noqa: F403
 from .layouts import __all__ as _layout_names
 from .lower import LoweringError, TileConfig, lower, split_matmuls
@@ -29,7 +46,7 @@ from .staging.primitives import *  # noqa: F403
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
                                  *_ops, "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
-                                 "jvp", "linearize", "value_and_grad", "vjp", "vmap",
+                                 "jvp", "lax", "scan", "switch", "while_loop", "linearize", "value_and_grad", "vjp", "vmap",
                                  "lower", "LoweringError", "TileConfig", "split_matmuls",
                                  "BlockSpec", "GMEM", "KernelError", "MemorySpace", "RMEM", "Ref", "RefType", "SMEM",
                                  "Scratch", "cond", "ds", "fori_loop", "kernel", "num_programs", "program_id", "when"]

@@ -3,7 +3,7 @@
 Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (forward mode),
 ``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
 (reverse mode), ``api`` (the user's functions), ``jacobians`` (jacfwd, jacrev, hessian),
-``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
+``lax_control`` (scan, map, switch, while_loop), ``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
@@ -14,8 +14,9 @@ from .batching import vmap
 from .custom import custom_jvp, custom_vjp
 from .jacobians import hessian, jacfwd, jacobian, jacrev
 from .jvp import jvp_rules as jvp_rule_table
+from .lax_control import scan, switch, while_loop
 from .transpose import transpose_rules as transpose_rule_table
 
 __all__ = ["LinearFunction", "VJPFunction", "batch_rule_table", "custom_jvp", "custom_vjp", "grad", "hessian",
-           "jacfwd", "jacobian", "jacrev", "jvp",
+           "jacfwd", "jacobian", "jacrev", "jvp", "scan", "switch", "while_loop",
            "jvp_rule_table", "linearize", "transpose_rule_table", "value_and_grad", "vjp", "vmap"]
