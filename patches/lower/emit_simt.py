@@ -181,22 +181,27 @@ def _take(spec: SimtSpec, j: int, indent: str, vec: set) -> list[str]:
 
 
 def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
-    """Step j, an embed whose map is a bijection onto a range: the output's colexicographic index, in range, read at
-    the operand's index through the map's right inverse (split into the operand's modes and leaves)."""
-    r, _, offset, n, inv_leaves, out_leaves, y_modes = spec.steps[j].gather
-    terms = [f"{split_index(None if c is None else f'd{c}', leaves)[pos]} * {w}" for c, leaves, pos, w in out_leaves]
+    """Step j, an embed whose map sends the operand without overlap into a range of the output: the output's
+    colexicographic index, in range, decomposed greedily (largest stride first) into the operand's leaf coordinates,
+    present when every digit is in range and nothing is left over."""
+    r, _, offset, n, leaves, out_leaves, y_modes = spec.steps[j].gather
+    terms = [f"{split_index(None if c is None else f'd{c}', lv)[pos]} * {w}" for c, lv, pos, w in out_leaves]
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
              f"{indent}ok{j} = {R.as_number(f'i{j} >= 0')} * {R.as_number(f'i{j} < {n}')}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
     F = spec.float_dtype
+    parts = []
+    for q, (st, ln, wt) in enumerate(leaves):     # the map's digits, largest stride first
+        lines += [f"{indent}c{j}_{q} = ic{j} // {st}",
+                  f"{indent}ok{j} = ok{j} * {R.as_number(f'c{j}_{q} < {ln}')}",
+                  f"{indent}c{j}_{q} = cutlass.min(c{j}_{q}, {ln - 1})",
+                  f"{indent}ic{j} = ic{j} - c{j}_{q} * {st}"]
+        parts.append(f"c{j}_{q} * {wt}")
+    lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'ic{j} == 0')}")
     if isinstance(r, tuple):                       # a constant placed by the map
-        return lines[:2] + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), R.lit(r[1], F), R.lit(0, F), F)}"]
+        return lines + [f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), R.lit(r[1], F), R.lit(0, F), F)}"]
     rd = spec.reads[r]
-    parts, prefix = [], 1
-    for ln, st in inv_leaves:
-        parts.append(f"((ic{j} // {prefix}) % {ln}) * {st}")
-        prefix *= ln
-    lines.append(f"{indent}jj{j} = {' + '.join(parts) or '0'}   # the operand's index: the map's right inverse")
+    lines.append(f"{indent}jj{j} = {' + '.join(parts) or '0'}   # the operand's index")
     idx, prefix = [], 1
     for mode, (ext, leaves) in enumerate(zip(y_modes, rd.split)):
         coord = f"(jj{j} // {prefix})" + ("" if mode == len(y_modes) - 1 else f" % {ext}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layouts import Layout, LayoutError, arith, cosize, flatten, right_inverse, size
+from ..layouts import Layout, arith, flatten
 from ..layouts import inttuple as it
 from ..staging.primitives import view_rules
 from ..staging.primitives.rev import rev_access
@@ -155,31 +155,38 @@ def _proved(decide: Any, *args: Any) -> bool:
 
 
 def embed_flat(e: Any, out_domain: list) -> tuple:
-    """The gather of an ``embed`` whose map is a bijection onto ``offset + [0, size)`` of the output's
-    colexicographic indices (a reshape's gradient, where the map crosses the output's modes): the output index i,
-    present when in range, read at the operand's colexicographic index right_inverse(map)(i - offset).
+    """The gather of an ``embed`` whose map sends the operand into ``offset + [0, cosize)`` of the output's
+    colexicographic indices without overlap (a reshape's gradient, where the map crosses the output's modes; a
+    strided slice of one): its leaves sorted by stride, each at least the span of those below, so an output index
+    decomposes greedily, from the largest stride down, into the operand's leaf coordinates; present when each digit
+    is in range and nothing is left over.
 
-    Returns ("flat", offset, size, inverse leaves ((n, stride), ...), output leaves (domain mode, the mode's leaf
-    extents, leaf position, colexicographic weight), the operand's top-level mode extents)."""
+    Returns ("flat", offset, cosize, leaves ((stride, n, operand weight), ... largest stride first), output leaves
+    (domain mode, the mode's leaf extents, leaf position, colexicographic weight), the operand's top-level mode
+    extents)."""
     what = f"equation embed({e.inputs[0].type})"
     shape, m, offset = e.params["shape"], e.params["map"], e.params["offset"]
     out_l = static_layout(Layout._make(shape, it.compact_col_major(shape)), what)
     static_layout(m, what)
-    n = size(m)
-    try:
-        inv = flatten(right_inverse(m))
-    except LayoutError as err:
-        raise LoweringError(f"{what}: the map {m} has no inverse ({err})") from None
-    if cosize(m) != n or size(inv) != n or not isinstance(offset, int):
-        raise LoweringError(f"{what}: the map {m} is neither a mixed radix of the output's modes nor a bijection onto "
-                            "a range of it")
-    inv_leaves = tuple(zip(it.flatten(inv.shape) if isinstance(inv.shape, tuple) else (inv.shape,),
-                           it.flatten(inv.stride) if isinstance(inv.stride, tuple) else (inv.stride,)))
+    fm = flatten(m)
+    ns = it.flatten(fm.shape) if isinstance(fm.shape, tuple) else (fm.shape,)
+    ss = it.flatten(fm.stride) if isinstance(fm.stride, tuple) else (fm.stride,)
+    weights, w = [], 1
+    for n in ns:
+        weights.append(w)
+        w *= n
+    leaves = sorted(((st, n, wt) for n, st, wt in zip(ns, ss, weights) if n != 1), key=lambda x: x[0])
+    span = 1
+    for st, n, _ in leaves:                       # each stride at least the span of the smaller ones: no overlap
+        if st < span or not isinstance(offset, int):
+            raise LoweringError(f"{what}: the map {m} is neither a mixed radix of the output's modes nor an "
+                                "injective map onto a range of it")
+        span = st * (n - 1) + span
     strides = it.flatten(out_l.stride) if isinstance(out_l.stride, tuple) else (out_l.stride,)
     out_leaves, k = [], 0
-    for c, leaves in zip(out_domain, leaf_sizes(out_l)):
-        for pos in range(len(leaves)):
-            out_leaves.append((c, leaves, pos, strides[k]))
+    for c, lv in zip(out_domain, leaf_sizes(out_l)):
+        for pos in range(len(lv)):
+            out_leaves.append((c, lv, pos, strides[k]))
             k += 1
     y_modes = tuple(int(it.product(x)) for x in modes_of(m.shape)) if modes_of(m.shape) else ()
-    return ("flat", offset, n, inv_leaves, tuple(out_leaves), y_modes)
+    return ("flat", offset, span, tuple(reversed(leaves)), tuple(out_leaves), y_modes)

@@ -202,14 +202,17 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
         return np.asarray(picked, np.int64 if st.kind == "i" else FT)
 
     def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
-        _, _, offset, n, inv_leaves, out_leaves, y_modes = g
-        i = sum((split_numpy(zero if c is None else d[c], leaves)[pos] * w for c, leaves, pos, w in out_leaves),
+        _, _, offset, n, leaves, out_leaves, y_modes = g
+        i = sum((split_numpy(zero if c is None else d[c], leaves_)[pos] * w for c, leaves_, pos, w in out_leaves),
                 zero) - offset
         ok = (i >= 0) & (i < n)
-        ic, jj, prefix = np.clip(i, 0, n - 1), zero, 1
-        for ln, stv in inv_leaves:
-            jj = jj + ((ic // prefix) % ln) * stv
-            prefix *= ln
+        rem, jj = np.clip(i, 0, n - 1), zero
+        for st, ln, wt in leaves:                  # greedy digits, largest stride first (simt_views.embed_flat)
+            c = rem // st
+            ok &= c < ln
+            c = np.minimum(c, ln - 1)
+            rem, jj = rem - c * st, jj + c * wt
+        ok &= rem == 0
         coords, prefix = [], 1
         for mode, ext in enumerate(y_modes):
             coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)

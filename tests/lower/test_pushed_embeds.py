@@ -127,3 +127,21 @@ def test_a_composed_placement_that_is_not_affine_is_left_nested():
     rows = Eqn(embed_p, [mid], {"shape": 22, "map": Layout((2, 2), (1, 2)), "offset": 5}, [out])
     both = composed_embed(inner, rows)
     assert both is not None and both.params["map"] == Layout(3, 1) and both.params["offset"] == 6
+
+
+STRIDED = {   # the gradient of a strided slice of a reshape: the embed's map is strided across the output's modes
+    "a stepped range of a flattened matrix": pt.grad(lambda a: pt.sum(pt.exp(a.reshape(45)[21:35:2]))),
+    "a stepped window of a reshaped matrix": pt.grad(lambda a: pt.sum(pt.sin(a.reshape(9, 5)[1:8:3, ::2]))),
+    "a stepped range of a flattened transpose": pt.grad(lambda a: pt.sum(pt.exp(a.T.reshape(45)[3:40:5]))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_an_injective_strided_placement_across_modes_lowers(name):
+    """``embed`` whose map is strided across the output's modes (7:2 into a (5, 9) output): decomposed greedily,
+    largest stride first, into the operand's coordinates (``simt_views.embed_flat``); was refused ("neither a mixed
+    radix of the output's modes nor a bijection onto a range of it")."""
+    prog = pt.stage(STRIDED[name], pt.tensor("f32", (5, 9)))
+    s = pt.lower(prog)
+    assert_kernels_compute(prog, s, [np.random.default_rng(3).standard_normal((5, 9)).astype(np.float32)])
+    s.verify()
