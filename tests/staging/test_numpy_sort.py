@@ -327,7 +327,8 @@ def test_refusals_name_the_function(i):
 
 MULTI_ARG_CALLS = {
     "searchsorted": lambda bad: pt.searchsorted(bad, F1), "quantile": lambda bad: pt.quantile(bad, 0.5),
-    "percentile": lambda bad: pt.percentile(bad, 50),
+    "percentile": lambda bad: pt.percentile(bad, 50), "partition": lambda bad: pt.partition(bad, 0),
+    "argpartition": lambda bad: pt.argpartition(bad, 0),
 }
 
 
@@ -360,3 +361,32 @@ def test_every_function_is_exported_and_documented():
         assert name in pt.__all__ and getattr(pt, name) is getattr(numpy_sort, name), name
         assert getattr(pt, name).__name__ == name
         assert f"`{name}" in doc, f"{name} is not in the table of docs/staging.md"
+
+
+@pytest.mark.parametrize("kth", [0, 2, -1, (1, 3)])
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_partition_and_argpartition_satisfy_numpys_contract(kth, axis):
+    """Each kth element in its sorted place, none larger before it, none smaller after (numpy's contract; the rest's
+    order is free, and numpy's own differs)."""
+    a = np.random.default_rng(9).standard_normal((4, 5)).astype(np.float32)
+    p = np.asarray(pt.jit(lambda x: pt.partition(x, kth, axis=axis))(a))
+    i = np.asarray(pt.argpartition(a, kth, axis=axis))
+    flat = axis is None
+    ref = np.sort(a, axis=None if flat else axis)
+    p2 = np.moveaxis(p.reshape(-1) if flat else p, -1 if flat else axis, -1)
+    r2 = np.moveaxis(ref, -1 if flat else axis, -1)
+    src = a.reshape(-1) if flat else a
+    picked = np.take_along_axis(src, i, axis=-1 if flat else axis)
+    for k in (kth if isinstance(kth, tuple) else (kth,)):
+        k %= p2.shape[-1]
+        np.testing.assert_array_equal(p2[..., k], r2[..., k])
+        assert (p2[..., :k] <= p2[..., k:k + 1]).all() and (p2[..., k + 1:] >= p2[..., k:k + 1]).all()
+    np.testing.assert_array_equal(picked, p)
+
+
+def test_partition_refuses_a_bad_kth():
+    a = np.ones((2, 3), np.float32)
+    with pytest.raises(pt.StagingError, match="^partition: kth 3 is out of range for an extent of 3"):
+        pt.partition(a, 3)
+    with pytest.raises(pt.StagingError, match="^argpartition: kth must be an int"):
+        pt.argpartition(a, 1.5)

@@ -172,7 +172,7 @@ from .numpy_shape import (
 from .numpy_sized import *  # noqa: F403
 from .numpy_sort import MORE_ARGS as SORT_MORE_ARGS
 from .numpy_sort import ONE_TENSOR as SORT_ONE_TENSOR
-from .numpy_sort import argsort, median, percentile, quantile, searchsorted, sort
+from .numpy_sort import argpartition, argsort, median, partition, percentile, quantile, searchsorted, sort
 from .numpy_stats import *  # noqa: F403
 from .reductions import (
     argmax_p,
@@ -277,7 +277,7 @@ __all__ = [
     "allclose", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
-    "argsort", "median", "percentile", "quantile", "searchsorted", "sort",
+    "argpartition", "argsort", "median", "partition", "percentile", "quantile", "searchsorted", "sort",
     *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__, *numpy_stats.__all__,
 ]
 

@@ -141,6 +141,38 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable:
     return take_along_axis(x, idx, ax)
 
 
+def _kth(name: str, a: Any, kth: Any, axis: Any) -> None:
+    """Check numpy's ``kth`` (an int or ints) against the extent of ``axis`` (None: of the ravel)."""
+    x, t = _arg(name, a)
+    if axis is None:
+        n: Any = 1
+        for m in _modes(t):
+            n = n * mode_size(m)
+    else:
+        n = mode_size(_modes(t)[_axis(name, axis, t.rank, t)]) if t.rank else 1
+    ks = list(kth) if isinstance(kth, (list, tuple)) else [kth]
+    if not ks or any(not isinstance(k, (int, np.integer)) or isinstance(k, (bool, np.bool_)) for k in ks):
+        raise fail(name, f"kth must be an int or a sequence of ints, got {kth!r:.80}", t)
+    if type(n) is int and any(not -n <= k < n for k in ks):
+        raise fail(name, f"kth {kth!r} is out of range for an extent of {n}", t)
+
+
+@_named("partition")
+def partition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect", order: Any = None) -> Any:
+    """numpy's ``partition``: the full ``sort`` along ``axis``, one of the arrangements numpy allows (the kth element
+    in its sorted place, no larger one before it, no smaller one after; numpy's own arrangement of the rest differs,
+    as JAX's does)."""
+    _kth("partition", a, kth, axis)
+    return sort(a, axis=axis, order=order)
+
+
+@_named("argpartition")
+def argpartition(a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect", order: Any = None) -> Any:
+    """numpy's ``argpartition``: the stable ``argsort`` along ``axis``, one of the index arrangements numpy allows."""
+    _kth("argpartition", a, kth, axis)
+    return argsort(a, axis=axis, order=order)
+
+
 @_named("searchsorted")
 def searchsorted(a: Any, v: Any, side: Any = "left", sorter: Any = None) -> Any:
     """numpy's ``searchsorted``: for each element of ``v``, the index (``i32``) where it would be inserted into
@@ -307,5 +339,5 @@ def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inpu
 
 # Called as f(x): the functions of one tensor (the others take a second argument).
 ONE_TENSOR = ["argsort", "median", "sort"]
-MORE_ARGS = ["percentile", "quantile", "searchsorted"]
+MORE_ARGS = ["argpartition", "partition", "percentile", "quantile", "searchsorted"]
 __all__ = ONE_TENSOR + MORE_ARGS
