@@ -381,8 +381,7 @@ def _advanced(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any
     sliced = any(not (k in adv or entries[k] == slice(None)) for k in range(rank))
     outer = tuple(slice(None) if k in adv else ix for k, ix in enumerate(entries))
     z = basic_getitem(x, outer) if sliced else x
-    zt_ = get_aval(z)
-    ext = [mode_size(m) for m in modes_of(zt_.shape)]
+    ext = [mode_size(m) for m in modes_of(get_aval(z).shape)]
     rest = [k for k in range(rank) if k not in adv]
     arrays = [_index_arg(name, np.asarray(entries[k]) if isinstance(entries[k], (int, np.integer)) else entries[k])
               for k in adv]
@@ -397,8 +396,7 @@ def _advanced(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any
             for a, k in zip(arrays, adv):
                 n = _extent_as(ext[k], a)
                 ok = logical_and(ge(a, -n if isinstance(n, int) else sub(full((), 0, idt), n)), lt(a, n))
-                valid = ok if valid is None else logical_and(_to_shape(valid, _joint(valid, ok, t)),
-                                                             _to_shape(ok, _joint(valid, ok, t)))
+                valid = ok if valid is None else _both(valid, ok, t)
         arrays = [wrapped(a, ext[k]) for a, k in zip(arrays, adv)]
     shape = _joint_all([get_aval(a) for a in arrays], t)
     flat = None
@@ -408,7 +406,9 @@ def _advanced(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any
     if valid is not None:
         flat = where(_to_shape(valid, shape), flat, full((), -1, get_aval(flat).dtype))   # matches no position
     q = len(shape)
-    count = math.prod(shape) if all(type(n) is int for n in shape) else None
+    if not all(type(n) is int for n in shape):
+        raise fail(name, "integer-array indices of symbolic shape are not supported in x.at[...]", t)
+    count = math.prod(shape)
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
     front = not adjacent or adv[0] == 0
     # x[index]'s shape: the arrays' modes where the first one was when they are adjacent, else first
@@ -427,12 +427,9 @@ def _advanced(name: str, x: Any, entries: tuple, values: Any, op: str, mode: Any
     for k in adv:
         m_total = m_total * ext[k]
     zf = reshape(moved, (m_total, *rest_ext)) if len(adv) != 1 else moved
-    kk = count if count is not None else None
-    if kk is None:
-        raise fail(name, "integer-array indices of symbolic shape are not supported in x.at[...]", t)
-    qf = reshape(flat, (kk,)) if q != 1 else flat
-    vf = values if v is None else (reshape(v, (kk, *rest_ext)) if q != 1 else v)
-    out = _scattered(op, zf, qf, vf, m_total, kk, rest_ext, t)
+    qf = reshape(flat, (count,)) if q != 1 else flat
+    vf = values if v is None else (reshape(v, (count, *rest_ext)) if q != 1 else v)
+    out = _scattered(op, zf, qf, vf, m_total, count, rest_ext, t)
     if len(adv) != 1:
         out = reshape(out, (*[ext[k] for k in adv], *rest_ext))
     if adv + rest != list(range(rank)):
@@ -498,8 +495,10 @@ def _extreme(dtype: str, high: bool) -> Any:
     return float("inf") if high else float("-inf")
 
 
-def _joint(a: Any, b: Any, t: Any) -> Any:
-    return _joint_all([get_aval(a), get_aval(b)], t)
+def _both(a: Any, b: Any, t: Any) -> Any:
+    """``a and b`` of two bool index masks, broadcast together as their index arrays are."""
+    shape = _joint_all([get_aval(a), get_aval(b)], t)
+    return logical_and(_to_shape(a, shape), _to_shape(b, shape))
 
 
 # -- get ------------------------------------------------------------------------------------------------------------
@@ -550,8 +549,7 @@ def _get(x: Any, index: Any, mode: Any, fill_value: Any) -> Any:
         nn = _extent_as(n, a)
         ok = logical_and(ge(a, -nn if isinstance(nn, int) else sub(full((), 0, get_aval(a).dtype), nn)), lt(a, nn))
         arrays.append(ok)
-        valid = ok if valid is None else logical_and(_to_shape(valid, _joint(valid, ok, t)),
-                                                     _to_shape(ok, _joint(valid, ok, t)))
+        valid = ok if valid is None else _both(valid, ok, t)
     shape = _joint_all([get_aval(a) for a in arrays], t)
     valid = _to_shape(valid, shape)
     yt = get_aval(y)
