@@ -24,10 +24,10 @@ CASES = {    # name: (function, arguments, kernels)
     "row_set": (lambda x, v: x.at[3].set(v), (_f32(64, 128), _f32(128)), 1),
     "strided_columns_add": (lambda x: x.at[:, 1::4].add(1.0) * 2, (_f32(64, 128),), 1),
     "reversed_rows_multiply": (lambda x, v: x.at[::-2, 5].multiply(v), (_f32(64, 128), _f32(32)), 1),
-    "scatter_add_rows": (lambda x, i, v: x.at[i].add(v), (_f32(50, 64), _ints(-50, 50, 9), _f32(9, 64)), 1),
-    "scatter_set_out_of_range": (lambda x, i, v: x.at[i].set(v), (_f32(50, 64), _ints(-55, 55, 9), _f32(9, 64)), 1),
+    "scatter_add_rows": (lambda x, i, v: x.at[i].add(v), (_f32(12, 16), _ints(-12, 12, 5), _f32(5, 16)), 1),
+    "scatter_set_out_of_range": (lambda x, i, v: x.at[i].set(v), (_f32(12, 16), _ints(-15, 15, 5), _f32(5, 16)), 1),
     "scatter_max_pairs": (lambda x, i, j, v: x.at[i, j].max(v),
-                          (_f32(50, 64), _ints(0, 50, 9), _ints(0, 64, 9), _f32(9)), None),
+                          (_f32(12, 16), _ints(0, 12, 5), _ints(0, 16, 5), _f32(5)), None),
     "grad_of_a_set": (pt.grad(lambda x, v: pt.sum(pt.sin(x.at[2:5, ::3].set(v))), argnums=(0, 1)),
                       (_f32(16, 32), _f32(3, 11)), None),
 }
