@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..staging import dtypes
-from ..staging.core import get_aval
+from ..staging.core import get_aval, weak_arrays
 from ..staging.errors import check_callable, fail
 from ..staging.primitives import reshape, transpose, zeros
 from ..staging.pytree import tree_flatten, tree_unflatten
+from ..staging.scalars import _is_py_scalar
 from ..staging.types import mode_size, modes_of
 from .api import _aux_pair, jvp, vjp
 from .batching import vmap
@@ -42,7 +43,12 @@ def _argnums(name: str, argnums: Any, nargs: int) -> tuple[list, bool]:
 def _split(name: str, f: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple:
     """(g of the differentiated arguments only, those arguments as a tuple, whether argnums was a tuple)."""
     positions, many = _argnums(name, argnums, len(args))
-    diff = tuple(args[i] for i in positions)
+    leaves, tree = tree_flatten(tuple(args[i] for i in positions))
+    # a Python number as the tensor jvp and vjp make of it (f64 where a tensor among all the arguments is)
+    others = [x for j, a in enumerate(args) if j not in positions for x in tree_flatten(a)[0]]
+    made = weak_arrays(leaves + others)[:len(leaves)]
+    diff = tree_unflatten(tree, [np.asarray(m.logical(), dtypes.to_numpy(m.dtype)) if _is_py_scalar(v) else v
+                                 for v, m in zip(leaves, made)])
     for leaf in tree_flatten(diff)[0]:
         t = get_aval(leaf, name)
         if not is_differentiable(t):
@@ -113,7 +119,9 @@ def jacfwd(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Call
         g, diff, many = _split("jacfwd", fun, argnums, args, kwargs)
         main = (lambda *d: g(*d)[0]) if has_aux else g
         x_leaves, d_tree = tree_flatten(diff)
-        y = main(*diff)
+        still = tree_unflatten(d_tree, [zeros(_extents("jacfwd", x), get_aval(x).dtype) for x in x_leaves])
+        primal = jvp(g, diff, still)[0]                  # f traced once for its outputs' types (and aux)
+        y = primal[0] if has_aux else primal
         y_leaves, y_tree = tree_flatten(y)
         y_exts = [_extents("jacfwd", v) for v in y_leaves]
         cols: list = [[None] * len(x_leaves) for _ in y_leaves]
@@ -130,7 +138,7 @@ def jacfwd(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Call
                 moved = transpose(o, tuple(range(1, r + 1)) + (0,)) if r else o
                 cols[j][i] = reshape(moved, (*ey, *ex))
         out = _assembled(cols, y_tree, diff, many)
-        return (out, g(*diff)[1]) if has_aux else out
+        return (out, primal[1]) if has_aux else out
 
     jac.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
     return jac

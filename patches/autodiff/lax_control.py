@@ -145,9 +145,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     val = init_val
     while True:
         p = cond_fun(val)
-        if isinstance(p, Tracer) or not is_tensor_like(p) and not isinstance(p, (bool, np.bool_)):
+        if isinstance(p, Tracer):
             raise fail("while_loop", "the predicate is a traced value: a trip count that depends on data cannot be "
                                      "staged; use fori_loop with a static or symbolic bound (or scan)")
+        if not is_tensor_like(p) and not isinstance(p, (bool, np.bool_)):
+            raise fail("while_loop", f"cond_fun must return a bool scalar, got {type(p).__name__}")
         arr = np.asarray(p)
         if arr.shape != () or arr.dtype != bool:
             raise fail("while_loop", f"cond_fun must return a bool scalar, got {arr.dtype}{list(arr.shape)}")

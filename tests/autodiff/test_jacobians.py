@@ -109,3 +109,18 @@ def test_refusals():
         pt.hessian(3)
     with pytest.raises(pt.StagingError, match="has_aux=True: f must return a pair"):
         pt.jacrev(lambda v: v, has_aux=True)(x)
+
+
+def test_jacfwd_traces_f_and_takes_python_numbers():
+    """jacfwd called f once on the raw numpy arguments (``x.astype("f32")`` failed there) and mixed a Python
+    number's dtypes between its primal and its tangent."""
+    seen = []
+    f = lambda x: (seen.append(type(x).__name__), x.astype("f32") * 2)[1]      # noqa: E731
+    np.testing.assert_array_equal(np.asarray(pt.jacfwd(f)(np.ones(2, np.float32))), 2 * np.eye(2))
+    assert "ndarray" not in seen
+    g = lambda x, y: x * y      # noqa: E731
+    jx, jy = pt.jacfwd(g, argnums=(0, 1))(np.ones(2), 3.0)
+    np.testing.assert_array_equal(np.asarray(jx), 3 * np.eye(2))
+    np.testing.assert_array_equal(np.asarray(jy), [1.0, 1.0])
+    assert np.asarray(pt.jacfwd(g, argnums=1)(np.ones(2), 3.0)).dtype == np.asarray(pt.jacrev(g, argnums=1)(
+        np.ones(2), 3.0)).dtype

@@ -124,5 +124,7 @@ def test_refusals():
         pt.jit(lambda i: pt.switch(i, [lambda: (np.ones(2), np.ones(2)), lambda: np.ones(2)]))(np.int32(1))
     with pytest.raises(pt.StagingError, match="^while_loop: cond_fun must return a bool scalar"):
         pt.while_loop(lambda v: np.ones(2) > 0, lambda v: v, 1)
+    with pytest.raises(pt.StagingError, match="^while_loop: cond_fun must return a bool scalar, got NoneType"):
+        pt.while_loop(lambda v: None, lambda v: v, 1)
     with pytest.raises(pt.StagingError, match="^map: f must be a function"):
         pt.lax.map(3, xs)

@@ -554,3 +554,24 @@ def test_every_function_is_exported(module):
     for name in module.__all__:
         assert name in pt.__all__ and getattr(pt, name) is getattr(module, name), name
         assert getattr(pt, name).__name__ == name and getattr(pt, name).__doc__, name
+
+
+def test_edges_a_fuzz_found():
+    """Each was a wrong value, a dead gradient or a stray error in an independent fuzz of these functions."""
+    a, b = np.array([12, 1, -128], np.int8), np.array([-128, -128, -128], np.int8)
+    np.testing.assert_array_equal(np.asarray(pt.gcd(a, b)), np.gcd(a, b))            # abs of the dtype's minimum
+    for d in (np.float16, np.float32, np.float64):
+        x, e = np.array([0, np.inf, -0.0, 1.5, 1e-3], d), np.array([1000, -1000, 300, -20, -140], np.int32)
+        np.testing.assert_array_equal(np.asarray(pt.ldexp(x, e)), np.ldexp(x, e))     # no 0 * inf
+    g = pt.grad(lambda x: pt.sum(pt.interp(x, np.array([0.0, 1, 2]), np.array([0.0, 1, 3]))))(np.array([0.0, 1, 2]))
+    np.testing.assert_array_equal(np.asarray(g), [1.0, 2.0, 2.0])                     # JAX's slopes at the samples
+    m = np.arange(4.0).reshape(1, 4)
+    np.testing.assert_allclose(np.asarray(pt.cov(m, rowvar=False)), np.cov(m, rowvar=False), equal_nan=True)
+    np.testing.assert_array_equal(np.asarray(pt.true_divide(np.array([True, False]), np.array([True, True]))), [1, 0])
+    q, r = pt.divmod(np.array([7.0, -7.0], np.float16), np.array([2, 2], np.int8))
+    np.testing.assert_array_equal(np.asarray(q), [3, -4])
+    np.testing.assert_array_equal(np.asarray(r), [1, 1])
+    assert_refused(lambda: pt.convolve(np.ones(3), np.ones(2), np.array([1])), "convolve", "mode must be")
+    assert_refused(lambda: pt.norm(np.ones(3), np.array([1])), "norm", "ord must be None, a number or a string")
+    assert_refused(lambda: pt.tril_indices(2 ** 40), "tril_indices", "computed here as constants")
+    assert_refused(lambda: pt.vander(np.ones(3), N=2 ** 40), "vander", "staged products")

@@ -107,3 +107,7 @@ def test_refusals():
     assert_tensor_arguments_named(numpy_sized.ONE_TENSOR, {}, "x")
     assert set(numpy_sized.ONE_TENSOR) <= set(NUMPY_OPS)
     assert sorted(numpy_sized.__all__) == sorted(numpy_sized.ONE_TENSOR + numpy_sized.MORE_ARGS)
+
+
+def test_the_inverse_of_a_0d_array_is_0d():
+    assert np.asarray(pt.unique_inverse(np.float32(3), size=1)[1]).shape == ()

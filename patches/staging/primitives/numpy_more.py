@@ -43,7 +43,7 @@ from ..core import get_aval
 from ..errors import fail
 from ..scalars import _is_py_scalar
 from ..types import mode_size, same_mode, shape_of_modes
-from .elementwise import abs, add, astype, div, eq, exp2, le, mul, ne, pow, sub, trunc, where
+from .elementwise import abs, add, astype, div, eq, exp2, le, maximum, minimum, mul, ne, pow, sub, trunc, where
 from .elementwise import round as _round
 from .integer import floordiv, iota, mod
 from .logical import logical_not
@@ -77,6 +77,8 @@ from .special import concatenate, flip
 from .views import broadcast_to, getitem, transpose, zeros
 
 _INF = math.inf
+STATIC_MAX = 1 << 24        # elements of a constant computed at staging time (tril_indices)
+POWERS_MAX = 4096           # columns of vander, each a staged product
 
 
 def _common(name: str, *xs: Any) -> list:
@@ -267,7 +269,10 @@ def rint(x: Any) -> Any:
 @_named("true_divide")
 def true_divide(x1: Any, x2: Any) -> Any:
     """numpy's ``true_divide``: ``div`` (integers divided as ``f32``, ``f64`` from 64-bit ones, as JAX)."""
-    return div(*(v if _is_py_scalar(v) else tensor_arg("true_divide", v) for v in (x1, x2)))
+    x, y = (v if _is_py_scalar(v) else tensor_arg("true_divide", v) for v in (x1, x2))
+    if any(not _is_py_scalar(v) and get_aval(v).dtype == "bool" for v in (x, y)):   # bools divide as numbers
+        x, y = _floats("true_divide", x, y)
+    return div(x, y)
 
 
 @_named("float_power")
@@ -280,6 +285,8 @@ def float_power(x1: Any, x2: Any) -> Any:
 def divmod(x1: Any, x2: Any) -> tuple:  # noqa: A001 (numpy's name)
     """numpy's ``divmod``: ``(floordiv(x1, x2), mod(x1, x2))``."""
     x, y = (v if _is_py_scalar(v) else tensor_arg("divmod", v) for v in (x1, x2))
+    if not (_is_py_scalar(x) or _is_py_scalar(y)) and _float(x) != _float(y):   # a float and an int: the float's
+        x, y = _floats("divmod", x, y)
     return floordiv(x, y), mod(x, y)
 
 
@@ -293,15 +300,22 @@ def modf(x: Any) -> tuple:
 
 @_named("ldexp")
 def ldexp(x1: Any, x2: Any) -> Any:
-    """numpy's ``ldexp``: ``x1 * 2**x2`` for integer ``x2``, as two ``exp2`` factors of half the exponent each
-    (exact while those are normal numbers of the dtype); integer ``x1`` becomes ``f32``."""
+    """numpy's ``ldexp``: ``x1 * 2**x2`` for integer ``x2``, the exponent clamped where the result is decided, as
+    four ``exp2`` factors of a quarter of it each (normal numbers of the dtype, so ``0 * inf`` never arises);
+    integer ``x1`` becomes ``f32``."""
     e = tensor_arg("ldexp", x2)
     if not dtypes.is_int(get_aval(e).dtype):
         raise fail("ldexp", "the exponent x2 must be integers", get_aval(e))
     (x,) = _floats("ldexp", tensor_arg("ldexp", x1))
-    h = floordiv(e, 2)
     d = get_aval(x).dtype
-    return mul(mul(x, exp2(astype(h, d))), exp2(astype(sub(e, h), d)))
+    emax, mant = {"f16": (15, 10), "bf16": (127, 7), "f32": (127, 23), "f64": (1023, 52)}[d]
+    bound = 2 * emax + mant + 2                         # past it the result is decided (0, inf, or x's own 0/inf)
+    e = minimum(maximum(e, -bound), bound)
+    h = floordiv(e, 4)                                  # four normal factors: 0 and inf never meet an inf or 0
+    y = mul(x, exp2(astype(sub(e, mul(h, 3)), d)))
+    for _ in range(3):
+        y = mul(y, exp2(astype(h, d)))
+    return y
 
 
 def _euclid(name: str, x1: Any, x2: Any) -> tuple:
@@ -323,8 +337,9 @@ def _euclid(name: str, x1: Any, x2: Any) -> tuple:
 
 @_named("gcd")
 def gcd(x1: Any, x2: Any) -> Any:
-    """numpy's ``gcd`` of integers (non-negative): Euclid's ``mod`` steps unrolled to the dtype's worst case."""
-    return _euclid("gcd", x1, x2)[0]
+    """numpy's ``gcd`` of integers (non-negative): Euclid's ``mod`` steps unrolled to the dtype's worst case (on
+    ``abs``, which leaves the dtype's minimum negative, so the result's ``abs`` as numpy's)."""
+    return abs(_euclid("gcd", x1, x2)[0])
 
 
 @_named("lcm")
@@ -408,6 +423,9 @@ def _triangle_indices(name: str, n: Any, k: Any, m: Any, np_fn: Any) -> tuple:
     m = n if m is None else _int(name, m, "m")
     if n <= 0 or m <= 0:
         raise fail(name, f"n and m must be positive, got n={n}, m={m}")
+    if n * m > STATIC_MAX:
+        raise fail(name, f"a ({n}, {m}) matrix's indices are computed here as constants; past {STATIC_MAX} elements "
+                         "build them from iota comparisons instead")
     r, c = np_fn(n, k, m)
     if not r.size:
         raise fail(name, f"k={k} leaves no indices in a ({n}, {m}) matrix (tensors have at least one element)")
@@ -437,6 +455,8 @@ def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:  # noqa: N803
     n = _static("vander", v, 0) if N is None else _int("vander", N, "N", t)
     if n <= 0:
         raise fail("vander", f"N must be positive (tensors have at least one element), got {n}", t)
+    if n > POWERS_MAX:
+        raise fail("vander", f"N={n} columns are {n} staged products; at most {POWERS_MAX}", t)
     v = astype(v, "i32") if t.dtype == "bool" else v
     cols = [ones_like(v)]
     for _ in range(n - 1):

@@ -151,7 +151,7 @@ def _unique(name: str, ar: Any, size: Any, fill_value: Any, axis: Any = None, eq
     # each element's unique index: the run of its place in the sorted order (order's inverse, by its own argsort)
     inverse = take(run, argsort(order), 0)
     return {"values": values, "index": where(found, take(order, positions, 0), zero), "counts": counts,
-            "inverse": inverse if t.rank <= 1 else _reshaped(inverse, t)}
+            "inverse": inverse if t.rank == 1 else _reshaped(inverse, t)}
 
 
 def _reshaped(v: Any, t: Any) -> Any:

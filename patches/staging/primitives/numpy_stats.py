@@ -23,7 +23,7 @@ from .integer import iota
 from .logical import logical_and, logical_not, logical_or
 from .numpy_extra import _bool, _floats, _named, _number
 from .numpy_math import any as _any
-from .numpy_math import isnan
+from .numpy_math import isfinite, isnan
 from .numpy_more import _INF, _common, _float, _numbers
 from .numpy_ops import max as _max
 from .numpy_ops import mean, reshape
@@ -76,7 +76,11 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         r = add(mul(slope, sub(xv, xj)), fj)
         r = where(isnan(r), add(mul(slope, sub(xv, xk)), fk), r)
         r = where(logical_and(isnan(r), eq(fj, fk)), fj, r)
-        r = where(eq(xv, an), getitem(b, -1), where(eq(xv, xj), fj, r))
+        # at a sample point the formula is the sample itself where the slope is finite (and keeps its derivative,
+        # JAX's: the slope of the interval to the right, the last one at the end); else the sample
+        fin = isfinite(slope)
+        end = add(mul(slope, sub(xv, an)), getitem(b, -1))
+        r = where(eq(xv, an), where(fin, end, getitem(b, -1)), where(eq(xv, xj), where(fin, r, fj), r))
         r = where(isnan(xv), xv, r)
     return where(lt(xv, a0), lo, where(gt(xv, an), hi, r))
 
@@ -84,7 +88,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
 def _correlated(name: str, a: Any, v: Any, mode: Any, conv: bool) -> Any:
     """The full correlation ``c[k] = sum_j a[k - m + 1 + j] v[j]`` as the sum of the ``pad``ded products
     ``a * v[j]`` (no product with padding), cut to numpy's ``"same"`` or ``"valid"`` window."""
-    if mode not in ("full", "same", "valid"):
+    if not isinstance(mode, str) or mode not in ("full", "same", "valid"):
         raise fail(name, f"mode must be 'full', 'same' or 'valid', got {mode!r:.80}")
     x, y = _common(name, *_pair(name, a, v))
     tx, ty = get_aval(x), get_aval(y)
@@ -128,10 +132,11 @@ def cov(m: Any, y: Any = None, rowvar: Any = True, bias: Any = False, ddof: Any 
         xs = [astype(v, dtypes.canonical(dtype, "cov")) for v in xs]
     rows = []
     for v in xs:
-        if get_aval(v).rank > 2:
+        r = get_aval(v).rank
+        if r > 2:
             raise fail("cov", "m and y must have at most two modes", get_aval(v))
         v = atleast_2d(v)
-        rows.append(transpose(v, (1, 0)) if not rowvar and mode_size(_modes(get_aval(v))[0]) != 1 else v)
+        rows.append(transpose(v, (1, 0)) if not rowvar and r == 2 else v)      # (a 1-D operand: one variable)
     x = concatenate(rows, 0) if len(rows) > 1 else rows[0]
     ddof = (0 if bias else 1) if ddof is None else _int("cov", ddof, "ddof")
     fact = _static("cov", x, 1) - ddof
@@ -272,6 +277,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     nonzero count (0), ``sum(abs(x) ** p) ** (1/p)``. Matrices (two axes): Frobenius (None, ``'fro'``), the
     largest or smallest column (1, -1) or row (inf, -inf) sum of ``abs``; 2, -2 and ``'nuc'`` are refused."""
     keepdims = _check_keepdims("norm", keepdims)
+    if ord is not None and (isinstance(ord, (bool, np.bool_)) or not isinstance(ord, (str, int, float, np.number))):
+        raise fail("norm", f"ord must be None, a number or a string, got {type(ord).__name__} {ord!r:.60}")
     (v,) = _floats("norm", x)
     t = get_aval(v)
     if axis is None:
