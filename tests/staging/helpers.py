@@ -104,3 +104,16 @@ def check(f, g, *args, dtype=None, rtol=0.0, atol=0.0) -> None:
                 np.testing.assert_array_equal(a, w.astype(a.dtype))
                 if a.dtype.kind == "f":
                     np.testing.assert_array_equal(np.signbit(a[a == 0]), np.signbit(w.astype(a.dtype)[w == 0]))
+
+
+def assert_lowered_matches_the_interpreter(f, x) -> None:
+    """``f`` staged on ``x``'s type, lowered, its kernels run by their emitted source against ``pt.evaluate``, then
+    ``verify()``."""
+    import patches as pt
+
+    prog = pt.stage(f, pt.tensor(np.asarray(x).dtype, np.asarray(x).shape))
+    s = pt.lower(prog)
+    want = np.asarray(pt.evaluate(prog, x))
+    got = np.asarray(s.simulate_kernels(x, source=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    s.verify()

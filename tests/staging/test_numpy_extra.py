@@ -12,7 +12,14 @@ import patches as pt
 from patches.layouts import Sym
 from patches.staging.primitives import NUMPY_MULTI_ARG_OPS, NUMPY_OPS, numpy_extra
 
-from .helpers import assert_refused, assert_tensor_arguments_named, central_difference, check, leaves
+from .helpers import (
+    assert_lowered_matches_the_interpreter,
+    assert_refused,
+    assert_tensor_arguments_named,
+    central_difference,
+    check,
+    leaves,
+)
 
 RNG = np.random.default_rng(11)
 F2 = RNG.standard_normal((3, 5)).astype(np.float32)
@@ -260,12 +267,7 @@ LOWERED = {
 @pytest.mark.parametrize("name", sorted(LOWERED))
 def test_lowered_kernels_match_the_interpreter(name):
     x = RNG.integers(-4, 5, (6, 8)).astype(np.float32)      # small integers: zeros, ties and exact products
-    prog = pt.stage(LOWERED[name], pt.tensor("f32", (6, 8)))
-    s = pt.lower(prog)
-    want = np.asarray(pt.evaluate(prog, x))
-    got = np.asarray(s.simulate_kernels(x, source=True))
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-    s.verify()
+    assert_lowered_matches_the_interpreter(LOWERED[name], x)
 
 
 # -- refusals ------------------------------------------------------------------------------------------------------

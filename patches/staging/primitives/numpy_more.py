@@ -136,24 +136,25 @@ def nanmean(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     return div(_sum(where(ok, x, 0), axis, keepdims), _sum(astype(ok, d), axis, keepdims))
 
 
-def _nan_extremum(name: str, op: Any, fill: float, a: Any, axis: Any, keepdims: Any) -> Any:
+def _nan_ignored(name: str, op: Any, fill: float, a: Any, axis: Any, keepdims: Any, all_nan: Any = math.nan) -> Any:
+    """``op`` of ``x`` with its NaNs as ``fill``; ``all_nan`` for a line of NaNs only (integers: ``op`` itself)."""
     x = tensor_arg(name, a)
     if not _float(x):
         return op(x, axis, keepdims)
     nan = isnan(x)
-    return where(_all(nan, axis, keepdims), math.nan, op(where(nan, fill, x), axis, keepdims))
+    return where(_all(nan, axis, keepdims), all_nan, op(where(nan, fill, x), axis, keepdims))
 
 
 @_named("nanmax")
 def nanmax(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nanmax``: ``max`` with NaNs as -inf, NaN for an all-NaN line."""
-    return _nan_extremum("nanmax", _max, -_INF, a, axis, keepdims)
+    return _nan_ignored("nanmax", _max, -_INF, a, axis, keepdims)
 
 
 @_named("nanmin")
 def nanmin(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nanmin``: ``min`` with NaNs as +inf, NaN for an all-NaN line."""
-    return _nan_extremum("nanmin", _min, _INF, a, axis, keepdims)
+    return _nan_ignored("nanmin", _min, _INF, a, axis, keepdims)
 
 
 @_named("nanprod")
@@ -163,24 +164,16 @@ def nanprod(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     return prod(where(isnan(x), 1, x) if _float(x) else x, axis, keepdims)
 
 
-def _nan_arg(name: str, op: Any, fill: float, a: Any, axis: Any, keepdims: Any) -> Any:
-    x = tensor_arg(name, a)
-    if not _float(x):
-        return op(x, axis, keepdims)
-    nan = isnan(x)
-    return where(_all(nan, axis, keepdims), -1, op(where(nan, fill, x), axis, keepdims))
-
-
 @_named("nanargmax")
 def nanargmax(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nanargmax``: ``argmax`` with NaNs as -inf (as numpy); -1 for an all-NaN line (JAX's; numpy raises)."""
-    return _nan_arg("nanargmax", argmax, -_INF, a, axis, keepdims)
+    return _nan_ignored("nanargmax", argmax, -_INF, a, axis, keepdims, -1)
 
 
 @_named("nanargmin")
 def nanargmin(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nanargmin``: ``argmin`` with NaNs as +inf; -1 for an all-NaN line (JAX's; numpy raises)."""
-    return _nan_arg("nanargmin", argmin, _INF, a, axis, keepdims)
+    return _nan_ignored("nanargmin", argmin, _INF, a, axis, keepdims, -1)
 
 
 @_named("average")
