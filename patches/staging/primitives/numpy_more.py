@@ -115,11 +115,21 @@ def _numbers(v: Any) -> Any:
 # -- reductions ----------------------------------------------------------------------------------------------
 
 
+def _nan_ignored(name: str, op: Any, fill: float, a: Any, axis: Any, keepdims: Any, all_nan: Any = math.nan) -> Any:
+    """``op`` of ``x`` with its NaNs as ``fill``; ``all_nan`` for a line of NaNs only (None: ``op``'s own value
+    there); integers: ``op`` itself."""
+    x = tensor_arg(name, a)
+    if not _float(x):
+        return op(x, axis, keepdims)
+    nan = isnan(x)
+    y = op(where(nan, fill, x), axis, keepdims)
+    return y if all_nan is None else where(_all(nan, axis, keepdims), all_nan, y)
+
+
 @_named("nansum")
 def nansum(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nansum``: ``sum`` of ``where(isnan(x), 0, x)`` (integers summed as ``sum``: narrow ones as ``i32``)."""
-    x = tensor_arg("nansum", a)
-    return _sum(where(isnan(x), 0, x) if _float(x) else x, axis, keepdims)
+    return _nan_ignored("nansum", _sum, 0, a, axis, keepdims, None)
 
 
 @_named("nanmean")
@@ -134,15 +144,6 @@ def nanmean(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
         return astype(nanmean(astype(x, "f32"), axis, keepdims), d)
     ok = logical_not(isnan(x))
     return div(_sum(where(ok, x, 0), axis, keepdims), _sum(astype(ok, d), axis, keepdims))
-
-
-def _nan_ignored(name: str, op: Any, fill: float, a: Any, axis: Any, keepdims: Any, all_nan: Any = math.nan) -> Any:
-    """``op`` of ``x`` with its NaNs as ``fill``; ``all_nan`` for a line of NaNs only (integers: ``op`` itself)."""
-    x = tensor_arg(name, a)
-    if not _float(x):
-        return op(x, axis, keepdims)
-    nan = isnan(x)
-    return where(_all(nan, axis, keepdims), all_nan, op(where(nan, fill, x), axis, keepdims))
 
 
 @_named("nanmax")
@@ -160,8 +161,7 @@ def nanmin(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
 @_named("nanprod")
 def nanprod(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """numpy's ``nanprod``: ``prod`` of ``where(isnan(x), 1, x)``."""
-    x = tensor_arg("nanprod", a)
-    return prod(where(isnan(x), 1, x) if _float(x) else x, axis, keepdims)
+    return _nan_ignored("nanprod", prod, 1, a, axis, keepdims, None)
 
 
 @_named("nanargmax")
