@@ -70,3 +70,9 @@ def test_an_indexed_update_in_a_kernel_body(case):
     got = s.simulate_kernels(*args, source=True)
     np.testing.assert_allclose(np.asarray(got[0] if isinstance(got, (list, tuple)) else got), want, rtol=1e-6)
     s.verify()
+
+
+def test_a_scatter_of_rows_compiles_with_no_spills():
+    s = pt.lower(pt.stage(lambda x, i, v: x.at[i].add(v), pt.tensor("f32", (50, 64)), pt.tensor("i32", 9),
+                          pt.tensor("f32", (9, 64))))
+    assert len(s.kernels) == 1 and all(e.resources["spills"] == 0 for e in s.compile().executables)

@@ -145,3 +145,9 @@ def test_an_injective_strided_placement_across_modes_lowers(name):
     s = pt.lower(prog)
     assert_kernels_compute(prog, s, [np.random.default_rng(3).standard_normal((5, 9)).astype(np.float32)])
     s.verify()
+
+
+def test_strided_and_composed_placements_compile_with_no_spills():
+    for prog in (pt.stage(STRIDED["a stepped range of a flattened matrix"], pt.tensor("f32", (5, 9))),
+                 pt.stage(NESTED["block matrix of concatenates"][0], pt.tensor("f32", (64, 128)))):
+        assert all(e.resources["spills"] == 0 for e in pt.lower(prog).compile().executables)
