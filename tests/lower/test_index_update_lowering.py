@@ -28,6 +28,9 @@ CASES = {    # name: (function, arguments, kernels)
     "scatter_set_out_of_range": (lambda x, i, v: x.at[i].set(v), (_f32(12, 16), _ints(-15, 15, 5), _f32(5, 16)), 1),
     "scatter_max_pairs": (lambda x, i, j, v: x.at[i, j].max(v),
                           (_f32(12, 16), _ints(0, 12, 5), _ints(0, 16, 5), _f32(5)), None),
+    "traced_mask_add": (lambda x, m: x.at[m].add(1.0) * 2.0, (_f32(16, 32), RNG.random((16, 32)) > 0.5), 1),
+    "traced_row_mask_set": (lambda x, m, v: x.at[m].set(v), (_f32(16, 32), RNG.random(16) > 0.5, _f32(32)), 1),
+    "concrete_mask_read": (lambda x: pt.exp(x[np.arange(16) % 3 == 0]), (_f32(16, 32),), 1),
     "grad_of_a_set": (pt.grad(lambda x, v: pt.sum(pt.sin(x.at[2:5, ::3].set(v))), argnums=(0, 1)),
                       (_f32(16, 32), _f32(3, 11)), None),
 }

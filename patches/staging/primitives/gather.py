@@ -18,6 +18,7 @@ from ..array import Array
 from ..core import Tracer, bind, get_aval
 from ..errors import fail
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
+from .index_masks import expand_masks, is_mask
 from .elementwise import add, astype, eq, lt, maximum, minimum, where
 from .integer import extent, iota, mod
 from .numpy_ops import reshape
@@ -225,8 +226,10 @@ def is_array_index(ix: Any) -> bool:
 
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: views for ints, slices, None and Ellipsis (``views.getitem``); a gather where an entry is an
-    integer array or a traced integer (numpy's advanced indexing)."""
+    integer array or a traced integer (numpy's advanced indexing); a concrete boolean mask as its True positions."""
     entries = index if isinstance(index, tuple) else (index,)
+    if any(is_mask(ix) for ix in entries):
+        entries = expand_masks("slice", entries, get_aval(x, "slice"))
     if any(is_array_index(ix) for ix in entries):
         return array_getitem(x, entries, basic_getitem)
     return basic_getitem(x, index)

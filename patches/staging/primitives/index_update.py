@@ -29,6 +29,7 @@ from ..scalars import _is_py_scalar
 from ..types import mode_size, modes_of, shape_of_modes
 from .elementwise import add, astype, div, eq, ge, lt, maximum, minimum, mul, pow, sub, where
 from .gather import _broadcast_shapes as _joint_all
+from .index_masks import expand_masks, is_mask, masked_selection
 from .gather import _extent_as, _index_arg, _to_shape, clamped, is_array_index, take, wrapped
 from .integer import iota, mod
 from .logical import logical_and
@@ -135,6 +136,13 @@ def update(x: Any, index: Any, values: Any, op: str, mode: Any = None) -> Any:
     if op == "divide" and dtypes.is_int(t.dtype):
         raise fail(name, f"true division of an {t.dtype} array does not keep its dtype (numpy refuses x[i] /= v "
                          "too); cast x to a float dtype first", t)
+    if any(is_mask(ix) for ix in (index if isinstance(index, tuple) else (index,))):
+        v = None if op == "apply" else _as_tensor(name, values, t)
+        chosen = masked_selection(name, x, index, v)
+        if chosen is not None:                   # where(mask, new, x): any mask, traced ones too
+            mask, placed = chosen
+            return where(mask, _applied(name, values, x) if op == "apply" else _combine(op, x, placed), x)
+        index = expand_masks(name, index, t)
     entries = _expanded(name, index, t)
     if any(is_array_index(ix) for ix in entries):
         return _advanced(name, x, entries, values, op, mode)
@@ -291,6 +299,23 @@ def _combine(op: str, old: Any, new: Any) -> Any:
 
 def _values(name: str, values: Any, t: Any, shape: Any) -> Any:
     """The update values as a tensor of ``x``'s dtype broadcast to ``shape`` (x[index]'s)."""
+    v = _as_tensor(name, values, t)
+    vt = get_aval(v, name)
+    if shape == ():
+        if vt.rank and math.prod(int(mode_size(m)) if type(mode_size(m)) is int else 2 for m in modes_of(vt.shape)) != 1:
+            raise fail(name, f"values of shape {_extents(vt)} for the one element x[index] names", t)
+        return reshape(v, ()) if vt.rank else v
+    try:
+        return broadcast_to(v, shape)
+    except Exception as err:
+        if type(err).__name__ != "StagingError":
+            raise
+        raise fail(name, f"values of shape {_extents(vt)} do not broadcast to x[index]'s shape "
+                         f"{_extents_of(shape)}", t) from None
+
+
+def _as_tensor(name: str, values: Any, t: Any) -> Any:
+    """The update values (a number, a list, a numpy array, a tensor) as a tensor of ``x``'s dtype."""
     if _is_py_scalar(values) or isinstance(values, np.generic):
         v = _scalar(name, values, t)
     else:
@@ -306,18 +331,7 @@ def _values(name: str, values: Any, t: Any, shape: Any) -> Any:
         v = values
         if get_aval(v, name).dtype != t.dtype:
             v = astype(v, t.dtype)
-    vt = get_aval(v, name)
-    if shape == ():
-        if vt.rank and math.prod(int(mode_size(m)) if type(mode_size(m)) is int else 2 for m in modes_of(vt.shape)) != 1:
-            raise fail(name, f"values of shape {_extents(vt)} for the one element x[index] names", t)
-        return reshape(v, ()) if vt.rank else v
-    try:
-        return broadcast_to(v, shape)
-    except Exception as err:
-        if type(err).__name__ != "StagingError":
-            raise
-        raise fail(name, f"values of shape {_extents(vt)} do not broadcast to x[index]'s shape "
-                         f"{_extents_of(shape)}", t) from None
+    return v
 
 
 def _scalar(name: str, value: Any, t: Any) -> Any:
@@ -514,7 +528,7 @@ def _get(x: Any, index: Any, mode: Any, fill_value: Any) -> Any:
         raise fail("at.get", "fill_value is read only with mode='fill'", t)
     if fill_value is not None and not (_is_py_scalar(fill_value) or isinstance(fill_value, np.generic)):
         raise fail("at.get", f"fill_value must be a number, got {type(fill_value).__name__}", t)
-    entries = _expanded("at.get", index, t)
+    entries = _expanded("at.get", expand_masks("at.get", index, t), t)
     ms = list(modes_of(t.shape))
     k, outside, clamped_entries = 0, False, []
     for ix in entries:           # static ints out of range: clamped (read as the nearest), or the whole result filled
