@@ -18,8 +18,8 @@ from ..array import Array
 from ..core import Tracer, bind, get_aval
 from ..errors import fail
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
-from .index_masks import expand_masks, is_mask
 from .elementwise import add, astype, eq, lt, maximum, minimum, where
+from .index_masks import expand_masks, is_mask
 from .integer import extent, iota, mod
 from .numpy_ops import reshape
 from .numpy_shape import stack

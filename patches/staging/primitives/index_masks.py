@@ -101,7 +101,8 @@ def masked_selection(name: str, x: Any, index: Any, v: Any) -> tuple | None:
     the values broadcast to ``x``'s shape. None where the update is not of that form."""
     entries = index if isinstance(index, tuple) else (index,)
     masks = [i for i, ix in enumerate(entries) if is_mask(ix)]
-    others_full = all(ix is Ellipsis or isinstance(ix, slice) and ix == slice(None) for i, ix in enumerate(entries) if i not in masks)
+    others_full = all(ix is Ellipsis or isinstance(ix, slice) and ix == slice(None)
+                      for i, ix in enumerate(entries) if i not in masks)
     if len(masks) != 1 or not others_full:
         return None
     t = get_aval(x, name)

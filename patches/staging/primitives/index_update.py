@@ -29,8 +29,8 @@ from ..scalars import _is_py_scalar
 from ..types import mode_size, modes_of, shape_of_modes
 from .elementwise import add, astype, div, eq, ge, lt, maximum, minimum, mul, pow, sub, where
 from .gather import _broadcast_shapes as _joint_all
-from .index_masks import expand_masks, is_mask, masked_selection
 from .gather import _extent_as, _index_arg, _to_shape, clamped, is_array_index, take, wrapped
+from .index_masks import expand_masks, is_mask, masked_selection
 from .integer import iota, mod
 from .logical import logical_and
 from .numpy_extra import prod
