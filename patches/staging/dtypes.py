@@ -26,7 +26,8 @@ DEFAULT_INT = "i32"
 
 
 # names numpy does not know (bfloat16 without ml_dtypes) or spells differently; everything else goes through np.dtype
-_ALIASES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "bool_": "bool"}
+_ALIASES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "bool_": "bool",
+            **{f"{u}int{b}": f"{u[:1] or 'i'}{b}" for u in ("", "u") for b in (8, 16, 32, 64)}}
 
 
 def canonical(dtype: Any, where: str = "tensor") -> str:

@@ -199,18 +199,43 @@ X = RNG.standard_normal((4, 6))
 W = RNG.standard_normal((4, 6))
 
 
-PAD_MODES = ["edge", "reflect", "symmetric", "wrap", "maximum", "minimum"]
+PAD_MODES = ["edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean", "median", "linear_ramp"]
 
 
 @pytest.mark.parametrize("mode", PAD_MODES)
 @pytest.mark.parametrize("width", [1, ((0, 4), (2, 0), (9, 1)), ((3, 3), (0, 0), (0, 13))])
 def test_pad_modes_match_numpy(mode, width):
     x = RNG.integers(-9, 9, (3, 4, 2)).astype(np.int32)
-    for a in (x, x.astype(np.float32)):
-        np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pt.pad(v, width, mode=mode))(a)),
-                                      np.pad(a, width, mode=mode))
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pt.pad(v, width, mode=mode))(x)),
+                                  np.pad(x, width, mode=mode))
+    f = x.astype(np.float32) + RNG.random(x.shape).astype(np.float32)
+    got = np.asarray(pt.jit(lambda v: pt.pad(v, width, mode=mode))(f))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.pad(f, width, mode=mode), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pt.pad(v, 3, mode="empty"))(x)) != 0,
                                   np.pad(x, 3) != 0)      # numpy's values there are undefined; ours are zeros
+
+
+PAD_OPTIONS = {
+    "stat_length": [("maximum", {"stat_length": 2}), ("minimum", {"stat_length": ((1, 3), (2, 9))}),
+                    ("mean", {"stat_length": ((3, 1),)}), ("median", {"stat_length": ((2, 3), (4, 1))}),
+                    ("mean", {"stat_length": 9})],
+    "end_values": [("linear_ramp", {"end_values": -7}), ("linear_ramp", {"end_values": ((1, -2), (5, 0))})],
+    "constant_values": [("constant", {"constant_values": ((1, -2), (5, 0))}), ("constant", {"constant_values": (3, 4)})],
+    "reflect_type": [("reflect", {"reflect_type": "odd"}), ("symmetric", {"reflect_type": "odd"})],
+}
+
+
+@pytest.mark.parametrize("option", sorted(PAD_OPTIONS))
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.int8])
+def test_pad_options_match_numpy(option, dtype):
+    x = (RNG.standard_normal((4, 5)) * 9).astype(dtype)
+    for mode, kw in PAD_OPTIONS[option]:
+        for width in (((2, 3), (1, 4)), 2, ((0, 3), (2, 0))):
+            want = np.pad(x, width, mode=mode, **kw)
+            got = np.asarray(pt.jit(lambda v, w=width, m=mode, o=kw: pt.pad(v, w, mode=m, **o))(x))
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"{mode} {kw} {width}")
 
 
 @pytest.mark.parametrize("mode", PAD_MODES)
@@ -332,13 +357,18 @@ REFUSALS = [
     (lambda: pt.array_split(V, 6), "array_split", "is empty"),
     (lambda: pt.array_split(V, [1.5]), "array_split", "must be an int"),
     (lambda: pt.split(F2, 3, axis=2), "split", "out of range"),
-    (lambda: pt.pad(F2, 1, mode="linear_ramp"), "pad", "mode='linear_ramp' is not supported"),
-    (lambda: pt.pad(F2, 1, mode="reflect", reflect_type="odd"), "pad", "reflect_type='odd'"),
-    (lambda: pt.pad(F2, 1, mode="mean", stat_length=2), "pad", "not supported"),
+    (lambda: pt.pad(F2, 1, mode=np.pad), "pad", "a function is not"),
+    (lambda: pt.pad(F2, 9, mode="reflect", reflect_type="odd"), "pad", "reflect_type='odd' pads at most"),
+    (lambda: pt.pad(F2, 1, mode="reflect", reflect_type="wide"), "pad", "reflect_type must be"),
+    (lambda: pt.pad(F2, 1, mode="mean", stat_length=0), "pad", "gives no value"),
+    (lambda: pt.pad(F2, 1, mode="mean", stat_length=-1), "pad", "non-negative ints"),
+    (lambda: pt.pad(F2, 1, mode="edge", stat_length=2), "pad", "takes no option stat_length"),
+    (lambda: pt.pad(F2, 1, end_values=2), "pad", "takes no option end_values"),
+    (lambda: pt.pad(B2, 1, mode="linear_ramp"), "pad", "bool"),
+    (lambda: pt.pad(F2, 1, constant_values=((1, 2), (3, "a"))), "pad", "must hold numbers"),
     (lambda: pt.pad(F2, -1), "pad", "non-negative"),
     (lambda: pt.pad(F2, ((1, 2, 3),)), "pad", "does not broadcast"),
     (lambda: pt.pad(F2, 1.5), "pad", "must hold non-negative ints"),
-    (lambda: pt.pad(F2, 1, constant_values=(1, 2)), "pad", "one number"),
     (lambda: pt.pad(I2, 1, constant_values=2 ** 40), "pad", "does not fit"),
     (lambda: pt.squeeze(F2, 0), "squeeze", "extent 3"),
     (lambda: pt.expand_dims(F2, (0, 0)), "expand_dims", "repeats"),
@@ -413,7 +443,7 @@ def test_every_shape_function_is_exported_and_documented():
     doc = (pathlib.Path(__file__).parents[2] / "docs" / "staging.md").read_text()
     assert sorted(numpy_shape.__all__) == sorted(set(numpy_shape.ONE_TENSOR) | set(numpy_shape.MORE_ARGS))
     assert set(numpy_shape.ONE_TENSOR) <= set(NUMPY_OPS) and not set(NUMPY_MULTI_ARG_OPS) & set(NUMPY_OPS)
-    assert set(MULTI_ARG_CALLS) | {"eye", "linspace"} == set(numpy_shape.MORE_ARGS)
+    assert set(MULTI_ARG_CALLS) | {"eye", "linspace"} == set(numpy_shape.MORE_ARGS) | {"pad"}
     assert set(numpy_shape.MORE_ARGS) <= set(NUMPY_MULTI_ARG_OPS)
     for name in numpy_shape.__all__:
         assert name in pt.__all__ and callable(getattr(pt, name)), name

@@ -7,7 +7,18 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from . import index_update, jax_extra, numpy_extra, numpy_math, numpy_more, numpy_shape, numpy_sized, numpy_stats
+from . import (
+    index_update,
+    jax_extra,
+    numpy_extra,
+    numpy_math,
+    numpy_more,
+    numpy_names,
+    numpy_pad,
+    numpy_shape,
+    numpy_sized,
+    numpy_stats,
+)
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -119,6 +130,7 @@ from .numpy_math import (
     std,
 )
 from .numpy_more import *  # noqa: F403
+from .numpy_names import *  # noqa: F403
 from .numpy_ops import (
     argmax,
     argmin,
@@ -137,6 +149,7 @@ from .numpy_ops import (
     sum,
     var,
 )
+from .numpy_pad import pad
 from .numpy_shape import (
     array_split,
     atleast_1d,
@@ -155,7 +168,6 @@ from .numpy_shape import (
     moveaxis,
     ones_like,
     outer,
-    pad,
     ravel,
     roll,
     split,
@@ -234,13 +246,15 @@ NUMPY_OPS = [
     *jax_extra.ONE_TENSOR,
     *numpy_sized.ONE_TENSOR,
     *numpy_stats.ONE_TENSOR,
+    *numpy_names.ONE_TENSOR,
 ]
 # numpy/JAX-style functions (also in docs/staging.md) that are not called as f(x): they take a sequence of tensors,
 # a second required argument, or no tensor (stack, split, pad, outer, tensordot, eye, linspace, ...).
 NUMPY_MULTI_ARG_OPS = list(numpy_shape.MORE_ARGS) + ["take", "take_along_axis"]
 NUMPY_MULTI_ARG_OPS += numpy_extra.MORE_ARGS
 NUMPY_MULTI_ARG_OPS += SORT_MORE_ARGS
-NUMPY_MULTI_ARG_OPS += numpy_more.MORE_ARGS + jax_extra.MORE_ARGS + numpy_stats.MORE_ARGS
+NUMPY_MULTI_ARG_OPS += numpy_more.MORE_ARGS + jax_extra.MORE_ARGS + numpy_stats.MORE_ARGS + numpy_names.MORE_ARGS
+NUMPY_MULTI_ARG_OPS += numpy_pad.MORE_ARGS
 # The ops users call (re-exported from patches).
 OPS = [
     "abs", "add", "astype", "broadcast", "broadcast_to", "copy", "cos", "div", "eq", "exp", "full", "ge", "getitem",
@@ -279,6 +293,7 @@ __all__ = [
     "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
     "argpartition", "argsort", "median", "partition", "percentile", "quantile", "searchsorted", "sort",
     *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__, *numpy_stats.__all__,
+    *numpy_names.__all__,
 ]
 
 def _length(x: Any) -> int:

@@ -25,8 +25,6 @@ from ..types import mode_size, modes_of, same_mode, shape_of_modes
 from .einsum import einsum
 from .elementwise import astype, div, eq, floor, ge, le, lt, mul, ne, sub, where
 from .integer import _number, iota
-from .numpy_ops import max as _max
-from .numpy_ops import min as _min
 from .numpy_ops import reshape, sum
 from .reductions import tensor_arg
 from .special import concatenate
@@ -290,78 +288,20 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     return x
 
 
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "empty")
-
-
-def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0, **kwargs: Any) -> Any:
-    """numpy's ``pad``. ``"constant"`` (one scalar ``constant_values``): one ``embed`` (static shapes), else
-    ``concatenate`` with filled (stride-0) blocks before and after each mode. ``"edge"``, ``"reflect"``,
-    ``"symmetric"``, ``"wrap"``: each padded mode a ``concatenate`` of the runs of numpy's own index map (slices,
-    reversed slices, a repeated edge). ``"maximum"``/``"minimum"`` (of the whole mode) and ``"empty"`` (zeros).
-    ``pad_width`` as numpy's (n, (before, after), or one pair per mode)."""
-    x, t = _arg("pad", array)
-    if mode not in _PAD_MODES:
-        raise fail("pad", f"mode={mode!r} is not supported (one of {', '.join(_PAD_MODES)})", t)
-    if kwargs and (mode not in ("reflect", "symmetric") or set(kwargs) != {"reflect_type"}
-                   or kwargs["reflect_type"] != "even"):
-        raise fail("pad", f"the options {sorted(kwargs)} are not supported with mode={mode!r} (reflect_type='odd' "
-                          "and stat_length are not)", t)
-    if not _is_py_scalar(constant_values) and not isinstance(constant_values, np.generic):
-        raise fail("pad", f"constant_values must be one number, got {type(constant_values).__name__}", t)
-    w = np.asarray(pad_width, dtype=object)
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0 for v in w.ravel()):
-        raise fail("pad", f"pad_width must hold non-negative ints, got {pad_width!r}", t)
-    try:
-        w = np.broadcast_to(w, (t.rank, 2))
-    except ValueError:
-        raise fail("pad", f"pad_width {pad_width!r} does not broadcast to ({t.rank}, 2)", t) from None
-    if mode == "empty":
-        mode, constant_values = "constant", 0
-    if mode != "constant":
-        for ax, (b, a) in enumerate(w.tolist()):
-            if b or a:
-                x = _padded_along(x, ax, int(b), int(a), mode)
-        return x
-    value = _cast("pad", constant_values, t.dtype)
+def constant_pad(x: Any, widths: list, value: Any) -> Any:
+    """``x`` padded by ``widths`` (one (before, after) pair per mode) with one scalar ``value`` (cast to its dtype):
+    one ``embed`` for static shapes, else a ``concatenate`` with filled (stride-0) blocks per mode."""
+    t = get_aval(x)
     ms = _modes(t)
-    if all(type(m) is int for m in ms) and t.dtype != "bool" and any(w.ravel()):
-        return _placed(x, ms, w.tolist(), value)
-    for ax, widths in enumerate(w.tolist()):
+    if all(type(m) is int for m in ms) and t.dtype != "bool" and any(b or a for b, a in widths):
+        return _placed(x, ms, widths, value)
+    for ax, pair in enumerate(widths):
         ms = _modes(get_aval(x))
         blocks = [full(shape_of_modes([int(k) if i == ax else m for i, m in enumerate(ms)]), value, t.dtype)
-                  if k else None for k in widths]
-        if any(widths):
+                  if k else None for k in pair]
+        if any(pair):
             x = concatenate([v for v in (blocks[0], x, blocks[1]) if v is not None], ax)
     return x
-
-
-def _padded_along(x: Any, ax: int, before: int, after: int, mode: str) -> Any:
-    """``x`` padded along mode ``ax`` by a non-constant ``mode``: numpy's index map of the mode (``np.pad`` of an
-    ``arange``) cut into runs of step 1, -1 or 0, each a slice, a reversed slice or a broadcast edge, concatenated."""
-    n = _static("pad", x, ax)
-    ms = _modes(get_aval(x))
-    if mode in ("maximum", "minimum"):
-        stat = (_max if mode == "maximum" else _min)(x, axis=ax, keepdims=True)
-        parts = [broadcast_to(stat, shape_of_modes([k if i == ax else m for i, m in enumerate(ms)])) if k else None
-                 for k in (before, after)]
-        return concatenate([v for v in (parts[0], x, parts[1]) if v is not None], ax)
-    index = np.pad(np.arange(n), (before, after), mode=mode)
-    parts, k = [], 0
-    while k < len(index):
-        step = int(index[k + 1] - index[k]) if k + 1 < len(index) and abs(index[k + 1] - index[k]) <= 1 else 1
-        j = k + 1
-        while j < len(index) and index[j] - index[j - 1] == step:
-            j += 1
-        start, count = int(index[k]), j - k
-        if step == 1:
-            parts.append(_take(x, ax, start, start + count))
-        elif step == -1:
-            parts.append(getitem(x, (slice(None),) * ax + (slice(start, start - count if start >= count else None, -1),)))
-        else:
-            edge = _take(x, ax, start, start + 1)
-            parts.append(broadcast_to(edge, shape_of_modes([count if i == ax else m for i, m in enumerate(ms)])))
-        k = j
-    return parts[0] if len(parts) == 1 else concatenate(parts, ax)
 
 
 def _placed(x: Any, ms: list, widths: list, value: Any) -> Any:
@@ -496,7 +436,7 @@ def diag(v: Any, k: Any = 0) -> Any:
         return _diagonal("diag", x, t, k, 0, 1)
     if t.rank != 1:
         raise fail("diag", "expects a tensor of one or two modes", t)
-    u = pad(x, (0, abs(k))) if k else x
+    u = constant_pad(x, [(0, abs(k))], _cast("diag", 0, t.dtype)) if k else x
     n = mode_size(_modes(get_aval(u))[0])
     return where(eq(_offsets((n, n)), k), getitem(u, (slice(None), None) if k >= 0 else (None, slice(None))),
                  False if t.dtype == "bool" else 0)
@@ -581,5 +521,5 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retste
 ONE_TENSOR = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "diag", "diagonal", "diff", "ones_like",
               "ravel", "squeeze", "trace", "tril", "triu", "zeros_like"]
 MORE_ARGS = ["array_split", "expand_dims", "eye", "full_like", "hstack", "inner", "linspace", "moveaxis", "outer",
-             "pad", "roll", "split", "stack", "swapaxes", "tensordot", "vstack"]
+             "roll", "split", "stack", "swapaxes", "tensordot", "vstack"]
 __all__ = ONE_TENSOR + MORE_ARGS

@@ -29,6 +29,7 @@ from .numpy_ops import max as _max
 from .numpy_ops import mean, reshape
 from .numpy_ops import min as _min
 from .numpy_ops import sum as _sum
+from .numpy_pad import pad
 from .numpy_shape import (
     _arg,
     _axes,
@@ -41,7 +42,6 @@ from .numpy_shape import (
     diagonal,
     diff,
     linspace,
-    pad,
     ravel,
     squeeze,
 )

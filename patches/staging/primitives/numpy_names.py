@@ -1,0 +1,151 @@
+"""numpy's and JAX's other names for what is already here: ``asarray``/``array``, the ufunc spellings
+(``multiply``, ``greater_equal``, ``absolute``, ...), ``fmod``, the dtypes (``pt.float32``, ``pt.bfloat16``) and the
+constants (``pi``, ``inf``, ``newaxis``), so code written against ``jax.numpy`` reads unchanged."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..array import Array
+from ..core import Tracer, get_aval
+from ..errors import fail
+from ..types import mode_size, modes_of
+from .elementwise import abs, astype, div, eq, ge, gt, le, lt, mul, ne, neg, sub, where
+from .numpy_math import remainder
+from .numpy_ops import reshape
+from .numpy_shape import stack
+from .views import zeros
+
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> Any:
+    """``a`` as a tensor: a traced value or an Array as it is (cast to ``dtype`` when given), a numpy array with its
+    dtype, Python numbers and lists as JAX reads them (floats f32, ints i32 or i64 past its range, bools bool)."""
+    if order not in (None, "C", "F", "A", "K"):
+        raise fail("asarray", f"order must be None, 'C', 'F', 'A' or 'K', got {order!r}")
+    want = None if dtype is None else dtypes.canonical(dtype, "asarray")
+    if isinstance(a, (Tracer, Array)):
+        return a if want is None or get_aval(a).dtype == want else astype(a, want)
+    if isinstance(a, (list, tuple)) and any(isinstance(v, (Tracer, Array)) for v in a):
+        return stack([asarray(v, dtype) for v in a])
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError) as err:
+        raise fail("asarray", f"a must be a number, a rectangular sequence of numbers or an array, got {a!r:.80}") \
+            from err
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise fail("asarray", f"a must hold numbers or bools, got {arr.dtype} {a!r:.80}")
+    if arr.size == 0:
+        raise fail("asarray", f"empty arrays have no layout (shape {arr.shape})")
+    if want is None and not isinstance(a, (np.ndarray, np.generic)):     # Python numbers: JAX's default widths
+        if arr.dtype.kind == "f":
+            want = "f32"
+        elif arr.dtype.kind in "iu":
+            want = "i32" if np.all((arr >= -2**31) & (arr < 2**31)) else dtypes.canonical(arr.dtype)
+    if want is None:
+        return Array.from_numpy(arr)
+    npd = dtypes.to_numpy(want)
+    with np.errstate(all="ignore"):
+        return Array.from_numpy(arr if want in dtypes.EMULATED else arr.astype(npd), want)
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K", ndmin: int = 0) -> Any:  # noqa: A002
+    """numpy's ``array``: ``asarray`` (values are immutable, so a copy is never needed), with ``ndmin`` leading
+    extent-1 modes."""
+    if isinstance(ndmin, bool) or not isinstance(ndmin, (int, np.integer)) or ndmin < 0:
+        raise fail("array", f"ndmin must be a non-negative int, got {ndmin!r}")
+    x = asarray(object, dtype, None if order == "K" else order)
+    r = get_aval(x).rank
+    if ndmin > r:
+        t = get_aval(x)
+        extents = tuple(int(e) if type(e) is int else e for e in _extents(t))
+        x = reshape(x, (1,) * (ndmin - r) + extents)
+    return x
+
+
+def _extents(t: Any) -> tuple:
+    return tuple(mode_size(m) for m in modes_of(t.shape)) if t.rank else ()
+
+
+def fmod(x: Any, y: Any) -> Any:
+    """C's remainder (``np.fmod``): the sign of the dividend, where ``remainder`` takes the divisor's. Floats as
+    ``remainder(|x|, |y|)`` signed like ``x`` (exact, as fmod is); integers by moving ``remainder`` by ``y``."""
+    r = remainder(x, y)
+    if dtypes.is_float(get_aval(r).dtype):
+        x, y = asarray(x, get_aval(r).dtype), asarray(y, get_aval(r).dtype)
+        m = remainder(abs(x), abs(y))
+        return where(lt(x, 0), neg(m), m)
+    x_neg, r_neg = lt(x, 0), lt(r, 0)
+    return where(ne(r, 0) & ne(x_neg, r_neg), sub(r, y), r)
+
+
+def positive(x: Any) -> Any:
+    """``+x``."""
+    return asarray(x)
+
+
+def conjugate(x: Any) -> Any:
+    """The complex conjugate: every dtype here is real, so ``x``."""
+    return asarray(x)
+
+
+def real(x: Any) -> Any:
+    """The real part: ``x`` (every dtype here is real)."""
+    return asarray(x)
+
+
+def imag(x: Any) -> Any:
+    """The imaginary part: zeros of ``x``'s dtype and shape (every dtype here is real)."""
+    t = get_aval(asarray(x), "imag")
+    return zeros(t.shape, t.dtype) if t.rank else zeros((), t.dtype)
+
+
+class ScalarType:
+    """A dtype as ``jnp.float32`` is one: accepted wherever a dtype is (``zeros(s, pt.float32)``,
+    ``x.astype(pt.bfloat16)``), equal to its short name (``x.dtype == pt.float32``), and a cast when called."""
+
+    __slots__ = ("__name__", "name")
+
+    def __init__(self, numpy_name: str) -> None:
+        self.__name__ = numpy_name
+        self.name = dtypes.canonical(numpy_name)
+
+    def __call__(self, x: Any) -> Any:
+        return asarray(x, self.name)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, ScalarType):
+            return other.name == self.name
+        try:
+            return dtypes.canonical(other) == self.name
+        except Exception:                        # (not a dtype at all)
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"patches.{self.__name__}"
+
+
+float16, bfloat16, float32, float64 = (ScalarType(n) for n in ("float16", "bfloat16", "float32", "float64"))
+int8, int16, int32, int64 = (ScalarType(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (ScalarType(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+bool_ = ScalarType("bool_")
+
+multiply, subtract, divide = mul, sub, div
+equal, not_equal, greater, greater_equal, less, less_equal = eq, ne, gt, ge, lt, le
+absolute = abs
+conj = conjugate
+pi, e, inf, nan, newaxis, euler_gamma = math.pi, math.e, math.inf, math.nan, None, float(np.euler_gamma)
+
+ONE_TENSOR = ["absolute", "asarray", "array", "conj", "conjugate", "imag", "positive", "real"]
+MORE_ARGS = ["divide", "equal", "fmod", "greater", "greater_equal", "less", "less_equal", "multiply", "not_equal",
+             "subtract"]
+DTYPES = ["bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+          "uint32", "uint64"]
+CONSTANTS = ["e", "euler_gamma", "inf", "nan", "newaxis", "pi"]
+__all__ = ONE_TENSOR + MORE_ARGS + DTYPES + CONSTANTS + ["ScalarType"]

@@ -1,0 +1,90 @@
+"""numpy's and JAX's other names: asarray/array, the ufunc spellings, fmod, the dtypes and the constants."""
+
+import math
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+
+def test_asarray_reads_python_numbers_as_jax_and_numpy_arrays_with_their_dtype():
+    assert pt.asarray([1.0, 2.0]).dtype == "f32"
+    assert pt.asarray([1, 2]).dtype == "i32"
+    assert pt.asarray([2**40]).dtype == "i64"
+    assert pt.asarray(True).dtype == "bool"
+    assert pt.asarray(np.arange(3.0)).dtype == "f64"
+    assert pt.asarray(np.arange(3, dtype=np.uint8)).dtype == "u8"
+    x = pt.asarray(np.arange(6.0).reshape(2, 3), dtype="bfloat16")
+    assert x.dtype == "bf16" and np.array_equal(np.asarray(x), np.arange(6.0).reshape(2, 3))
+    a = pt.asarray(np.arange(4.0))
+    assert pt.asarray(a) is a and pt.asarray(a, "f32").dtype == "f32"
+
+
+def test_asarray_of_traced_values_casts_or_stacks():
+    prog = pt.stage(lambda x: pt.asarray(x), np.ones(3, np.float32))
+    assert not prog.eqns
+    prog = pt.stage(lambda x: pt.asarray(x, pt.float16), np.ones(3, np.float32))
+    assert [e.prim.name for e in prog.eqns] == ["astype"]
+    got = pt.jit(lambda x: pt.asarray([x[0], x[1] * 2]))(np.array([3.0, 4.0], np.float32))
+    assert np.array_equal(np.asarray(got), [3.0, 8.0])
+
+
+def test_array_with_ndmin():
+    assert pt.array(3.0, ndmin=2).shape == (1, 1)
+    assert pt.array([1, 2, 3], ndmin=3).shape == (1, 1, 3)
+    assert pt.array(np.ones((2, 3)), ndmin=1).shape == (2, 3)
+
+
+@pytest.mark.parametrize("bad", [[], [[1, 2], [3]], "abc", {1: 2}, np.array([1 + 2j]), [None]])
+def test_asarray_refuses_what_is_not_a_numeric_array(bad):
+    with pytest.raises(pt.StagingError, match="asarray"):
+        pt.asarray(bad)
+
+
+def test_ufunc_spellings_agree_with_numpy():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((2, 5, 3))
+    for name in ["multiply", "subtract", "divide", "equal", "not_equal", "greater", "greater_equal", "less",
+                 "less_equal"]:
+        assert np.array_equal(np.asarray(getattr(pt, name)(x, y)), getattr(np, name)(x, y)), name
+        assert np.array_equal(np.asarray(getattr(pt, name)(x, x)), getattr(np, name)(x, x)), name
+    for name in ["absolute", "positive", "conjugate", "conj", "real", "imag"]:
+        assert np.array_equal(np.asarray(getattr(pt, name)(x)), getattr(np, name)(x)), name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8, np.int64])
+def test_fmod_is_cs_remainder(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-50, 50, 200).astype(dtype)
+    y = rng.integers(1, 9, 200).astype(dtype) * rng.choice([-1, 1], 200).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x = x + rng.random(200).astype(dtype)
+    got = np.asarray(pt.fmod(x, y))
+    assert got.dtype == dtype and np.allclose(got, np.fmod(x, y)), (x, y)
+
+
+def test_fmod_gradient():
+    g = pt.grad(lambda x: pt.fmod(x, 0.75).sum())(np.array([-2.1, 1.3, 0.2]))
+    assert np.allclose(np.asarray(g), 1.0)
+
+
+def test_dtypes_are_accepted_compared_and_called():
+    assert pt.zeros((2,), pt.bfloat16).dtype == "bf16"
+    assert pt.zeros((2,), pt.int8).dtype == pt.int8
+    x = pt.asarray(np.ones(3))
+    assert x.astype(pt.float32).dtype == pt.float32 and x.dtype == pt.float64
+    assert pt.float32 == np.float32 and pt.float32 == "float32" and pt.float32 != pt.float16
+    assert pt.float32 != object() and len({pt.float32, pt.float32}) == 1
+    y = pt.float16(2.5)
+    assert y.dtype == "f16" and float(np.asarray(y)) == 2.5
+    assert pt.int32(np.array([1.7, -2.2])).dtype == "i32"
+    assert pt.tensor(pt.uint16, (2, 3)) == pt.tensor("u16", (2, 3))
+    assert repr(pt.bool_) == "patches.bool_"
+
+
+def test_constants():
+    assert pt.pi == math.pi and pt.e == math.e and pt.inf == math.inf and math.isnan(pt.nan)
+    assert pt.newaxis is None and abs(pt.euler_gamma - 0.5772156649) < 1e-9
+    x = np.arange(4.0)
+    assert pt.jit(lambda v: v[pt.newaxis, :] * pt.pi)(x).shape == (1, 4)
