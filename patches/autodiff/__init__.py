@@ -3,11 +3,19 @@
 Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (forward mode),
 ``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
 (reverse mode), ``api`` (the user's functions), ``jacobians`` (jacfwd, jacrev, hessian),
-``lax_control`` (scan, map, switch, while_loop), ``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
+``lax_control`` (scan, map, switch, while_loop; ``while_rules`` its jvp and vmap), ``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
-from . import batching_rules, jvp_rules, kernel_batching, kernel_jvp, kernel_transpose, transpose_rules  # noqa: F401 (registers the rules)
+from . import (  # noqa: F401 (registers the rules)
+    batching_rules,
+    jvp_rules,
+    kernel_batching,
+    kernel_jvp,
+    kernel_transpose,
+    transpose_rules,
+    while_rules,
+)
 from .api import LinearFunction, VJPFunction, grad, jvp, linearize, value_and_grad, vjp
 from .batching import batch_rules as batch_rule_table
 from .batching import vmap

@@ -2,7 +2,8 @@
 ``scan`` written out one step per element of its static length (every transformation and the lowering see plain
 equations; the program grows with the length, so long loops belong in ``fori_loop``), ``map`` as ``vmap`` (the same
 values as JAX's sequential map), ``switch`` as nested ``cond``s on a clamped index, and ``while_loop`` run in Python
-where its predicate is a concrete value (a data-dependent trip count cannot be staged: refused by name)."""
+where its predicate is a concrete value and staged as one ``while_loop`` equation where it is traced (its jvp and
+vmap rules in ``while_rules.py``; reverse mode refused, as in JAX)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..staging.core import Tracer, get_aval, is_tensor_like
 from ..staging.errors import StagingError, check_callable, fail
-from ..staging.kernel import cond
+from ..staging.kernel import cond, stage_while
 from ..staging.primitives import maximum, minimum, stack
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.types import mode_size, modes_of
@@ -138,16 +139,15 @@ def switch(index: Any, branches: Any, *operands: Any) -> Any:
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
-    """``lax.while_loop``: ``val = body_fun(val)`` while ``cond_fun(val)``, run in Python where the predicate is a
-    concrete value; a traced predicate (a trip count that depends on data) cannot be staged and is refused."""
+    """``lax.while_loop``: ``val = body_fun(val)`` while ``cond_fun(val)``, run in Python while the predicate is a
+    concrete value, then (a predicate that depends on traced data) staged as one ``while_loop`` equation."""
     check_callable("while_loop", cond_fun, 1, "cond_fun")
     check_callable("while_loop", body_fun, 1, "body_fun")
     val = init_val
     while True:
         p = cond_fun(val)
-        if isinstance(p, Tracer):
-            raise fail("while_loop", "the predicate is a traced value: a trip count that depends on data cannot be "
-                                     "staged; use fori_loop with a static or symbolic bound (or scan)")
+        if isinstance(p, Tracer):             # a data-dependent trip count: one staged loop from here on
+            return stage_while(cond_fun, body_fun, val)
         if not is_tensor_like(p) and not isinstance(p, (bool, np.bool_)):
             raise fail("while_loop", f"cond_fun must return a bool scalar, got {type(p).__name__}")
         arr = np.asarray(p)

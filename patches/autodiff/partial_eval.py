@@ -88,6 +88,9 @@ class PETrace(Trace):
             return [PETracer(self, v, None, None) for v in bind_multi(prim, *(t.value for t in tracers), **params)]
         if prim.is_call:
             return eval_program(params["program"], tracers)
+        rule = partial_eval_rules.get(prim)
+        if rule is not None:
+            return rule(self, tracers, params)
         ins = [self.instantiate_const(t) for t in tracers]
         out_types = abstract_eval(prim, [t.var.type for t in ins], params)
         outs = [PETracer(self, _UNKNOWN, Var(t), None) for t in out_types]
@@ -95,6 +98,9 @@ class PETrace(Trace):
         for o in outs:
             o.recipe = recipe
         return outs
+
+
+partial_eval_rules: dict[Any, Any] = {}   # primitives whose unknown inputs need more than staging the equation
 
 
 def _literal(value: Any) -> Literal | None:

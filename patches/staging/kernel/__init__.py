@@ -9,12 +9,25 @@ transforms: ``axes`` (which block axes may be split), ``restage`` (a body staged
 """
 
 from .blockspec import BlockMapping, BlockSpec
-from .control import cond, cond_p, fori_loop, fori_p, num_programs, num_programs_p, program_id, program_id_p, when
+from .control import (
+    cond,
+    cond_p,
+    fori_loop,
+    fori_p,
+    num_programs,
+    num_programs_p,
+    program_id,
+    program_id_p,
+    stage_while,
+    when,
+    while_p,
+)
 from .kernel import Scratch, kernel, kernel_p
 from .refs import GMEM, RMEM, SMEM, KernelError, MemorySpace, Ref, RefType, addupdate_p, ds, get_p, ref_slice_p, set_p
 
 __all__ = [
     "BlockMapping", "BlockSpec", "GMEM", "KernelError", "MemorySpace", "RMEM", "Ref", "RefType", "SMEM", "Scratch",
     "addupdate_p", "cond", "cond_p", "ds", "fori_loop", "fori_p", "get_p", "kernel", "kernel_p", "num_programs",
+    "stage_while", "while_p",
     "num_programs_p", "program_id", "program_id_p", "ref_slice_p", "set_p", "when",
 ]

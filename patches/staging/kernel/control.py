@@ -232,7 +232,8 @@ def stage_body(f: Callable, types: list, name: str, out_types: list | None = Non
         if out_types is not None:
             if len(leaves) != len(out_types):
                 raise fail(name, f"the body returns {len(leaves)} values, expected {len(out_types)}")
-            what = (f"cond: the {name} branch's output" if name in ("true", "false") else "fori_loop: a carry")
+            what = (f"cond: the {name} branch's output" if name in ("true", "false") else
+                    "while_loop: a carry" if name.startswith("while") else "fori_loop: a carry")
             leaves = [conform_to(cast_weak(o, t.dtype, what.split(":")[0]), t, f"{what} {k}")
                       for k, (o, t) in enumerate(zip(leaves, out_types))]
         return leaves
@@ -421,3 +422,74 @@ def when(pred: Any) -> Callable:
         check_callable("when", f, 0, "the decorated function")
         cond(pred, lambda: (f(), None)[1], lambda: None)
     return deco
+
+
+# -- while_loop ---------------------------------------------------------------------------------------
+
+while_p = Primitive("while_loop", multiple_results=True)
+WHILE_LIMIT = 1 << 22          # iterations the interpreter runs before it calls a loop endless
+
+
+def _while_abstract(*types: TensorType, cond: Program, body: Program, n_cond: int, n_body: int) -> list:
+    carry = list(types[n_cond + n_body:])
+    if cond.in_types != [*types[:n_cond], *carry] or body.in_types != list(types[n_cond:]):
+        raise fail("while_loop", "the predicate or the body was staged for other operand types", *types)
+    if len(cond.out_types) != 1 or cond.out_types[0].dtype != "bool" or cond.out_types[0].rank:
+        raise fail("while_loop", "the predicate must return one bool scalar, got "
+                   + ", ".join(map(str, cond.out_types)), *types)
+    if body.out_types != carry:
+        raise fail("while_loop", "the body returns " + ", ".join(map(str, body.out_types)) + " for a carry of "
+                   + ", ".join(map(str, carry)), *types)
+    return carry
+
+
+def _while_impl(*args: Any, cond: Program, body: Program, n_cond: int, n_body: int) -> list:
+    syms = active_symbols()
+    cc, bc, carry = list(args[:n_cond]), list(args[n_cond:n_cond + n_body]), list(args[n_cond + n_body:])
+    for _ in range(WHILE_LIMIT):
+        if not bool(run(cond, [*cc, *carry], syms)[0].logical()):
+            return carry
+        carry = run(body, [*bc, *carry], syms)
+    raise fail("while_loop", f"the predicate still holds after {WHILE_LIMIT:,} iterations; the interpreter stops "
+                             "there (an endless loop?)")
+
+
+abstract_eval_rules[while_p] = _while_abstract
+impl_rules[while_p] = _while_impl
+
+
+def stage_while(cond_fun: Callable, body_fun: Callable, init: Any) -> Any:
+    """``lax.while_loop`` staged as one ``while_loop`` equation: the predicate and the body become programs over
+    the carry (weak Python-number carries take the dtype the body gives them, as in ``fori_loop``)."""
+    leaves, tree = tree_flatten(init)
+    leaves = [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves]
+
+    def body(*carry: Any) -> Any:
+        return body_fun(tree_unflatten(tree, list(carry)))
+
+    def pred(*carry: Any) -> Any:
+        p = cond_fun(tree_unflatten(tree, list(carry)))
+        if isinstance(p, (bool, np.bool_)):
+            from ..primitives import full
+            p = full((), bool(p), "bool")
+        if not is_tensor_like(p) or get_aval(p).dtype != "bool" or get_aval(p).rank:
+            what = type(p).__name__ if not is_tensor_like(p) else str(get_aval(p))
+            raise fail("while_loop", f"cond_fun must return a bool scalar, got {what}")
+        return p
+
+    leaves, weak = _promote_weak_carries(lambda i, *c: body(*c), leaves)
+    weak = tuple(k - 1 for k in weak)
+    types = [carry_type(x) for x in leaves]
+    init_vals = [conform_to(x, t, "while_loop: a carry") for x, t in zip(leaves, types)]
+    weak_out: list = []
+    body_prog = stage_body(body, types, "while_body", types, weak, weak_out)
+    cond_prog = stage_body(pred, types, "while_cond", None, weak)
+    outs = bind_while(cond_prog.closed_over(), list(cond_prog.const_values), body_prog.closed_over(),
+                      list(body_prog.const_values), init_vals)
+    return tree_unflatten(tree, [_weak_result(o) if k in weak and weak_out[k] else o for k, o in enumerate(outs)])
+
+
+def bind_while(cond: Program, c_vals: list, body: Program, b_vals: list, carry: list) -> list:
+    """Bind ``while_p``: ``cond`` takes (*c_vals, *carry), ``body`` (*b_vals, *carry)."""
+    return bind_multi(while_p, *c_vals, *b_vals, *carry, cond=cond, body=body, n_cond=len(c_vals),
+                      n_body=len(b_vals))
