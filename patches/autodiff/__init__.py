@@ -3,7 +3,8 @@
 Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (forward mode),
 ``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
 (reverse mode), ``api`` (the user's functions), ``jacobians`` (jacfwd, jacrev, hessian),
-``lax_control`` (scan, map, switch, while_loop; ``while_rules`` its jvp and vmap), ``custom`` (custom_jvp, custom_vjp), ``batching`` + ``batching_rules`` (vmap).
+``lax_control`` (scan, map, switch, while_loop; ``while_rules`` its jvp and vmap), ``custom`` (custom_jvp,
+custom_vjp), ``batching`` + ``batching_rules`` (vmap).
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 
