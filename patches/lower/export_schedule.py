@@ -81,6 +81,18 @@ def run(*tensors):
             for name, c in zip(k["outputs"], carry):
                 vals[name].copy_(c)
             continue
+        if k["kind"] == "while":         # a while-loop: its predicate's runner, read by the host, then its body's
+            where = os.path.join(HERE, k["name"])
+            cond = _module(os.path.join(where, "cond", "runner.py"), k["name"] + "_cond_runner")
+            body = _module(os.path.join(where, "body", "runner.py"), k["name"] + "_body_runner")
+            ins = [vals[name] for name in k["inputs"]]
+            nc, nb = k["n_cond"], k["n_body"]
+            cc, bc, carry = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
+            while bool(cond.run(*cc, *carry)[0].item()):
+                carry = body.run(*bc, *carry)
+            for name, c in zip(k["outputs"], carry):
+                vals[name].copy_(c)
+            continue
         views = [_view(vals[a["value"]], a["perm"], a["batched"], a.get("flat"), a.get("groups"))
                  for a in k["args"]]
         _binding(k["name"]).run(*views)
@@ -113,6 +125,12 @@ def _loop(k: Any, kexe: Any, names: dict, directory: Path) -> dict:
     """A host loop's entry: its static bounds, the values it reads (constants, then carries) and writes; its body's
     schedule exported into ``directory``."""
     e = k.program.eqns[-1]
+    if e.prim.name == "while_loop":                # its predicate and its body, each a schedule of its own
+        export_schedule(kexe.cond, directory / "cond")
+        export_schedule(kexe.body, directory / "body")
+        return {"name": k.name, "kind": "while", "fuses": list(k.fuses), "n_cond": e.params["n_cond"],
+                "n_body": e.params["n_body"], "inputs": [names[id(x)] for x in e.inputs],
+                "outputs": [names[id(o)] for o in k.program.outputs]}
     lo, hi = e.params["lower"], e.params["upper"]
     if type(lo) is not int or type(hi) is not int:
         raise LoweringError(f"host loop {k.name}: its bounds {lo}..{hi} are symbolic; the exported runner takes "

@@ -29,7 +29,8 @@ from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 
 VIEWS = ("transpose", "broadcast", "slice", "view", "tile", "rev")    # (rev is read in place: simt_views)
-OWN_KIND = {"matmul": "gemm", "kernel": "kernel", "fori_loop": "loop"}    # equations that open a kernel of their kind
+# equations that open a kernel of their kind
+OWN_KIND = {"matmul": "gemm", "kernel": "kernel", "fori_loop": "loop", "while_loop": "loop"}
 ALONE = ("kernel", "loop")      # kinds nothing joins: a pt.kernel call, a host loop over a schedule of its body
 GENERATORS = ("iota", "extent")   # no operands: each kernel that reads one computes it (no kernel, no buffer)
 EPILOGUE_OPS = {*UNARY_OPS, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
@@ -143,7 +144,7 @@ def partition(prog: Program, graph: Graph, fits: Any, isolate: set = frozenset()
         # its sources first; then the latest SIMT kernel (horizontal fusion), which adds a dependency only if the
         # equation reads it or something after it: a concatenate of a computed value and a slice of a parameter
         cands = sorted(srcs, reverse=True) + ([len(groups) - 1] if latest and len(groups) - 1 not in srcs else [])
-        if e.prim.name not in ("matmul", "kernel", "fori_loop") and id(e) not in isolate:
+        if e.prim.name not in OWN_KIND and id(e) not in isolate:
             for g in cands:
                 if groups[g].kind in ALONE or any(id(q) in isolate for q in groups[g].eqns):
                     continue

@@ -28,6 +28,7 @@ from .emit_gemm import emit_gemm
 from .emit_simt import emit_simt
 from .errors import LoweringError
 from .host_loop import LoopModule
+from .host_while import WhileModule
 from .kernel.api import kernel_call, lower_kernel_call
 from .module import Module
 from .names import sanitize
@@ -59,7 +60,12 @@ class Kernel:
         if self._module is None:
             t0 = time.perf_counter()
             if self.kind == "loop":
-                self._module = LoopModule(self.program.eqns[-1], Schedule.of_build(self._body, self.config))
+                e = self.program.eqns[-1]
+                if e.prim.name == "while_loop":
+                    cond, body = (Schedule.of_build(b, self.config) for b in self._body)
+                    self._module = WhileModule(e, cond, body)
+                else:
+                    self._module = LoopModule(e, Schedule.of_build(self._body, self.config))
                 return self._module
             if self.kind == "kernel":
                 self._module = lower_kernel_call(kernel_call(self.program))

@@ -311,7 +311,7 @@ def kernel_operands(eqns: list) -> list:
     producer = {id(v): e for e in eqns for v in e.outputs}
     out = []
     for e in eqns:
-        if e.prim.name not in ("kernel", "fori_loop"):       # (a host loop passes whole buffers to its body too)
+        if e.prim.name not in ("kernel", "fori_loop", "while_loop"):   # (a host loop passes whole buffers too)
             out.append(e)
             continue
         ins = []

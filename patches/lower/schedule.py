@@ -116,7 +116,10 @@ class Builder:
         """The build of a host loop's body (its own schedule), once per loop."""
         if id(e) not in self.modules:
             try:
-                self.modules[id(e)] = build(with_index_bounds(e), self.config)[:3]
+                if e.prim.name == "while_loop":          # a while-loop: its predicate's build and its body's
+                    self.modules[id(e)] = tuple(build(e.params[k], self.config)[:3] for k in ("cond", "body"))
+                else:
+                    self.modules[id(e)] = build(with_index_bounds(e), self.config)[:3]
             except LoweringError as err:
                 self.modules[id(e)] = LoweringError(f"the body of a loop of {_trips(e)} iterations: {err}")
         got = self.modules[id(e)]
@@ -263,7 +266,7 @@ def build(prog: Program, config: TileConfig | None = None) -> tuple[Program, lis
 
 
 def _trips(e: Eqn) -> Any:
-    return e.params["upper"] - e.params["lower"]
+    return "a data-dependent number of" if e.prim.name == "while_loop" else e.params["upper"] - e.params["lower"]
 
 
 def traffic(plans: list) -> Any:

@@ -85,7 +85,7 @@ def test_grad_through_vmap_of_a_k_grid_matmul(variant):
     np.testing.assert_allclose(ga, np.stack([w @ b.T] * 2), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("variant", ["output", "scratch"])
+@pytest.mark.parametrize("variant", ["output", pytest.param("scratch", marks=pytest.mark.slow)])
 def test_backward_kernels_of_a_k_grid_matmul_lower_and_agree_with_the_interpreter(variant):
     kern = _kernel(variant, "f32")
     a, b, w = _data(np.float32)
@@ -199,6 +199,7 @@ def test_grad_of_a_parallel_kernel_with_scratch():
     np.testing.assert_allclose(pt.grad(lambda v: pt.reduce_sum(k(v)))(x), np.exp(x) * (1 + x), rtol=1e-12)
 
 
+@pytest.mark.slow
 @needs_sass
 def test_bf16_k_grid_matmul_backward_kernels_compile_to_hgmma_without_spills():
     def body(x_ref, y_ref, o_ref):

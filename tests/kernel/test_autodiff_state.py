@@ -42,6 +42,7 @@ def _data(scale=0.2):
     return a, b, rng.standard_normal((M, N)).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_jvp_and_grad_of_an_output_accumulated_in_a_loop_then_read_back():
     kern = pt.kernel(acc_tanh, pt.tensor("f32", (M, N)), grid=(M // BM, N // BN), **ROWS)
     a, b, w = _data()

@@ -100,6 +100,7 @@ def test_scan_kernels_compile_for_sm90a_without_spills():
             assert pt.lower(sub).compile().resources["spills"] == 0
 
 
+@pytest.mark.slow
 def test_a_scan_along_columns_leaves_the_rows_splittable():
     """A slice keeps the modes it takes whole apart: a (512, 64) block scanned along its columns (32768 values,
     past the register budget) is split along its rows into grid points of their own."""

@@ -193,7 +193,7 @@ def test_the_staged_program_holds_one_gather():
 
 @pytest.mark.parametrize("call, words", [
     (lambda: pt.take(A, np.array([0.5, 1.0]), 0), "integers"),
-    (lambda: pt.jit(lambda x: x[np.array([True] * 5)])(A), "boolean mask"),
+    (lambda: pt.jit(lambda x, m: x[m])(A, np.array([True] * A.shape[0])), "boolean mask"),
     (lambda: pt.take(A, np.zeros((0,), np.int32), 0), "must not be empty"),
     (lambda: pt.jit(lambda x: x[[[0, 1], [2]]])(A), "rectangular"),
     (lambda: pt.jit(lambda x, i: pt.take(x, i, 0))(A, np.array([1], np.uint64)), "u64 indices are not supported"),

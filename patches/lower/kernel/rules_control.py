@@ -135,3 +135,29 @@ def _cond(ctx: Ctx, e: Any, ins: list) -> list:
         _put(ctx, names, types, lower_program(ctx, e.params["false"], ops[n_true:], "false"), tvs)
         ctx.w.emit("pass")
     return _take(ctx, names, types, tvs)
+
+
+@rule("while_loop")
+def _while(ctx: Ctx, e: Any, ins: list) -> list:
+    """A ``while`` on a register-held predicate (uniform across the CTA, as a ``cond``'s), carries in registers:
+    the predicate computed before the loop and again at the end of each iteration."""
+    nc, nb = e.params["n_cond"], e.params["n_body"]
+    cond, body = e.params["cond"], e.params["body"]
+    types = [v.type for v in e.outputs]
+    tvs = _default_tvs(types)
+    names = _holders(ctx, types, ins[nc + nb:], tvs)
+    live = ctx.w.fresh("live")
+    ctx.w.emit(f"{live} = cute.make_rmem_tensor((1,), cutlass.Boolean)")
+
+    def test() -> None:
+        pred = lower_program(ctx, cond, [*ins[:nc], *_take(ctx, names, types, tvs)], "while_cond")[0]
+        if not isinstance(pred, Scalar):
+            raise ctx.fail("the predicate must be a scalar")
+        ctx.w.emit(f"{live}[0] = {pred.expr}")
+    test()
+    ctx.w.emit(f"while {live}[0]:")
+    with ctx.w.indent():
+        carry = _take(ctx, names, types, tvs)
+        _put(ctx, names, types, lower_program(ctx, body, [*ins[nc:nc + nb], *carry], "while_body"), tvs)
+        test()
+    return _take(ctx, names, types, tvs)

@@ -15,8 +15,8 @@ from ..core import Tracer, get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
 from .elementwise import abs, astype, div, eq, ge, gt, le, lt, mul, ne, neg, sub, where
-from .numpy_math import remainder
-from .numpy_ops import reshape
+from .numpy_math import _operands, remainder
+from .numpy_ops import _tensor, reshape
 from .numpy_shape import stack
 from .views import zeros
 
@@ -82,24 +82,48 @@ def fmod(x: Any, y: Any) -> Any:
     return where(ne(r, 0) & ne(x_neg, r_neg), sub(r, y), r)
 
 
+def _binary(name: str, op: Any) -> Any:
+    def f(x: Any, y: Any) -> Any:
+        return op(*_operands(name, x, y))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"numpy's ``{name}``: ``{op.__name__}``."
+    return f
+
+
+multiply, subtract, divide = _binary("multiply", mul), _binary("subtract", sub), _binary("divide", div)
+equal, not_equal = _binary("equal", eq), _binary("not_equal", ne)
+greater, greater_equal, less, less_equal = (_binary("greater", gt), _binary("greater_equal", ge), _binary("less", lt),
+                                            _binary("less_equal", le))
+
+
+def absolute(x: Any) -> Any:
+    """numpy's ``absolute``: ``abs``."""
+    return abs(_tensor("absolute", x))
+
+
 def positive(x: Any) -> Any:
     """``+x``."""
-    return asarray(x)
+    return _tensor("positive", x)
 
 
 def conjugate(x: Any) -> Any:
     """The complex conjugate: every dtype here is real, so ``x``."""
-    return asarray(x)
+    return _tensor("conjugate", x)
+
+
+def conj(x: Any) -> Any:
+    """The complex conjugate (numpy's short name): ``x``."""
+    return _tensor("conj", x)
 
 
 def real(x: Any) -> Any:
     """The real part: ``x`` (every dtype here is real)."""
-    return asarray(x)
+    return _tensor("real", x)
 
 
 def imag(x: Any) -> Any:
     """The imaginary part: zeros of ``x``'s dtype and shape (every dtype here is real)."""
-    t = get_aval(asarray(x), "imag")
+    t = get_aval(_tensor("imag", x), "imag")
     return zeros(t.shape, t.dtype) if t.rank else zeros((), t.dtype)
 
 
@@ -136,15 +160,11 @@ int8, int16, int32, int64 = (ScalarType(n) for n in ("int8", "int16", "int32", "
 uint8, uint16, uint32, uint64 = (ScalarType(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 bool_ = ScalarType("bool_")
 
-multiply, subtract, divide = mul, sub, div
-equal, not_equal, greater, greater_equal, less, less_equal = eq, ne, gt, ge, lt, le
-absolute = abs
-conj = conjugate
 pi, e, inf, nan, newaxis, euler_gamma = math.pi, math.e, math.inf, math.nan, None, float(np.euler_gamma)
 
-ONE_TENSOR = ["absolute", "asarray", "array", "conj", "conjugate", "imag", "positive", "real"]
-MORE_ARGS = ["divide", "equal", "fmod", "greater", "greater_equal", "less", "less_equal", "multiply", "not_equal",
-             "subtract"]
+ONE_TENSOR = ["absolute", "conj", "conjugate", "imag", "positive", "real"]
+MORE_ARGS = ["array", "asarray", "divide", "equal", "fmod", "greater", "greater_equal", "less", "less_equal",
+             "multiply", "not_equal", "subtract"]
 DTYPES = ["bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
           "uint32", "uint64"]
 CONSTANTS = ["e", "euler_gamma", "inf", "nan", "newaxis", "pi"]
