@@ -18,6 +18,37 @@ def test_race_when_the_index_map_ignores_a_grid_axis():
         k(x, x)
 
 
+@pytest.mark.parametrize("space", ["gmem", "smem"])
+def test_a_read_of_another_parallel_points_output_is_a_race(space):
+    def body(x_ref, o_ref):
+        i = pt.program_id(0)
+
+        @pt.when(i == 0)
+        def _():
+            o_ref[pt.ds(0, 8), :] = x_ref[pt.ds(0, 8), :]
+
+        @pt.when(i == 1)
+        def _():
+            o_ref[pt.ds(8, 8), :] = o_ref[pt.ds(0, 8), :] + 1.0     # grid point 0's rows: any order on a GPU
+    spec = pt.BlockSpec((16, 16), lambda i: (0, 0), memory_space=pt.SMEM) if space == "smem" else None
+    k = pt.kernel(body, out_type=pt.tensor("f64", (16, 16)), grid=(2,),
+                  **({"out_specs": spec} if spec else {}))
+    with pytest.raises(pt.KernelError, match=r"race: grid point \(1,\) reads element \(0, 0\) of o_ref, which grid "
+                                             r"point \(0,\) wrote|uninitialized read"):
+        k(x)
+    ordered = pt.kernel(body, out_type=pt.tensor("f64", (16, 16)), grid=(2,), dimension_semantics=("arbitrary",),
+                        **({"out_specs": spec} if spec else {}))
+    np.testing.assert_array_equal(np.asarray(ordered(x)), np.vstack([x[:8], x[:8] + 1]))
+
+
+def test_a_negative_ds_size_is_refused_where_it_is_written():
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + pt.sum(x_ref[pt.ds(0, -8), :])
+    k = pt.kernel(body, out_type=pt.tensor("f64", (16, 16)), grid=(1,))
+    with pytest.raises(pt.StagingError, match="ds size must be non-negative, got -8"):
+        k(x)
+
+
 def test_race_in_the_matmul_output_map():
     def bad(M, N, K, BM, BN, BK):
         def matmul_kernel(a_ref, b_ref, c_ref):

@@ -186,6 +186,9 @@ def _run_point(point: tuple, grid: tuple, k: int, par: tuple, arrays: list, spec
             local = _local(m.ref_type, m.label)
             local.storage[local.offsets] = a.storage[window]
             unwritten = target.unwritten(window)
+            if is_out:                       # another parallel point's elements: never read here (that would race)
+                prev = owner[window]
+                unwritten = (prev == -1) | ((prev >= 0) & (prev != k)) if unwritten is not None else unwritten
             local.written[local.offsets] = True if unwritten is None else ~unwritten
             refs.append(local)
             if is_out:

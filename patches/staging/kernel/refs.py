@@ -177,6 +177,8 @@ def normalize_index(t: RefType, index: Any) -> tuple[tuple, list]:
         elif isinstance(ix, ds):
             if not (_static_int(ix.size) or hasattr(ix.size, "free_symbols")):
                 raise fail("ref", f"ds size must be static (an int or a Sym expression), got {ix.size!r}", t)
+            if _static_int(ix.size) and ix.size < 0:
+                raise fail("ref", f"mode {pos}: ds size must be non-negative, got {ix.size}", t)
             if not _static_int(ix.stride) or ix.stride < 1:
                 raise fail("ref", f"ds stride must be a positive Python integer, got {ix.stride!r}", t)
             if ix.stride != 1 and not _static_int(ix.size):
@@ -465,6 +467,14 @@ def _select(r: RefValue, dyn: tuple, index: tuple, what: str) -> np.ndarray:
 
 
 def _check_initialized(r: RefValue, offs: np.ndarray) -> None:
+    if r.owner is not None:                  # an output element another parallel grid point wrote: a race
+        prev = r.owner[offs]
+        foreign = (prev >= 0) & (prev != current_id())
+        if foreign.any():
+            k = tuple(np.argwhere(foreign)[0])
+            raise KernelError(f"race: grid point {current_point()} reads element {r.coordinate(int(offs[k]))} of "
+                              f"{r.label}, which grid point {point_of(int(prev[k]))} wrote; parallel grid points run "
+                              "in any order (mark the axis 'arbitrary' in dimension_semantics to order them)")
     missing = r.unwritten(offs)
     if missing is not None and missing.any():
         off = int(offs[tuple(np.argwhere(missing)[0])])
