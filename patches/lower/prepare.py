@@ -53,8 +53,34 @@ def prepare(prog: Program) -> Program:
             continue
         eqns.append(e2)
     outputs = [lit.get(id(o), o) if isinstance(o, Var) else o for o in prog.outputs]
-    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(generated_views(eqns)), outputs))))
+    for k, o in enumerate(outputs):      # a returned literal (a loop counter folded to 6): a 0-d value of its own
+        if not isinstance(o, Var):
+            outputs[k] = Var(TensorType(o.type.dtype, SCALAR_LAYOUT))
+            eqns.append(Eqn(broadcast_p, [o], {"shape": (), "dims": ()}, [outputs[k]]))
+    eqns = generated_views(gathered_buffers(eqns))
+    eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(eqns), outputs))))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
+
+
+def gathered_buffers(eqns: list) -> list:
+    """A ``gather`` reads its operand from memory at computed indices: an operand that is generated where read (an
+    ``iota``, a filled constant, or views of one: ``take(arange(n), i)``, ``x.at[i].set(7.0)``) is first copied into
+    a buffer (a ``copy`` equation, in a kernel of its own or fused into a producer's), so the schedule cuts there."""
+    producer = {id(v): e for e in eqns for v in e.outputs}
+    out = []
+    for e in eqns:
+        if e.prim.name == "gather":
+            x = root = e.inputs[0]
+            p = producer.get(id(root)) if isinstance(root, Var) else None
+            while p is not None and p.prim.name in VIEWS:
+                root = p.inputs[0]
+                p = producer.get(id(root)) if isinstance(root, Var) else None
+            if not isinstance(root, Var) or p is not None and p.prim.name in GENERATORS:
+                y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
+                out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+                e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+        out.append(e)
+    return out
 
 
 def generated_views(eqns: list) -> list:

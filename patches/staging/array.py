@@ -66,7 +66,7 @@ class Array(Operators):
         self.storage = storage
         self.offset = offset
         self.layout = layout
-        self.dtype = dtype
+        self.dtype = dtypes.NAMES.get(dtype, dtype)
 
     @property
     def type(self) -> TensorType:

@@ -128,7 +128,8 @@ class Tracer(Operators):
 
     @property
     def dtype(self) -> str:
-        return self.aval.dtype
+        d = self.aval.dtype
+        return dtypes.NAMES.get(d, d)
 
     @property
     def layout(self) -> Any:

@@ -52,6 +52,30 @@ def canonical(dtype: Any, where: str = "tensor") -> str:
     return name
 
 
+class DTypeName(str):
+    """The short name a value's ``.dtype`` gives (``"f32"``), equal also to the dtype as numpy and JAX spell it:
+    ``x.dtype == np.float32``, ``== "float32"``, ``== np.dtype("float32")`` and ``== pt.float32`` all hold, so a
+    dtype test written for numpy or JAX takes the branch it means."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, str):
+            return str.__eq__(self, other) or str.__eq__(self, _ALIASES.get(other, ""))
+        try:
+            return str.__eq__(self, canonical(other))
+        except Exception:                      # (not a dtype at all)
+            return False
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+
+NAMES = {name: DTypeName(name) for name in _NUMPY}
+
+
 def to_numpy(name: str) -> np.dtype:
     d = _NUMPY[name]
     if d is None:

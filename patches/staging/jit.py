@@ -8,6 +8,7 @@ partial evaluation, vmap) its body is inlined, so they see the primitives inside
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 from .array import Array
@@ -37,53 +38,106 @@ def call_impl(*args: Array, program: Program, name: str) -> list:
 call_p = primitive("call", call_abstract, call_impl, multiple_results=True, is_call=True)
 
 
-class Jitted:
-    """A function staged once per input types (and pytree structure) and run as a ``call`` of the cached program."""
+def _indices(name: str, v: Any, what: str) -> tuple:
+    """``static_argnums`` (ints) or ``static_argnames`` (strs) as a tuple, one value or a sequence."""
+    kind = str if what == "static_argnames" else int
+    vals = () if v is None else (v,) if isinstance(v, kind) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if vals is None or not all(isinstance(x, kind) and not isinstance(x, bool) for x in vals):
+        raise fail("jit", f"{name}: {what} must be {'a name' if kind is str else 'an int'} or a sequence of them, "
+                          f"got {v!r}")
+    return vals
 
-    def __init__(self, f: Any, name: str | None = None) -> None:
+
+class Jitted:
+    """A function staged once per input types (and pytree structure) and run as a ``call`` of the cached program.
+    Arguments named by ``static_argnums``/``static_argnames`` are Python values the function is staged for (one
+    program per value, as JAX's); keyword arguments are traced like positional ones."""
+
+    def __init__(self, f: Any, name: str | None = None, static_argnums: Any = None, static_argnames: Any = None) -> None:
         check_callable("jit", f, None, "f")
         self.f = f
         self.name = check_name("jit", name) if name is not None else name_of(f, "jitted")
         self.cache: dict[Any, tuple[Program, Program, dict]] = {}
+        self.static_argnums = _indices(self.name, static_argnums, "static_argnums")
+        self.static_argnames = _indices(self.name, static_argnames, "static_argnames")
+        try:
+            self.signature: Any = inspect.signature(f)
+        except (TypeError, ValueError):
+            self.signature = None
         functools.update_wrapper(self, f)
 
-    def _entry(self, args: tuple) -> tuple[Program, Program, dict]:
-        leaves, in_tree = tree_flatten(args)
-        weak = tuple(i for i, a in enumerate(leaves) if is_weak(a))     # Python scalars: JAX's weak types
-        leaves = weak_arrays(leaves)
+    def _split(self, args: tuple, kwargs: dict) -> tuple:
+        """(the function to stage, its traced arguments as one pytree, the static values' cache key)."""
+        if not kwargs and not self.static_argnums and not self.static_argnames:
+            return self.f, args, ()
+        if self.signature is None:
+            raise fail("jit", f"{self.name}: keyword or static arguments need a function with a signature")
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise fail("jit", f"{self.name}: {err}") from None
+        pos, kw = list(bound.args), dict(bound.kwargs)
+        names = [p.name for p in self.signature.parameters.values()]
+        static_pos = {i + len(pos) if i < 0 else i for i in self.static_argnums}
+        static_pos |= {names.index(n) for n in self.static_argnames if n in names and names.index(n) < len(pos)}
+        static_kw = {n for n in self.static_argnames if n in kw}
+        statics = tuple((i, pos[i]) for i in sorted(static_pos) if i < len(pos)) + \
+            tuple((n, kw[n]) for n in sorted(static_kw))
+        try:
+            hash(statics)
+        except TypeError:
+            raise fail("jit", f"{self.name}: static arguments must be hashable (they key the cache), got "
+                              f"{', '.join(type(v).__name__ for _, v in statics)}") from None
+        dyn_pos = tuple(x for i, x in enumerate(pos) if i not in static_pos)
+        dyn_kw = {n: v for n, v in kw.items() if n not in static_kw}
+        f = self.f
+
+        def with_statics(dp: tuple, dk: dict) -> Any:
+            it = iter(dp)
+            full = [pos[i] if i in static_pos else next(it) for i in range(len(pos))]
+            return f(*full, **{**dk, **{n: kw[n] for n in static_kw}})
+        return with_statics, (dyn_pos, dyn_kw), statics
+
+    def _entry(self, args: tuple, kwargs: dict | None = None) -> tuple[Program, Program, dict, tuple]:
+        f, args, statics = self._split(args, kwargs or {})
+        raw, in_tree = tree_flatten(args)
+        weak = tuple(i for i, a in enumerate(raw) if is_weak(a))     # Python scalars: JAX's weak types
+        leaves = weak_arrays(raw)
         types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
-        key = (in_tree, types, weak)
+        key = (in_tree, types, weak, statics)
         hit = self.cache.get(key)
         if hit is None:
-            args = {i: WeakArgument() for i in weak}
-            staged = stage_flat(self.f, list(types), in_tree, self.name, args)
-            hit = self.cache[key] = (staged, staged.closed_over(), args)
-        return hit
+            weak_args = {i: WeakArgument() for i in weak}
+            staged = stage_flat(f, list(types), in_tree, self.name, weak_args)
+            hit = self.cache[key] = (staged, staged.closed_over(), weak_args)
+        return (*hit, raw)
 
-    def stage(self, *args: Any) -> Program:
+    def stage(self, *args: Any, **kwargs: Any) -> Program:
         """The cached program for arguments like ``args`` (values or ``tensor`` types). A Python int argument the
         function narrows (to meet an i8 tensor) is refused here: the program alone would not check its value."""
-        staged, _, weak = self._entry(args)
+        staged, _, weak, _ = self._entry(args, kwargs)
         for i, arg in weak.items():
             if arg.narrowed:
                 raise fail("jit", f"{self.name}: argument {i} (a Python int) is converted to {min(arg.narrowed)}, which "
                                   "only a call checks against its value; pass a tensor of that dtype to stage it")
         return staged
 
-    def __call__(self, *args: Any) -> Any:
-        leaves, _ = tree_flatten(args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        staged, body, weak, leaves = self._entry(args, kwargs)
         for x in leaves:
             if not is_tensor_like(x):
-                raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor")
-        staged, body, weak = self._entry(args)
+                raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor (mark it with "
+                                  "static_argnums or static_argnames to stage for its value)")
         for i, arg in weak.items():               # a Python int narrowed to a tensor's int dtype must fit it
             arg.check(leaves[i], self.name)
         outs = bind_multi(call_p, *staged.const_values, *weak_arrays(leaves), program=body, name=self.name)
         return tree_unflatten(staged.out_tree, [to_user(o) for o in outs])
 
 
-def jit(f: Any = None, *, name: str | None = None) -> Any:
-    """Stage ``f`` once per input types, cache, run (``jit(f)`` or ``@jit``)."""
+def jit(f: Any = None, *, name: str | None = None, static_argnums: Any = None, static_argnames: Any = None,
+        donate_argnums: Any = None, donate_argnames: Any = None, inline: bool = False, keep_unused: bool = False) -> Any:
+    """Stage ``f`` once per input types (and static argument values), cache, run (``jit(f)`` or ``@jit``).
+    ``donate_argnums``/``donate_argnames``, ``inline`` and ``keep_unused`` are JAX's hints: accepted, no effect."""
     if f is None:
-        return lambda g: Jitted(g, name)
-    return Jitted(f, name)
+        return lambda g: Jitted(g, name, static_argnums, static_argnames)
+    return Jitted(f, name, static_argnums, static_argnames)

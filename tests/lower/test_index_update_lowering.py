@@ -31,6 +31,10 @@ CASES = {    # name: (function, arguments, kernels)
     "traced_mask_add": (lambda x, m: x.at[m].add(1.0) * 2.0, (_f32(16, 32), RNG.random((16, 32)) > 0.5), 1),
     "traced_row_mask_set": (lambda x, m, v: x.at[m].set(v), (_f32(16, 32), RNG.random(16) > 0.5, _f32(32)), 1),
     "concrete_mask_read": (lambda x: pt.exp(x[np.arange(16) % 3 == 0]), (_f32(16, 32),), 1),
+    "scalar_set_at_indices": (lambda x, i: x.at[i].set(7.0), (_f32(12, 16), _ints(-12, 12, 5)), 2),
+    "take_of_an_arange": (lambda x, i: pt.take(pt.arange(10.0, dtype="f32"), i) + x, (_f32(5), _ints(0, 10, 5)), 2),
+    "take_of_a_filled_constant": (lambda x, i: pt.take(pt.full((7,), 2.0, "f32"), i) * x, (_f32(5), _ints(0, 7, 5)), 2),
+    "put_along_axis_scalar": (lambda x, i: pt.put_along_axis(x, i, 9.0, axis=0), (_f32(12), _ints(0, 12, 4)), 2),
     "grad_of_a_set": (pt.grad(lambda x, v: pt.sum(pt.sin(x.at[2:5, ::3].set(v))), argnums=(0, 1)),
                       (_f32(16, 32), _f32(3, 11)), None),
 }

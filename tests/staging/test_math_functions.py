@@ -168,3 +168,13 @@ def test_round_with_decimals_as_numpy():
         np.testing.assert_array_equal(pt.jit(lambda v, d=d: pt.round(v, d))(x), np.round(x, d))
     with pytest.raises(pt.StagingError, match="decimals must be an int"):
         pt.round(x, 1.5)
+
+
+def test_sigmoid_keeps_its_precision_for_negative_inputs():
+    x = np.array([-10.0, -17.0, -20.0, -30.0, -80.0, 0.0, 5.0, 40.0], np.float32)
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    got = np.asarray(pt.sigmoid(x))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert float(np.asarray(pt.log(pt.sigmoid(np.float32(-20.0))))) == pytest.approx(-20.0, rel=1e-6)
+    assert float(pt.grad(lambda v: pt.log(pt.sigmoid(v)))(np.float32(-20.0))) == pytest.approx(1.0, rel=1e-6)

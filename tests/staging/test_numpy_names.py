@@ -88,3 +88,16 @@ def test_constants():
     assert pt.newaxis is None and abs(pt.euler_gamma - 0.5772156649) < 1e-9
     x = np.arange(4.0)
     assert pt.jit(lambda v: v[pt.newaxis, :] * pt.pi)(x).shape == (1, 4)
+
+
+def test_a_values_dtype_compares_as_numpy_and_jax_spell_it():
+    x = np.ones(2, np.float32)
+    got = pt.jit(lambda v: v * 2.0 if v.dtype == np.float32 else v * 3.0)(x)
+    np.testing.assert_array_equal(np.asarray(got), [2.0, 2.0])       # the branch the test means
+    for value in (pt.asarray(x), pt.stage(lambda v: v, x).params[0]):
+        d = value.dtype if hasattr(value, "dtype") else value.type.dtype
+        assert d == np.float32 and d == "float32" and d == "f32" and d == np.dtype("float32") and d == pt.float32
+        assert d != np.float64 and d != "f64" and d != "int32" and not (d == None)  # noqa: E711
+        assert {d: 1}["f32"] == 1 and repr(d) == "'f32'" and str(d) == "f32"
+    assert pt.asarray(np.ones(2, np.int8)).dtype == np.int8
+    assert np.zeros(3, dtype=pt.float32).dtype == np.float32 and np.ones(2).astype(pt.int8).dtype == np.int8

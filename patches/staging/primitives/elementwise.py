@@ -93,7 +93,10 @@ def _abstract(name: str, kind: str, out_dtype: str | None = None, arity: int = 2
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
+    """``1 / (1 + exp(-x))`` in ``x``'s dtype without cancellation: ``e / (1 + e)`` with ``e = exp(x)`` for negative
+    ``x``, so ``sigmoid(-30)`` is 9.4e-14, not 0 (the kernels' ``1 / (1 + exp(-x))`` is accurate there too)."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
 UNARY = {  # name: (numpy function, operand kind)

@@ -129,13 +129,16 @@ def imag(x: Any) -> Any:
 
 class ScalarType:
     """A dtype as ``jnp.float32`` is one: accepted wherever a dtype is (``zeros(s, pt.float32)``,
-    ``x.astype(pt.bfloat16)``), equal to its short name (``x.dtype == pt.float32``), and a cast when called."""
+    ``x.astype(pt.bfloat16)``, numpy's ``np.zeros(3, pt.float32)`` but for bf16), equal to its short name
+    (``x.dtype == pt.float32``), and a cast when called."""
 
-    __slots__ = ("__name__", "name")
+    __slots__ = ("__name__", "name", "dtype")
 
     def __init__(self, numpy_name: str) -> None:
         self.__name__ = numpy_name
         self.name = dtypes.canonical(numpy_name)
+        if self.name not in dtypes.EMULATED:     # numpy reads it too: np.zeros(3, dtype=pt.float32)
+            self.dtype = dtypes.to_numpy(self.name)
 
     def __call__(self, x: Any) -> Any:
         return asarray(x, self.name)
