@@ -9,10 +9,11 @@ import patches as pt
 from patches.staging.kernel import control
 
 
-def newton_sqrt(a):
+def newton_sqrt(a, tol=1e-12):
+    """Newton's iteration for sqrt(a) until |x^2 - a| <= tol: (x, the iterations it took)."""
     def cond(c):
         x, it = c
-        return (pt.abs(x * x - a).max() > 1e-12) & (it < 60)
+        return (pt.abs(x * x - a).max() > tol) & (it < 60)
 
     def body(c):
         x, it = c
