@@ -37,6 +37,7 @@ from ..staging.kernel.control import n_bounds
 from ..staging.primitives import copy_p
 from ..staging.types import compact, layout_of_modes, mode_layouts, mode_size, modes_of, shape_of_modes
 from .errors import LoweringError
+from .host_while import fori_as_while
 from .names import sanitize
 
 
@@ -289,10 +290,8 @@ UNROLL_MAX = 64          # iterations of a top-level fori_loop inlined one after
 def _fori(e: Eqn) -> list:
     """The body inlined once per iteration, reading the previous iteration's carry and the index as a literal."""
     lo, hi, body, n_consts = e.params["lower"], e.params["upper"], e.params["body"], e.params["n_consts"]
-    if n_bounds(e.params):
-        raise LoweringError("equation fori_loop: bounds computed by the program are not "
-                            "lowered outside a kernel (the host would wait for them); use static or symbolic extents, "
-                            "or write the loop inside a pt.kernel")
+    if n_bounds(e.params):             # bounds the program computes: a host while-loop on index < upper
+        return fori_as_while(e)
     if type(lo) is not int or type(hi) is not int or hi - lo > UNROLL_MAX:
         return [e]                      # a host loop over its body's schedule
     consts, carry = list(e.inputs[:n_consts]), list(e.inputs[n_consts:])

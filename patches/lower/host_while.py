@@ -90,19 +90,46 @@ class WhileModule:
                 return [*eval_program(body, [*b_vals, *c[:-1]]), c[-1] + 1]
             return stage_while(pred, step, [*c0, np.int32(0)])[:-1]
 
-        from ..staging import stage
-        inner = stage(limited, *[x.type for x in e.inputs])
-        if inner.consts:
-            raise LoweringError("while_loop: the shortened loop captured values of its own")
-        env = {id(p): x for p, x in zip(inner.params, [*cc, *bc, *carry])}
-        eqns = [Eqn(q.prim, [env.get(id(a), a) for a in q.inputs], q.params, list(q.outputs)) for q in inner.eqns]
-        outs = {id(o): n for o, n in zip(inner.outputs, e.outputs)}
-        eqns = [Eqn(q.prim, q.inputs, q.params, [outs.get(id(v), v) for v in q.outputs]) for q in eqns]
+        eqns = restaged(e, limited)
         return Program([], [], list(program.params), [*program.eqns[:-1], *eqns], list(program.outputs),
                        name=program.name)
 
     def compile(self, arch: str = "sm_90a") -> WhileExecutable:
         return WhileExecutable(self, self.cond.compile(arch), self.body.compile(arch))
+
+
+def restaged(e: Eqn, fn: Any) -> list:
+    """The equations of ``fn`` staged on ``e``'s input types, reading ``e``'s inputs and writing its outputs: how a
+    loop equation is rewritten as another loop (``fn`` returns one value per output of ``e``)."""
+    from ..staging import stage
+
+    inner = stage(fn, *[x.type for x in e.inputs])
+    produced = {id(v) for q in inner.eqns for v in q.outputs}
+    if inner.consts or not all(id(o) in produced for o in inner.outputs):
+        raise LoweringError(f"equation {e.prim.name}: its rewritten loop captured values or passed an input through")
+    env = {id(p): x for p, x in zip(inner.params, e.inputs)}
+    outs = {id(o): n for o, n in zip(inner.outputs, e.outputs)}
+    return [Eqn(q.prim, [env.get(id(a), a) for a in q.inputs], q.params, [outs.get(id(v), v) for v in q.outputs])
+            for q in inner.eqns]
+
+
+def fori_as_while(e: Eqn) -> list:
+    """A top-level ``fori_loop`` whose bounds the program computes, as a ``while_loop`` over (index, carry): the host
+    reads the predicate ``index < upper`` each iteration instead of a bound it would have to wait for."""
+    from ..staging.kernel.control import loop_bounds
+    from ..staging.primitives import lt
+
+    body, nc = e.params["body"], e.params["n_consts"]
+
+    def loop(*xs: Any) -> list:
+        lo, hi = loop_bounds(e.params, list(xs[:nc]))
+        consts, carry = list(xs[:nc]), list(xs[nc:])
+        start = np.int32(lo) if isinstance(lo, (int, np.integer)) else lo
+
+        def step(c: list) -> list:
+            return [c[0] + 1, *eval_program(body, [c[0], *consts, *c[1:]])]
+        return stage_while(lambda c: lt(c[0], hi), step, [start, *carry])[1:]
+    return restaged(e, loop)
 
 
 class WhileExecutable:

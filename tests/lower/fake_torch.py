@@ -136,6 +136,10 @@ class Tensor:
         return np.lib.stride_tricks.as_strided(typed[self.offset:], self._shape,
                                                tuple(d * self.dtype.itemsize for d in self._stride))
 
+    def item(self) -> Any:
+        """The one value of a one-element tensor (a host while-loop reads its predicate so)."""
+        return self.values().reshape(-1)[0].item()
+
     def values(self) -> np.ndarray:
         """The logical values as patches holds them (bf16 as float32)."""
         x = np.array(self.numpy_storage())
@@ -329,11 +333,14 @@ def _write(t: Tensor, layout: Any, x: np.ndarray) -> None:
 def executable(schedule: Any) -> Any:
     """A ScheduleExecutable whose kernels are ``launcher`` stand-ins (host loops keep their own run loop)."""
     from patches.lower.host_loop import LoopExecutable
+    from patches.lower.host_while import WhileExecutable, WhileModule
     from patches.lower.plan import ScheduleExecutable
 
     exes = []
     for k in schedule.kernels:
-        if k.kind == "loop":
+        if k.kind == "loop" and isinstance(k.module, WhileModule):
+            exes.append(WhileExecutable(k.module, executable(k.module.cond), executable(k.module.body)))
+        elif k.kind == "loop":
             exes.append(LoopExecutable(k.module, executable(k.module.body)))
         else:
             exes.append(SimpleNamespace(module=SimpleNamespace(takes_sm_count=bool(k.module.takes_sm_count)),

@@ -164,8 +164,8 @@ def test_split_matmuls_returns_complete_programs():
 
 def test_refusals_name_the_equation():
     x = pt.tensor("f32", make_layout((Sym("M", divisible_by=8), 64), (64, 1)))
-    with pytest.raises(LoweringError, match="equation fori_loop: bounds computed by the program"):
-        pt.lower(pt.stage(lambda a: pt.fori_loop(0, (a.sum() > 0).astype("i32") + 2, lambda i, c: c * 2.0, a), x))
+    prog = pt.stage(lambda a: pt.fori_loop(0, (a.sum() > 0).astype("i32") + 2, lambda i, c: c * 2.0, a), x)
+    assert pt.lower(prog).kernels[-1].kind == "loop"      # a bound the program computes: a host while-loop
     with pytest.raises(LoweringError, match="staged Program"):
         pt.lower(lambda a: a)
 

@@ -35,6 +35,19 @@ def test_newton_iteration_lowers_to_one_host_while_loop():
     assert all(e.resources["spills"] == 0 for e in exe.executables)
 
 
+def test_the_torch_runner_reads_the_predicate_each_iteration(monkeypatch):
+    """``WhileExecutable.run`` (the GPU path) on the CPU stand-in of torch: the predicate's schedule, ``.item()``,
+    the body's schedule, until the predicate fails."""
+    from . import fake_torch
+
+    s = pt.lower(pt.stage(newton_sqrt, A))
+    want = pt.jit(newton_sqrt)(A)
+    fake_torch.install(monkeypatch)
+    x, it = fake_torch.executable(s)(fake_torch.to_device(A, "f32"))
+    np.testing.assert_array_equal(x.values(), np.asarray(want[0]))
+    assert int(it.values()) == int(want[1])
+
+
 def test_verify_compares_the_loops_first_iterations(monkeypatch):
     s = pt.lower(pt.stage(newton_sqrt, A))
     real = host_while.WhileModule.run
