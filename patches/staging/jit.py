@@ -68,7 +68,8 @@ class Jitted:
 
     def _split(self, args: tuple, kwargs: dict) -> tuple:
         """(the function to stage, its traced arguments as one pytree, the static values' cache key)."""
-        if not kwargs and not self.static_argnums and not self.static_argnames:
+        nones = any(a is None for a in args) or any(v is None for v in kwargs.values())
+        if not kwargs and not self.static_argnums and not self.static_argnames and not nones:
             return self.f, args, ()
         if self.signature is None:
             raise fail("jit", f"{self.name}: keyword or static arguments need a function with a signature")
@@ -78,16 +79,21 @@ class Jitted:
             raise fail("jit", f"{self.name}: {err}") from None
         pos, kw = list(bound.args), dict(bound.kwargs)
         names = [p.name for p in self.signature.parameters.values()]
+        bad = [i for i in self.static_argnums if not -len(pos) <= i < max(len(pos), len(names))]
+        if bad:
+            raise fail("jit", f"{self.name}: static_argnums {bad[0]} is out of range for a call with {len(pos)} "
+                              "positional arguments")
         static_pos = {i + len(pos) if i < 0 else i for i in self.static_argnums}
         static_pos |= {names.index(n) for n in self.static_argnames if n in names and names.index(n) < len(pos)}
-        static_kw = {n for n in self.static_argnames if n in kw}
-        statics = tuple((i, pos[i]) for i in sorted(static_pos) if i < len(pos)) + \
-            tuple((n, kw[n]) for n in sorted(static_kw))
+        static_pos |= {i for i, a in enumerate(pos) if a is None}          # None: an empty pytree, as in JAX
+        static_kw = {n for n in self.static_argnames if n in kw} | {n for n, v in kw.items() if v is None}
+        statics = tuple((i, type(pos[i]), pos[i]) for i in sorted(static_pos) if i < len(pos)) + \
+            tuple((n, type(kw[n]), kw[n]) for n in sorted(static_kw))       # (True and 1 stage apart)
         try:
             hash(statics)
         except TypeError:
             raise fail("jit", f"{self.name}: static arguments must be hashable (they key the cache), got "
-                              f"{', '.join(type(v).__name__ for _, v in statics)}") from None
+                              f"{', '.join(type(v).__name__ for *_, v in statics)}") from None
         dyn_pos = tuple(x for i, x in enumerate(pos) if i not in static_pos)
         dyn_kw = {n: v for n, v in kw.items() if n not in static_kw}
         f = self.f
@@ -107,6 +113,11 @@ class Jitted:
         key = (in_tree, types, weak, statics)
         hit = self.cache.get(key)
         if hit is None:
+            if self.signature is not None and f is self.f:
+                try:
+                    self.signature.bind(*args)
+                except TypeError as err:
+                    raise fail("jit", f"{self.name}: {err}") from None
             weak_args = {i: WeakArgument() for i in weak}
             staged = stage_flat(f, list(types), in_tree, self.name, weak_args)
             hit = self.cache[key] = (staged, staged.closed_over(), weak_args)

@@ -121,3 +121,23 @@ def test_a_traced_mask_read_or_a_count_dependent_update_is_refused():
         pt.jit(lambda x, m, v: x.at[m].set(v))(X, M2, RNG.standard_normal((3, 6)).astype(np.float32))
     with pytest.raises(pt.StagingError, match="depends on the data"):
         pt.jit(lambda x: x.at[x[:, :, 0] > 0].get())(X)
+
+
+@pytest.mark.parametrize("idx", [True, np.True_, np.array(True), (True, 0), (Ellipsis, True)], ids=str)
+def test_a_0d_true_index_adds_a_mode_as_numpys(idx):
+    x = X[0]
+    want = x[idx]
+    assert np.array_equal(np.asarray(pt.jit(lambda v: v[idx])(x)), want)
+    assert np.array_equal(np.asarray(pt.Array.from_numpy(x)[idx]), want)
+
+
+def test_updates_at_a_0d_mask_set_everything_or_nothing():
+    x = X[0]
+    for idx, v in [(True, 5.0), (False, 5.0), (np.array(True), np.arange(6.0, dtype=np.float32))]:
+        want = x.copy()
+        want[idx] = v
+        assert np.array_equal(np.asarray(pt.jit(lambda a, i=idx, w=v: a.at[i].set(w))(x)), want)
+    got = pt.jit(lambda a, p: a.at[p].add(1.0))(x, np.array(False))
+    assert np.array_equal(np.asarray(got), x)
+    with pytest.raises(pt.StagingError, match="False selects no element"):
+        pt.Array.from_numpy(x)[False]

@@ -61,3 +61,24 @@ def test_decorator_form_with_hints():
 def test_bad_uses_name_jit(call, words):
     with pytest.raises(pt.StagingError, match=words):
         call()
+
+
+def test_static_values_of_different_types_stage_apart_and_none_is_an_empty_argument():
+    j = pt.jit(lambda x, b: x + 1 if b is True else x - 1, static_argnums=1)
+    np.testing.assert_array_equal(j(X, True), X + 1)
+    np.testing.assert_array_equal(j(X, 1), X - 1)                    # True == 1, yet another program
+    assert len(j.cache) == 2
+    f = pt.jit(lambda x, a=None: x if a is None else x + a)
+    np.testing.assert_array_equal(f(X, None), X)
+    np.testing.assert_array_equal(f(X, a=None), X)
+    np.testing.assert_array_equal(f(X, X), 2 * X)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: pt.jit(lambda x: x, static_argnums=-5)(X), "static_argnums -5 is out of range"),
+    (lambda: pt.jit(lambda x: x, static_argnums=5)(X), "static_argnums 5 is out of range"),
+    (lambda: pt.jit(lambda x: x)(X, X), "too many positional arguments"),
+])
+def test_argument_count_errors_name_jit(call, words):
+    with pytest.raises(pt.StagingError, match=words):
+        call()

@@ -101,3 +101,14 @@ def test_a_values_dtype_compares_as_numpy_and_jax_spell_it():
         assert {d: 1}["f32"] == 1 and repr(d) == "'f32'" and str(d) == "f32"
     assert pt.asarray(np.ones(2, np.int8)).dtype == np.int8
     assert np.zeros(3, dtype=pt.float32).dtype == np.float32 and np.ones(2).astype(pt.int8).dtype == np.int8
+
+
+def test_edges_a_fuzz_found():
+    x = np.array([-0.0, -0.0, -4.0, 5.5], np.float32)
+    y = np.array([2.0, -3.0, 2.0, -2.0], np.float32)
+    got = np.asarray(pt.fmod(x, y))
+    assert np.array_equal(got, np.fmod(x, y)) and np.array_equal(np.signbit(got), np.signbit(np.fmod(x, y)))
+    d = pt.divide(np.array([True, False]), 2)                        # true division of bools, as numpy and JAX
+    assert d.dtype == "f32" and np.array_equal(np.asarray(d), [0.5, 0.0])
+    got = pt.jit(lambda a: pt.asarray([[a[0]], [a[1]]]))(np.array([1.0, 3.0]))
+    assert np.array_equal(np.asarray(got), [[1.0], [3.0]])

@@ -229,7 +229,7 @@ def getitem(x: Any, index: Any) -> Any:
     integer array or a traced integer (numpy's advanced indexing); a concrete boolean mask as its True positions."""
     entries = index if isinstance(index, tuple) else (index,)
     if any(is_mask(ix) for ix in entries):
-        entries = expand_masks("slice", entries, get_aval(x, "slice"))
+        index = entries = expand_masks("slice", entries, get_aval(x, "slice"))
     if any(is_array_index(ix) for ix in entries):
         return array_getitem(x, entries, basic_getitem)
     return basic_getitem(x, index)

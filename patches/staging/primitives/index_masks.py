@@ -25,13 +25,15 @@ TRACED_MASK = ("boolean mask indices give a result whose shape depends on the da
 
 
 def is_mask(ix: Any) -> bool:
-    """Whether an index entry is a boolean array (numpy's boolean indexing); a scalar bool is not."""
+    """Whether an index entry is a boolean mask (numpy's boolean indexing), a 0-d one (``x[True]``) included."""
+    if isinstance(ix, (bool, np.bool_)):
+        return True
     if isinstance(ix, Tracer):
-        return get_aval(ix).dtype == "bool" and get_aval(ix).rank > 0
+        return get_aval(ix).dtype == "bool"
     if isinstance(ix, Array):
-        return ix.dtype == "bool" and ix.layout.shape != ()
+        return ix.dtype == "bool"
     if isinstance(ix, np.ndarray):
-        return ix.dtype == bool and ix.ndim > 0
+        return ix.dtype == bool
     if isinstance(ix, list) and ix and all(isinstance(v, (bool, np.bool_, list)) for v in ix):
         try:
             arr = np.asarray(ix)
@@ -87,6 +89,11 @@ def expand_masks(name: str, index: Any, t: Any) -> Any:
             continue
         if isinstance(ix, Tracer):
             raise fail(name, TRACED_MASK, get_aval(ix))
+        if _mask_rank(ix) == 0:                  # x[True] is x[None] (numpy's); x[False] names nothing
+            if not bool(ix.logical() if isinstance(ix, Array) else ix):
+                raise fail(name, "the boolean index False selects no element (tensors have at least one element)", t)
+            out.append(None)
+            continue
         _checked_mask(name, ix, k, t)
         where = np.nonzero(ix.logical() if isinstance(ix, Array) else np.asarray(ix))
         if where[0].size == 0:

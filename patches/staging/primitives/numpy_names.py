@@ -14,8 +14,10 @@ from ..array import Array
 from ..core import Tracer, get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
-from .elementwise import abs, astype, div, eq, ge, gt, le, lt, mul, ne, neg, sub, where
+from .elementwise import abs, astype, eq, ge, gt, le, lt, mul, ne, neg, sub, where
+from .numpy_extra import signbit
 from .numpy_math import _operands, remainder
+from .numpy_more import true_divide
 from .numpy_ops import _tensor, reshape
 from .numpy_shape import stack
 from .views import zeros
@@ -29,7 +31,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> A
     want = None if dtype is None else dtypes.canonical(dtype, "asarray")
     if isinstance(a, (Tracer, Array)):
         return a if want is None or get_aval(a).dtype == want else astype(a, want)
-    if isinstance(a, (list, tuple)) and any(isinstance(v, (Tracer, Array)) for v in a):
+    if isinstance(a, (list, tuple)) and _holds_tensors(a):
         return stack([asarray(v, dtype) for v in a])
     try:
         arr = np.asarray(a)
@@ -50,6 +52,11 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> A
     npd = dtypes.to_numpy(want)
     with np.errstate(all="ignore"):
         return Array.from_numpy(arr if want in dtypes.EMULATED else arr.astype(npd), want)
+
+
+def _holds_tensors(a: Any) -> bool:
+    """Whether a (nested) list holds traced values or Arrays anywhere."""
+    return any(isinstance(v, (Tracer, Array)) or isinstance(v, (list, tuple)) and _holds_tensors(v) for v in a)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K", ndmin: int = 0) -> Any:  # noqa: A002
@@ -77,7 +84,7 @@ def fmod(x: Any, y: Any) -> Any:
     if dtypes.is_float(get_aval(r).dtype):
         x, y = asarray(x, get_aval(r).dtype), asarray(y, get_aval(r).dtype)
         m = remainder(abs(x), abs(y))
-        return where(lt(x, 0), neg(m), m)
+        return where(signbit(x), neg(m), m)          # (-0.0 keeps its sign, as C's fmod)
     x_neg, r_neg = lt(x, 0), lt(r, 0)
     return where(ne(r, 0) & ne(x_neg, r_neg), sub(r, y), r)
 
@@ -90,7 +97,7 @@ def _binary(name: str, op: Any) -> Any:
     return f
 
 
-multiply, subtract, divide = _binary("multiply", mul), _binary("subtract", sub), _binary("divide", div)
+multiply, subtract, divide = _binary("multiply", mul), _binary("subtract", sub), _binary("divide", true_divide)
 equal, not_equal = _binary("equal", eq), _binary("not_equal", ne)
 greater, greater_equal, less, less_equal = (_binary("greater", gt), _binary("greater_equal", ge), _binary("less", lt),
                                             _binary("less_equal", le))
