@@ -365,6 +365,7 @@ REFUSALS = [
     (lambda: pt.pad(F2, 1, mode="edge", stat_length=2), "pad", "takes no option stat_length"),
     (lambda: pt.pad(F2, 1, end_values=2), "pad", "takes no option end_values"),
     (lambda: pt.pad(B2, 1, mode="linear_ramp"), "pad", "bool"),
+    (lambda: pt.pad(B2, 1, mode="reflect", reflect_type="odd"), "pad", "of a bool array is not defined"),
     (lambda: pt.pad(F2, 1, constant_values=((1, 2), (3, "a"))), "pad", "must hold numbers"),
     (lambda: pt.pad(F2, -1), "pad", "non-negative"),
     (lambda: pt.pad(F2, ((1, 2, 3),)), "pad", "does not broadcast"),

@@ -71,6 +71,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     odd = kwargs.get("reflect_type", "even")
     if odd not in ("even", "odd"):
         raise fail("pad", f"reflect_type must be 'even' or 'odd', got {odd!r}", t)
+    if odd == "odd" and t.dtype == "bool":
+        raise fail("pad", "reflect_type='odd' (2 edge - x) of a bool array is not defined", t)
     for ax, (b, a) in enumerate(widths):
         if b or a:
             x = _by_index_map(x, ax, b, a, mode, odd == "odd")
