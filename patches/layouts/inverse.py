@@ -61,6 +61,16 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
     return fits(c, "complement")
 
 
+def _injective_small(shapes: list, strides: list) -> bool:
+    """Whether a static layout of at most 4096 elements sends distinct coordinates to distinct offsets."""
+    if not all(type(v) is int for v in (*shapes, *strides)) or it.product(tuple(shapes)) > 4096:
+        return False
+    offsets = {0}
+    for s, d in zip(shapes, strides):
+        offsets = {o + k * d for o in offsets for k in range(s)}
+    return len(offsets) == it.product(tuple(shapes))
+
+
 def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]:
     """CuTe's complement rule, and whether A is tractable (then the answer is proved; otherwise unchecked)."""
     shapes, strides = _flat(layout)
@@ -84,6 +94,10 @@ def complement_rule(layout: Layout, cotarget: Any = None) -> tuple[Layout, bool]
         if arith.known(arith.eq, s, 1) is None and not arith.known(arith.eq, d, cur):
             arith.eq(s, 1)   # a mode past a gap that may have extent 1: with it or without it the answers differ
         if arith.lt(d, cur):
+            if _injective_small(shapes, strides):
+                raise LayoutError(f"complement: in {layout}, the mode {s}:{d} starts inside the span {cur} of the "
+                                  "modes below it (their images interleave); CuTe's complement needs each mode, by "
+                                  "stride, to start past the span of those below it (C++ CuTe asserts so too)")
             raise LayoutError(f"complement: in {layout}, the mode {s}:{d} overlaps the modes below it "
                               "(not injective); complement needs an injective layout")
         if not arith.divides(cur, d):
