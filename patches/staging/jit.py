@@ -107,6 +107,10 @@ class Jitted:
     def _entry(self, args: tuple, kwargs: dict | None = None) -> tuple[Program, Program, dict, tuple]:
         f, args, statics = self._split(args, kwargs or {})
         raw, in_tree = tree_flatten(args)
+        for x in raw:
+            if not isinstance(x, TensorType) and not is_tensor_like(x):
+                raise fail("jit", f"{self.name} got {type(x).__name__} {x!r:.60}, which is not a tensor (mark it with "
+                                  "static_argnums or static_argnames to stage for its value)")
         weak = tuple(i for i, a in enumerate(raw) if is_weak(a))     # Python scalars: JAX's weak types
         leaves = weak_arrays(raw)
         types = tuple(a if isinstance(a, TensorType) else get_aval(a) for a in leaves)
@@ -135,10 +139,6 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         staged, body, weak, leaves = self._entry(args, kwargs)
-        for x in leaves:
-            if not is_tensor_like(x):
-                raise fail("jit", f"{self.name} got {type(x).__name__} {x!r}, which is not a tensor (mark it with "
-                                  "static_argnums or static_argnames to stage for its value)")
         for i, arg in weak.items():               # a Python int narrowed to a tensor's int dtype must fit it
             arg.check(leaves[i], self.name)
         outs = bind_multi(call_p, *staged.const_values, *weak_arrays(leaves), program=body, name=self.name)
