@@ -154,6 +154,19 @@ class LoopModule:
         return LoopExecutable(self, self.body.compile(arch))
 
 
+def combined_resources(executables: list) -> dict:
+    """A host loop's kernels together: registers and shared memory at most, spills in all."""
+    rs = [e.resources for e in executables]
+    return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
+            "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+
+
+def combined_counts(executables: list, names: tuple) -> dict:
+    """A host loop's kernels together: each SASS instruction count summed."""
+    per = [e.counts(*names) for e in executables]
+    return {n: sum(c[n] for c in per) for n in names}
+
+
 class LoopExecutable:
     """The body schedule compiled once; ``run`` launches it per iteration on CUDA torch tensors (an export writes the
     body as a schedule of its own: ``export_schedule``)."""
@@ -171,14 +184,10 @@ class LoopExecutable:
 
     @property
     def resources(self) -> dict:
-        """The body kernels' registers and shared memory at most, their spills in all."""
-        rs = [e.resources for e in self.body.executables]
-        return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
-                "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+        return combined_resources(self.executables)
 
     def counts(self, *names: str) -> dict:
-        per = [e.counts(*names) for e in self.body.executables]
-        return {n: sum(c[n] for c in per) for n in names}
+        return combined_counts(self.executables, names)
 
     def run(self, ins: list, outs: list, sizes: dict | None = None) -> None:
         """The loop on CUDA torch tensors (the equation's inputs in order), its results copied into ``outs``."""

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..staging import Eqn, Program
+from ..staging import Eqn, Program, stage
 from ..staging.interpreter import eval_program
-from ..staging.kernel.control import WHILE_LIMIT, stage_while
+from ..staging.kernel.control import WHILE_LIMIT, loop_bounds, stage_while
+from ..staging.primitives import lt, where
 from .errors import LoweringError
+from .host_loop import combined_counts, combined_resources
 
 
 def _split(xs: list, e: Eqn) -> tuple:
@@ -83,7 +85,6 @@ class WhileModule:
             c_vals, b_vals, c0 = _split(list(xs), e)
 
             def pred(c: list) -> Any:
-                from ..staging.primitives import lt, where
                 return where(eval_program(cond, [*c_vals, *c[:-1]])[0], lt(c[-1], limit), False)
 
             def step(c: list) -> list:
@@ -101,8 +102,6 @@ class WhileModule:
 def restaged(e: Eqn, fn: Any) -> list:
     """The equations of ``fn`` staged on ``e``'s input types, reading ``e``'s inputs and writing its outputs: how a
     loop equation is rewritten as another loop (``fn`` returns one value per output of ``e``)."""
-    from ..staging import stage
-
     inner = stage(fn, *[x.type for x in e.inputs])
     produced = {id(v) for q in inner.eqns for v in q.outputs}
     if inner.consts or not all(id(o) in produced for o in inner.outputs):
@@ -116,9 +115,6 @@ def restaged(e: Eqn, fn: Any) -> list:
 def fori_as_while(e: Eqn) -> list:
     """A top-level ``fori_loop`` whose bounds the program computes, as a ``while_loop`` over (index, carry): the host
     reads the predicate ``index < upper`` each iteration instead of a bound it would have to wait for."""
-    from ..staging.kernel.control import loop_bounds
-    from ..staging.primitives import lt
-
     body, nc = e.params["body"], e.params["n_consts"]
 
     def loop(*xs: Any) -> list:
@@ -149,14 +145,10 @@ class WhileExecutable:
 
     @property
     def resources(self) -> dict:
-        """The kernels' registers and shared memory at most, their spills in all."""
-        rs = [e.resources for e in self.executables]
-        return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
-                "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+        return combined_resources(self.executables)
 
     def counts(self, *names: str) -> dict:
-        per = [e.counts(*names) for e in self.executables]
-        return {n: sum(c[n] for c in per) for n in names}
+        return combined_counts(self.executables, names)
 
     def run(self, ins: list, outs: list, sizes: dict | None = None) -> None:
         """The loop on CUDA torch tensors (the equation's inputs in order), its results copied into ``outs``."""
