@@ -154,20 +154,24 @@ class LoopModule:
         return LoopExecutable(self, self.body.compile(arch))
 
 
-def combined_resources(executables: list) -> dict:
-    """A host loop's kernels together: registers and shared memory at most, spills in all."""
-    rs = [e.resources for e in executables]
-    return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
-            "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+class HostExecutable:
+    """A host loop's compiled kernels together (``executables``): registers and shared memory at most, spills and
+    SASS instruction counts summed."""
+
+    executables: list
+
+    @property
+    def resources(self) -> dict:
+        rs = [e.resources for e in self.executables]
+        return {"registers": max(r["registers"] for r in rs), "spills": sum(r["spills"] for r in rs),
+                "smem_bytes": max(r.get("smem_bytes", 0) for r in rs)}
+
+    def counts(self, *names: str) -> dict:
+        per = [e.counts(*names) for e in self.executables]
+        return {n: sum(c[n] for c in per) for n in names}
 
 
-def combined_counts(executables: list, names: tuple) -> dict:
-    """A host loop's kernels together: each SASS instruction count summed."""
-    per = [e.counts(*names) for e in executables]
-    return {n: sum(c[n] for c in per) for n in names}
-
-
-class LoopExecutable:
+class LoopExecutable(HostExecutable):
     """The body schedule compiled once; ``run`` launches it per iteration on CUDA torch tensors (an export writes the
     body as a schedule of its own: ``export_schedule``)."""
 
@@ -181,13 +185,6 @@ class LoopExecutable:
     @property
     def compile_seconds(self) -> float:
         return self.body.compile_seconds
-
-    @property
-    def resources(self) -> dict:
-        return combined_resources(self.executables)
-
-    def counts(self, *names: str) -> dict:
-        return combined_counts(self.executables, names)
 
     def run(self, ins: list, outs: list, sizes: dict | None = None) -> None:
         """The loop on CUDA torch tensors (the equation's inputs in order), its results copied into ``outs``."""

@@ -18,7 +18,7 @@ from ..staging.interpreter import eval_program
 from ..staging.kernel.control import WHILE_LIMIT, loop_bounds, stage_while
 from ..staging.primitives import lt, where
 from .errors import LoweringError
-from .host_loop import combined_counts, combined_resources
+from .host_loop import HostExecutable
 
 
 def _split(xs: list, e: Eqn) -> tuple:
@@ -128,7 +128,7 @@ def fori_as_while(e: Eqn) -> list:
     return restaged(e, loop)
 
 
-class WhileExecutable:
+class WhileExecutable(HostExecutable):
     """Both schedules compiled once; ``run`` launches them on CUDA torch tensors, reading the predicate each
     iteration."""
 
@@ -142,13 +142,6 @@ class WhileExecutable:
     @property
     def compile_seconds(self) -> float:
         return self.cond.compile_seconds + self.body.compile_seconds
-
-    @property
-    def resources(self) -> dict:
-        return combined_resources(self.executables)
-
-    def counts(self, *names: str) -> dict:
-        return combined_counts(self.executables, names)
 
     def run(self, ins: list, outs: list, sizes: dict | None = None) -> None:
         """The loop on CUDA torch tensors (the equation's inputs in order), its results copied into ``outs``."""
