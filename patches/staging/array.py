@@ -57,24 +57,29 @@ def _concrete(layout: Layout, what: str) -> _Plan:
 
 
 class Array(Operators):
-    """A concrete tensor: 1-D numpy ``storage``, element ``offset`` and ``layout``; ``dtype`` is the short name."""
+    """A concrete tensor: 1-D numpy ``storage``, element ``offset`` and ``layout`` of dtype ``short_dtype`` (``"f32"``;
+    ``dtype`` is the same as numpy spells it, a ``DTypeName``)."""
 
-    __slots__ = ("storage", "offset", "layout", "dtype")
+    __slots__ = ("storage", "offset", "layout", "short_dtype")
     __array_priority__ = 100
 
     def __init__(self, storage: np.ndarray, offset: int, layout: Layout, dtype: str) -> None:
         self.storage = storage
         self.offset = offset
         self.layout = layout
-        self.dtype = dtypes.NAMES.get(dtype, dtype)
+        self.short_dtype = dtypes.short(dtype)
+
+    @property
+    def dtype(self) -> dtypes.DTypeName:
+        return dtypes.NAMES[self.short_dtype]
 
     @property
     def type(self) -> TensorType:
-        return TensorType(self.dtype, self.layout)
+        return TensorType(self.short_dtype, self.layout)
 
     @property
     def aval(self) -> TensorType:
-        return TensorType(self.dtype, self.layout)
+        return TensorType(self.short_dtype, self.layout)
 
     @property
     def shape(self) -> Any:
@@ -123,6 +128,7 @@ class Array(Operators):
     @staticmethod
     def from_logical(values: Any, layout: Layout, dtype: str) -> Array:
         """A fresh array holding ``values`` (numpy, one axis per top-level mode) stored with ``layout``."""
+        dtype = dtypes.short(dtype)
         npd = dtypes.to_numpy(dtype)
         values = dtypes.cast(values, dtype) if dtype in dtypes.EMULATED else np.asarray(values, dtype=npd)
         plan = _concrete(layout, "evaluate")
@@ -165,7 +171,7 @@ class Array(Operators):
         """The same values stored with another layout (a copy unless the layout is already ``layout``)."""
         if layout == self.layout:
             return self
-        return Array.from_logical(self.logical(), layout, self.dtype)
+        return Array.from_logical(self.logical(), layout, self.short_dtype)
 
 
 ELEMENT_LIMIT = 1 << 28  # elements one value of the numpy interpreter may allocate (2 GiB of f64)

@@ -18,9 +18,18 @@ _NUMPY: dict[str, Any] = {
     "bool": np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _NUMPY.items() if k != "bf16"}
-EMULATED = frozenset({"bf16"})
-FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
-INTS = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
+
+
+class _Names(frozenset):
+    """A set of short dtype names that a value's ``.dtype`` (a ``DTypeName``, numpy's spelling) is also found in."""
+
+    def __contains__(self, name: Any) -> bool:
+        return frozenset.__contains__(self, short(name))
+
+
+EMULATED = _Names({"bf16"})
+FLOATS = _Names({"f16", "bf16", "f32", "f64"})
+INTS = _Names({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
 DEFAULT_FLOAT = "f32"
 DEFAULT_INT = "i32"
 
@@ -33,6 +42,8 @@ _ALIASES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "
 def canonical(dtype: Any, where: str = "tensor") -> str:
     """The short name of a dtype given as numpy and JAX spell it: ``"f32"``, ``"float32"``, ``"bfloat16"``,
     ``np.float16``, ``np.dtype("int8")``, ``jnp.bfloat16`` (a dtype is never implied: ``None`` is refused)."""
+    if isinstance(dtype, DTypeName):
+        return dtype.short
     if isinstance(dtype, str) and dtype in _NUMPY:
         return dtype
     if dtype is None:
@@ -53,31 +64,67 @@ def canonical(dtype: Any, where: str = "tensor") -> str:
 
 
 class DTypeName(str):
-    """The short name a value's ``.dtype`` gives (``"f32"``), equal also to the dtype as numpy and JAX spell it:
-    ``x.dtype == np.float32``, ``== "float32"``, ``== np.dtype("float32")`` and ``== pt.float32`` all hold, so a
-    dtype test written for numpy or JAX takes the branch it means."""
+    """A value's ``.dtype``: the dtype as numpy spells it (``"float32"``, so ``np.dtype(x.dtype)`` and
+    ``np.issubdtype(x.dtype, np.floating)`` read it), equal also to the short name (``"f32"``), ``np.float32``,
+    ``np.dtype("float32")`` and ``pt.float32``, so a dtype test written for numpy, JAX or
+    this library takes the branch it means (a table keyed by short names is read through ``canonical``)."""
 
     __slots__ = ()
 
+    def __new__(cls, short: str) -> "DTypeName":
+        return str.__new__(cls, _SPELLED.get(short, short))
+
+    @property
+    def short(self) -> str:
+        """The short name (``"f32"``), as programs print it."""
+        return _ALIASES.get(str(self), str(self))
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def itemsize(self) -> int:
+        return _BITS[self.short] // 8
+
+    @property
+    def kind(self) -> str:
+        """numpy's kind letter: ``"f"``, ``"i"``, ``"u"`` or ``"b"``."""
+        return _NUMPY[self.short].kind
+
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, str):
-            return str.__eq__(self, other) or str.__eq__(self, _ALIASES.get(other, ""))
+            return self.short == _ALIASES.get(str(other), str(other))
         try:
-            return str.__eq__(self, canonical(other))
+            return self.short == canonical(other)
         except Exception:                      # (not a dtype at all)
             return False
 
     def __ne__(self, other: Any) -> bool:
         return not self.__eq__(other)
 
-    __hash__ = str.__hash__
+    __hash__ = str.__hash__         # numpy's spelling: np.dtype looks the string up in its own table
+
+    def __repr__(self) -> str:
+        return f"dtype({str(self)!r})"
+
+
+_SPELLED = {short: spelled for spelled, short in _ALIASES.items() if spelled != "bool_"}
+_SPELLED["bool"] = "bool"
+_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16,
+         "u32": 32, "u64": 64, "bool": 8}
 
 
 NAMES = {name: DTypeName(name) for name in _NUMPY}
 
 
+def short(name: Any) -> Any:
+    """A ``DTypeName`` (a value's ``.dtype``) as its short name; any other name as it is."""
+    return _ALIASES.get(str(name), str(name)) if isinstance(name, DTypeName) else name
+
+
 def to_numpy(name: str) -> np.dtype:
-    d = _NUMPY[name]
+    d = _NUMPY[short(name)]
     if d is None:
         raise fail(None, f"dtype {name} has no numpy implementation, so it cannot be evaluated (it stages and prints)")
     return d
@@ -134,6 +181,7 @@ def round_bf16(values: np.ndarray) -> np.ndarray:
 
 def cast(values: Any, name: str) -> np.ndarray:
     """``values`` as a numpy array holding dtype ``name`` (bf16: float32 rounded to bfloat16)."""
+    name = short(name)
     if name == "bf16":
         return round_bf16(values if _wider_than_f32(values) else np.asarray(values, np.float32))
     return np.asarray(values, dtype=to_numpy(name))
@@ -146,11 +194,13 @@ def sum_dtype(name: str) -> str:
     """The dtype a sum or product of ``name`` values is computed in: narrow integers and booleans widen to 32 bits
     (as ``jnp.sum``: an i8 sum of 100 values of 100 is 10000, not a wrapped 16). Narrow unsigned ones widen to i32,
     not JAX's u32: the kernels compute i32 exactly, u32 they do not."""
+    name = short(name)
     return SUM_DTYPES.get(name, name)
 
 
 def check_int_fits(x: int, name: str, where: str | None = None) -> None:
     """Refuse a Python int that ``name`` cannot hold (an int dtype wraps it, a float one cannot reach it)."""
+    name = short(name)
     if name in INTS:
         info = np.iinfo(_NUMPY[name])
         lo, hi = int(info.min), int(info.max)
@@ -164,15 +214,16 @@ def check_int_fits(x: int, name: str, where: str | None = None) -> None:
 
 
 def is_float(name: str) -> bool:
-    return name in FLOATS
+    return short(name) in FLOATS
 
 
 def is_int(name: str) -> bool:
-    return name in INTS
+    return short(name) in INTS
 
 
 def kind(name: str) -> str:
     """``float``, ``int`` or ``bool``: arguments convert implicitly only within a kind."""
+    name = short(name)
     return "float" if name in FLOATS else "int" if name in INTS else "bool"
 
 

@@ -23,7 +23,7 @@ class TensorType:
     __slots__ = ("dtype", "layout", "_hash")
 
     def __init__(self, dtype: str, layout: Layout) -> None:
-        self.dtype = dtype
+        self.dtype = dtypes.short(dtype)       # (a value's ``.dtype`` is a DTypeName: the short name is kept)
         self.layout = layout
         self._hash = None
 

@@ -94,11 +94,37 @@ def test_a_values_dtype_compares_as_numpy_and_jax_spell_it():
     x = np.ones(2, np.float32)
     got = pt.jit(lambda v: v * 2.0 if v.dtype == np.float32 else v * 3.0)(x)
     np.testing.assert_array_equal(np.asarray(got), [2.0, 2.0])       # the branch the test means
-    for value in (pt.asarray(x), pt.stage(lambda v: v, x).params[0]):
-        d = value.dtype if hasattr(value, "dtype") else value.type.dtype
+    seen = []
+    pt.jit(lambda v: seen.append(v.dtype) or v)(x)
+    for d in (pt.asarray(x).dtype, seen[0]):
         assert d == np.float32 and d == "float32" and d == "f32" and d == np.dtype("float32") and d == pt.float32
         assert d != np.float64 and d != "f64" and d != "int32" and not (d == None)  # noqa: E711
-        assert {d: 1}["f32"] == 1 and repr(d) == "'f32'" and str(d) == "f32"
+        assert {d: 1}["float32"] == 1 and repr(d) == "dtype('float32')" and str(d) == "float32" and d.short == "f32"
+    assert pt.stage(lambda v: v, x).params[0].type.dtype == "f32"     # programs keep the short name
+
+
+@pytest.mark.parametrize("npd", [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                 np.uint16, np.uint32, np.uint64, np.bool_])
+def test_numpy_reads_a_values_dtype_as_its_own(npd):
+    """``np.zeros(n, x.dtype)`` is x's dtype (the short name ``"i8"`` read by numpy would be int64), and numpy's
+    dtype queries answer for it, eagerly and under jit."""
+    x = pt.asarray(np.ones(3, npd))
+    seen = []
+    pt.jit(lambda v: seen.append(v.dtype) or v)(x)
+    for d in (x.dtype, seen[0]):
+        assert np.dtype(d) == np.dtype(npd) and np.zeros(2, d).dtype == npd and np.ones(2).astype(d).dtype == npd
+        assert d.itemsize == np.dtype(npd).itemsize and d.kind == np.dtype(npd).kind and d.name == np.dtype(npd).name
+        for abstract in (np.floating, np.integer, np.signedinteger, np.unsignedinteger, np.number, np.bool_):
+            assert np.issubdtype(d, abstract) == np.issubdtype(npd, abstract)
+        assert pt.zeros(2, d).dtype == npd and x.astype(d).dtype == d
+
+
+def test_bf16_dtype_is_spelled_bfloat16():
+    d = pt.asarray(np.ones(2, np.float32)).astype("bf16").dtype
+    assert d == "bf16" and d == pt.bfloat16 and str(d) == "bfloat16" and d.itemsize == 2 and d.kind == "f"
+    assert pt.zeros(2, d).dtype == "bf16"
+
+
     assert pt.asarray(np.ones(2, np.int8)).dtype == np.int8
     assert np.zeros(3, dtype=pt.float32).dtype == np.float32 and np.ones(2).astype(pt.int8).dtype == np.int8
 

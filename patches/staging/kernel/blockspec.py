@@ -186,7 +186,7 @@ def padding_extents(layout: Layout, tiler: Any, carved: Layout) -> tuple | None:
 def _coordinate(x: Any, label: str) -> Any:
     """A block coordinate an index map returns: an integer (a Python int that fits in i32, or a traced integer)."""
     if isinstance(x, Tracer) or isinstance(x, Array):
-        d = x.dtype
+        d = x.type.dtype
         if d in dtypes.INTS and getattr(x, "aval", x.type).rank == 0:
             return x
         what = f"a {d} value" + ("" if x.type.rank == 0 else f" of shape {it.to_str(x.type.layout.shape)}")

@@ -401,7 +401,7 @@ class RefValue:
 
     def __init__(self, storage: np.ndarray, offsets: np.ndarray, dtype: str, owner: Any = None, label: str = "",
                  origin: Any = None, written: Any = None, readonly: bool = False) -> None:
-        self.storage, self.offsets, self.dtype = storage, offsets, dtype
+        self.storage, self.offsets, self.dtype = storage, offsets, dtypes.short(dtype)
         self.owner, self.label, self.origin = owner, label, origin
         self.written, self.readonly = written, readonly
 
