@@ -26,7 +26,7 @@ from ..staging.core import (
     to_user,
     weak_arrays,
 )
-from ..staging.errors import check_callable, fail
+from ..staging.errors import check_arguments, check_callable, fail, flag
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.pytree import tree_flatten, tree_unflatten
@@ -90,6 +90,7 @@ def jvp(f: Callable, primals: Any, tangents: Any) -> tuple:
     check_callable("jvp", f, None, "f")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise fail("jvp", "primals and tangents must be tuples (one entry per argument of f)")
+    check_arguments("jvp", f, tuple(primals))
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
@@ -157,6 +158,7 @@ def linearize_flat(f: Callable, primals: list) -> tuple[list, Program, Any, list
 def linearize(f: Callable, *primals: Any) -> tuple:
     """(f(*primals), f_jvp): f_jvp(*tangents) applies the derivative; ``f_jvp.program`` is the linear Program."""
     check_callable("linearize", f, None, "f")
+    check_arguments("linearize", f, primals)
     leaves, in_tree = tree_flatten(primals)
     ps = _values(leaves, "linearize")
     outs, program, out_tree, diff = linearize_flat(_flat_fun(f, in_tree, leaves), ps)
@@ -210,8 +212,9 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """(f(*primals), f_vjp): f_vjp(cotangent) gives a tuple of cotangents, one per primal argument. With
     ``has_aux``, f returns (output, aux) and vjp returns (output, f_vjp, aux), aux not differentiated (JAX's)."""
     check_callable("vjp", f, None, "f")
+    check_arguments("vjp", f, primals)
     leaves, in_tree = tree_flatten(primals)
-    if not has_aux:
+    if not flag("vjp", has_aux, "has_aux"):
         outs, fn, out_tree = vjp_flat(_flat_fun(f, in_tree, leaves), _values(leaves, "vjp"))
         fn.in_tree = in_tree
         return tree_unflatten(out_tree, [to_user(o) for o in outs]), fn
@@ -252,6 +255,7 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0, has_aux: bool = False)
     nums = tuple(argnums) if many else (argnums,)
 
     def wrapped(*args: Any, **kwargs: Any) -> tuple:
+        check_arguments("grad", f, args, kwargs)
         for n in nums:
             if type(n) is not int or not -len(args) <= n < len(args):
                 raise fail("grad", f"argnums={argnums!r} does not name arguments of a call with {len(args)} arguments")
@@ -272,7 +276,7 @@ def value_and_grad(f: Callable, argnums: int | tuple = 0, has_aux: bool = False)
                 full[i] = v
             return fun(*full, **kwargs)
 
-        fun = _aux_pair("grad", f) if has_aux else f
+        fun = _aux_pair("grad", f) if flag("grad", has_aux, "has_aux") else f
         outs, fn, out_tree = vjp_flat(g, values)
         if (out_tree.children[0].num_leaves if has_aux else len(outs)) != 1:
             raise fail("grad", f"f must return one scalar, it returned {out_tree}")

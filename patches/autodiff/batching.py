@@ -26,7 +26,7 @@ from ..staging.core import (
     new_main,
     to_user,
 )
-from ..staging.errors import check_callable, fail
+from ..staging.errors import check_arguments, check_callable, fail
 from ..staging.interpreter import eval_program
 from ..staging.pytree import prefix_leaves, tree_flatten, tree_unflatten
 from ..staging.types import TensorType, drop_mode, logical_shape, modes_of, shape_of_modes
@@ -107,6 +107,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     check_callable("vmap", f, None, "f")
 
     def batched(*args: Any) -> Any:
+        check_arguments("vmap", f, args)
         leaves, in_tree = tree_flatten(args)
         axes = _axes_for(in_axes, args)
         vals, size = [], None

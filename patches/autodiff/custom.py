@@ -19,7 +19,7 @@ from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.array import Array
 from ..staging.core import Tracer, bind_multi, get_aval, to_user
-from ..staging.errors import fail, name_of
+from ..staging.errors import check_arguments, fail, name_of
 from ..staging.interpreter import eval_program
 from ..staging.ir import Program
 from ..staging.jit import call_abstract as jit_abstract
@@ -148,6 +148,7 @@ class custom_jvp(_Custom):
         return {"_jvp": Rule(self.jvp, f"{self.name}_jvp", static, in_tree, prog.out_tree)}
 
     def __call__(self, *args: Any) -> Any:
+        check_arguments(self.name, self.fun, args)
         return self._bind(custom_jvp_call_p, args)
 
 
@@ -199,6 +200,7 @@ class custom_vjp(_Custom):
         return hit
 
     def __call__(self, *args: Any) -> Any:
+        check_arguments(self.name, self.fun, args)
         return self._bind(custom_vjp_call_p, args)
 
 

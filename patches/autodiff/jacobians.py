@@ -13,7 +13,7 @@ import numpy as np
 
 from ..staging import dtypes
 from ..staging.core import get_aval, weak_arrays
-from ..staging.errors import check_callable, fail
+from ..staging.errors import check_arguments, check_callable, fail, flag
 from ..staging.primitives import reshape, transpose, zeros
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.scalars import _is_py_scalar
@@ -42,8 +42,12 @@ def _argnums(name: str, argnums: Any, nargs: int) -> tuple[list, bool]:
 
 def _split(name: str, f: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple:
     """(g of the differentiated arguments only, those arguments as a tuple, whether argnums was a tuple)."""
+    check_arguments(name, f, args, kwargs)
     positions, many = _argnums(name, argnums, len(args))
     leaves, tree = tree_flatten(tuple(args[i] for i in positions))
+    for leaf in leaves:
+        if isinstance(leaf, (bool, np.bool_)):
+            raise fail(name, f"cannot differentiate with respect to the bool {leaf!r}; only floating-point inputs")
     # a Python number as the tensor jvp and vjp make of it (f64 where a tensor among all the arguments is)
     others = [x for j, a in enumerate(args) if j not in positions for x in tree_flatten(a)[0]]
     made = weak_arrays(leaves + others)[:len(leaves)]
@@ -82,7 +86,8 @@ def jacrev(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Call
     check_callable("jacrev", f, None, "f")
 
     def jac(*args: Any, **kwargs: Any) -> Any:
-        g, diff, many = _split("jacrev", _aux_pair("jacrev", f) if has_aux else f, argnums, args, kwargs)
+        fun = _aux_pair("jacrev", f) if flag("jacrev", has_aux, "has_aux") else f
+        g, diff, many = _split("jacrev", fun, argnums, args, kwargs)
         got = vjp(g, *diff, has_aux=has_aux)
         y, pullback = got[0], got[1]
         y_leaves, y_tree = tree_flatten(y)
@@ -115,7 +120,7 @@ def jacfwd(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Call
     check_callable("jacfwd", f, None, "f")
 
     def jac(*args: Any, **kwargs: Any) -> Any:
-        fun = _aux_pair("jacfwd", f) if has_aux else f
+        fun = _aux_pair("jacfwd", f) if flag("jacfwd", has_aux, "has_aux") else f
         g, diff, many = _split("jacfwd", fun, argnums, args, kwargs)
         main = (lambda *d: g(*d)[0]) if has_aux else g
         x_leaves, d_tree = tree_flatten(diff)
@@ -147,7 +152,7 @@ def jacfwd(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Call
 def hessian(f: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
     """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``, shape ``x.shape + x.shape`` (JAX's)."""
     check_callable("hessian", f, None, "f")
-    if has_aux:
+    if flag("hessian", has_aux, "has_aux"):
         inner = jacrev(f, argnums, has_aux=True)
         return jacfwd(inner, argnums, has_aux=True)
     return jacfwd(jacrev(f, argnums), argnums)

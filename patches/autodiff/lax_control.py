@@ -12,25 +12,47 @@ from typing import Any
 
 import numpy as np
 
+from ..staging.array import Array
 from ..staging.core import Tracer, get_aval, is_tensor_like
-from ..staging.errors import StagingError, check_callable, fail
+from ..staging.errors import StagingError, check_callable, fail, flag
 from ..staging.kernel import cond, stage_while
+from ..staging.kernel.control import stage_body
 from ..staging.primitives import maximum, minimum, stack
 from ..staging.pytree import tree_flatten, tree_unflatten
 from ..staging.types import mode_size, modes_of
 from .batching import vmap
 
 
-def _types(tree: Any) -> list:
-    """(dtype, extents) of each tensor leaf (None for a Python number, which takes any type)."""
-    out = []
+def _types(tree: Any, who: str) -> list:
+    """(dtype, extents) of each tensor leaf of a carry (None for a Python number, which takes any type; "None" for
+    a None leaf); a leaf that is neither is refused."""
+    out: list = []
     for leaf in tree_flatten(tree)[0]:
-        if isinstance(leaf, (bool, int, float)) or not is_tensor_like(leaf):
+        if leaf is None:
+            out.append("None")
+        elif isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
             out.append(None)
-            continue
-        t = get_aval(leaf)
-        out.append((t.dtype, tuple(mode_size(m) for m in modes_of(t.shape)) if t.rank else ()))
+        elif not is_tensor_like(leaf):
+            raise fail(who, f"a carry holds a {type(leaf).__name__}; carries are arrays and numbers")
+        else:
+            t = get_aval(leaf)
+            out.append((t.dtype, tuple(mode_size(m) for m in modes_of(t.shape)) if t.rank else ()))
     return out
+
+
+def _check_carry(who: str, init: Any, before: list, carry: Any) -> None:
+    """A carry a step returns keeps the structure, dtypes and extents of the initial one (a Python number's place
+    takes any scalar)."""
+    after = _types(carry, who)
+    if tree_flatten(carry)[1] != tree_flatten(init)[1] or any(
+            a != b and (a is not None and b is not None or (a or b) == "None" or (a or b)[1] != ())
+            for a, b in zip(before, after)):
+        raise fail(who, f"the carry the body returns ({_shown(after)}) must keep the structure, dtypes and extents "
+                        f"of the initial one ({_shown(before)})")
+
+
+def _shown(types: list) -> str:
+    return ", ".join("number" if t is None else t if isinstance(t, str) else f"{t[0]}{list(t[1])}" for t in types)
 
 
 def _length(xs: Any, length: Any) -> int:
@@ -52,7 +74,14 @@ def _length(xs: Any, length: Any) -> int:
     if len(ns) != 1:
         raise fail("scan", "xs leaves (and length) must agree on the scanned extent, got "
                            f"{sorted(ns) if ns else 'no xs and no length'}")
-    return ns.pop()
+    n = ns.pop()
+    if n > SCAN_LIMIT:
+        raise fail("scan", f"a length of {n} steps: scan is written out one step per element (at most "
+                           f"{SCAN_LIMIT:,}); a long loop belongs in fori_loop")
+    return n
+
+
+SCAN_LIMIT = 1 << 20
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: Any = None, reverse: bool = False, unroll: Any = 1,
@@ -62,20 +91,16 @@ def scan(f: Callable, init: Any, xs: Any = None, length: Any = None, reverse: bo
     also with ``reverse``). Written out one step per element; ``unroll`` is accepted and changes nothing."""
     check_callable("scan", f, 2, "f (called as f(carry, x))")
     n = _length(xs, length)
-    before = _types(init)
+    before = _types(init, "scan")
     carry, ys = init, [None] * n
     x_leaves, x_tree = tree_flatten(xs) if xs is not None else ([], None)
-    for i in (reversed(range(n)) if reverse else range(n)):
+    for i in (reversed(range(n)) if flag("scan", reverse, "reverse") else range(n)):
         x = tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves]) if xs is not None else None
         got = f(carry, x)
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise fail("scan", f"f must return a pair (carry, y), it returned {type(got).__name__}")
         carry, ys[i] = got
-        after = _types(carry)
-        if tree_flatten(carry)[1] != tree_flatten(init)[1] or any(
-                a is not None and b is not None and a != b for a, b in zip(before, after)):
-            raise fail("scan", f"the carry f returns ({after}) must keep the structure, dtypes and extents of init "
-                               f"({before})")
+        _check_carry("scan", init, before, carry)
     if n == 0:
         raise fail("scan", "a scan of length 0 has no ys (tensors have at least one element)")
     if all(y is None for y in ys):
@@ -97,6 +122,29 @@ def map(f: Callable, xs: Any, *, batch_size: Any = None) -> Any:  # noqa: A001 (
     return vmap(f)(xs)
 
 
+def _check_branches_agree(branches: Any, operands: tuple) -> None:
+    """For a static index, which calls only its branch: every branch, staged on the operands' types, must return the
+    structure, dtypes and extents the others do (as JAX, which stages them all, requires)."""
+    leaves, tree = tree_flatten(operands)
+    if len(branches) < 2 or not all(isinstance(x, (Tracer, Array, np.ndarray, np.generic)) for x in leaves):
+        return
+    types = [get_aval(x) for x in leaves]
+    seen = []
+    for k, b in enumerate(branches):
+        got: list = []
+        try:
+            prog = stage_body(lambda *xs, b=b: b(*tree_unflatten(tree, list(xs))), types, "switch", tree_out=got)
+        except StagingError as e:
+            raise fail("switch", f"branch {k} cannot be staged on the operands' types (every branch is, as in JAX): "
+                                 + str(e).split("\n  at ", 1)[0]) from None
+        shown = [(t.dtype, tuple(mode_size(m) for m in modes_of(t.shape)) if t.rank else ()) for t in prog.out_types]
+        seen.append((k, got[0], shown))
+        if (got[0], shown) != seen[0][1:]:
+            raise fail("switch", f"branch {k} returns {got[0]!r} of {_shown(shown)}; branch {seen[0][0]} returns "
+                                 f"{seen[0][1]!r} of {_shown(seen[0][2])} (every branch must return the same "
+                                 "structure, dtypes and extents)")
+
+
 def switch(index: Any, branches: Any, *operands: Any) -> Any:
     """``lax.switch``: ``branches[index](*operands)``, the index clamped into range (JAX's); a static index calls
     its branch, a traced one nests ``cond``s (each branch staged, the taken one chosen at run time)."""
@@ -108,6 +156,7 @@ def switch(index: Any, branches: Any, *operands: Any) -> Any:
     if isinstance(index, (bool, np.bool_)) or not (isinstance(index, (int, np.integer)) or is_tensor_like(index)):
         raise fail("switch", f"index must be an int or an integer scalar, got {type(index).__name__}")
     if isinstance(index, (int, np.integer)):
+        _check_branches_agree(branches, operands)
         return branches[min(max(int(index), 0), n - 1)](*operands)
     t = get_aval(index, "switch")
     if t.rank != 0 or t.dtype not in ("i8", "i16", "i32", "i64", "u8", "u16", "u32"):
@@ -144,6 +193,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     check_callable("while_loop", cond_fun, 1, "cond_fun")
     check_callable("while_loop", body_fun, 1, "body_fun")
     val = init_val
+    before = _types(init_val, "while_loop")
     while True:
         p = cond_fun(val)
         if isinstance(p, Tracer):             # a data-dependent trip count: one staged loop from here on
@@ -156,6 +206,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         if not bool(arr):
             return val
         val = body_fun(val)
+        _check_carry("while_loop", init_val, before, val)
+        before = [b if b is not None else a for a, b in zip(_types(val, "while_loop"), before)]
 
 
 __all__ = ["map", "scan", "switch", "while_loop"]

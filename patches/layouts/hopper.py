@@ -99,8 +99,9 @@ def byte_addresses(layout: ComposedLayout, bits: int) -> np.ndarray:
     n = it.product(layout.shape)
     if type(n) is not int or n > check.MAX_POINTS:
         raise LayoutError(f"byte_addresses: {n} elements are too many to enumerate")
-    if type(bits) is not int or bits <= 0 or bits % 8:
-        raise LayoutError(f"byte_addresses: elements of {bits} bits have no byte address of their own")
+    if type(bits) is not int or bits <= 0 or bits % 8 or bits > 1024:
+        raise LayoutError(f"byte_addresses: elements of {bits} bits have no byte address of their own (whole bytes, "
+                          "at most 1024 bits)")
     off = layout.offset + check.evaluate(layout.outer, check.points(n))
     if isinstance(layout.inner, Swizzle):
         return layout.inner(off * (bits // 8))

@@ -43,6 +43,10 @@ class Swizzle:
         """The swizzled offset (an int, or a numpy integer array elementwise)."""
         if type(offset) is not int and not (getattr(offset, "dtype", None) is not None and offset.dtype.kind in "iuO"):
             raise LayoutError(f"{self}: a swizzle acts on integer offsets, got {offset!r}")
+        if type(offset) is not int and getattr(offset, "ndim", 1) == 0:
+            offset = int(offset)                  # a numpy integer scalar
+        elif type(offset) is not int and offset.dtype.kind in "iu" and offset.dtype.itemsize < 8:
+            offset = offset.astype("int64")       # (the masks need more bits than an int8 holds)
         y = offset & self.yyy_mask
         return offset ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
 
@@ -75,7 +79,7 @@ class Swizzle:
 
 def make_swizzle(bits: int, base: int, shift: int) -> Swizzle:
     """CuTe DSL's ``make_swizzle(b, m, s)``; the identity swizzle (b = 0) is canonicalized to S<0,4,3> as CuTe does."""
-    if bits == 0 and type(base) is int and type(shift) is int:
+    if type(bits) is int and bits == 0 and type(base) is int and type(shift) is int:
         return Swizzle(0, 4, 3)
     return Swizzle(bits, base, shift)
 

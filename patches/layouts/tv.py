@@ -94,7 +94,7 @@ def local_partition(layout: Layout | ComposedLayout, tile: Any, index: int, proj
     ``proj`` (CuTe's projection) keeps only the tile modes where it is not None.
     """
     tile = _as_tile(tile, "local_partition")
-    if proj != 1:
+    if not (type(proj) is int and proj == 1):
         tile = dice(tile, proj)
     coord = thread_coord(tile, index)
     tiler = tuple(it.product(s) for s in tile.shape) if type(tile.shape) is tuple else tile.shape

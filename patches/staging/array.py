@@ -7,6 +7,7 @@ the storage either (numpy may copy when regrouping hierarchical modes for a comp
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -99,6 +100,11 @@ class Array(Operators):
     def logical(self) -> np.ndarray:
         """The values as a numpy array with one axis per top-level mode (coordinates colexicographic within a mode)."""
         plan = _concrete(self.layout, "evaluate")
+        if plan.size > ELEMENT_LIMIT:          # (a broadcast view spans little; computing over it is still its size)
+            count = f"{plan.size:,}" if plan.size < 10 ** 15 else f"{float(plan.size):.3g}"
+            raise fail("evaluate", f"the value {self.type} has {count} elements, more than the numpy interpreter "
+                                   f"computes over ({ELEMENT_LIMIT:,}); evaluate a smaller problem (staging and lowering "
+                                   "have no such limit)")
         if plan.col_major:
             o = self.offset
             return self.storage[o:o + plan.size].reshape(plan.logical, order="F")
@@ -115,13 +121,37 @@ class Array(Operators):
         out = self.numpy()
         return out if dtype is None else out.astype(dtype)
 
+    def _scalar(self, what: str) -> Any:
+        """The one value of a one-element array, as Python's ``bool``/``int``/``float`` of it need."""
+        v = self.logical()
+        if v.size != 1:
+            raise fail(what, f"only a one-element array has a {what} value; this one is {self.type} (use any/all, "
+                             "or index it)")
+        return v.reshape(()).item()
+
     def __bool__(self) -> bool:
-        return bool(self.logical())
+        return bool(self._scalar("bool"))
 
     def __float__(self) -> float:
-        return float(self.logical())
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        v = self._scalar("int")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise fail("int", f"cannot convert {v} to an integer")
+        return int(v)
+
+    def __index__(self) -> int:
+        if self.short_dtype not in dtypes.INTS and self.short_dtype != "bool":
+            raise fail("index", f"only an integer array is an index, got {self.type}")
+        return int(self._scalar("index"))
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        return self.round(0 if ndigits is None else ndigits)
 
     def __repr__(self) -> str:
+        if _concrete(self.layout, "repr").size > ELEMENT_LIMIT:
+            return f"Array({self.type}, <too many elements to show>)"
         return f"Array({self.type}, {np.array2string(self.logical(), threshold=20)})"
 
     # -- building ----------------------------------------------------------------------

@@ -71,7 +71,7 @@ class DTypeName(str):
 
     __slots__ = ()
 
-    def __new__(cls, short: str) -> "DTypeName":
+    def __new__(cls, short: str) -> DTypeName:
         return str.__new__(cls, _SPELLED.get(short, short))
 
     @property
@@ -124,7 +124,9 @@ def short(name: Any) -> Any:
 
 
 def to_numpy(name: str) -> np.dtype:
-    d = _NUMPY[short(name)]
+    d = _NUMPY.get(short(name), False) if isinstance(name, str) else False
+    if d is False:
+        raise fail(None, f"unsupported dtype {name!r}; use one of {', '.join(_NUMPY)}")
     if d is None:
         raise fail(None, f"dtype {name} has no numpy implementation, so it cannot be evaluated (it stages and prints)")
     return d

@@ -69,6 +69,38 @@ def check_callable(where: str, f: Any, nargs: int | None, what: str) -> None:
                           f"signature is {getattr(f, '__name__', 'f')}{sig}") from None
 
 
+def check_arguments(where: str, f: Any, args: tuple, kwargs: dict | None = None) -> None:
+    """Refuse a call of the user's ``f`` with arguments its signature cannot take (a transformed function called
+    with one argument too many), naming both, instead of Python's TypeError from inside the transformation."""
+    import inspect
+
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        sig.bind(*args, **(kwargs or {}))
+    except TypeError as e:
+        n = len(args)
+        raise fail(where, f"{getattr(f, '__name__', 'f')}{sig} cannot be called with {n} positional argument"
+                          f"{'s' if n != 1 else ''}" + (f" and keywords {sorted(kwargs)}" if kwargs else "")
+                          + f" ({e})") from None
+
+
+def is_option(value: Any, options: Any) -> bool:
+    """Whether ``value`` is one of a string or number option's ``options`` (an array given there is not: ``in``
+    would ask numpy for its truth value)."""
+    return isinstance(value, (str, int, float, type(None))) and value in options
+
+
+def flag(where: str, value: Any, what: str) -> bool:
+    """A flag parameter's truth value (an array given there is refused by name, not numpy's ambiguity error)."""
+    try:
+        return bool(value)
+    except Exception:
+        raise fail(where, f"{what} must be a bool, got {type(value).__name__} {value!r:.60}") from None
+
+
 def check_name(where: str, name: Any) -> str:
     """A name given for a program or kernel: a one-line string (it is printed inside the program's text)."""
     if not isinstance(name, str) or not name or not name.isprintable():

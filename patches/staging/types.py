@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..layouts import Layout, LayoutError, UndecidableError, arith, make_layout
+from ..layouts import ComposedLayout, Layout, LayoutError, UndecidableError, arith, make_layout
 from ..layouts import inttuple as it
 from . import dtypes
 from .errors import fail
@@ -24,6 +24,10 @@ class TensorType:
 
     def __init__(self, dtype: str, layout: Layout) -> None:
         self.dtype = dtypes.short(dtype)       # (a value's ``.dtype`` is a DTypeName: the short name is kept)
+        if self.dtype not in dtypes.NAMES:     # (a spelling numpy or JAX uses, or no dtype at all)
+            self.dtype = dtypes.canonical(dtype, "TensorType")
+        if not isinstance(layout, (Layout, ComposedLayout)):
+            raise fail("TensorType", f"layout must be a Layout, got {type(layout).__name__} {layout!r:.60}")
         self.layout = layout
         self._hash = None
 

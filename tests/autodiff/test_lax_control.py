@@ -106,7 +106,7 @@ def test_refusals():
     xs = np.ones((3, 2))
     with pytest.raises(pt.StagingError, match="^scan: f must return a pair"):
         pt.scan(lambda c, x: c, 0.0, xs)
-    with pytest.raises(pt.StagingError, match="^scan: the carry f returns"):
+    with pytest.raises(pt.StagingError, match="^scan: the carry the body returns"):
         pt.scan(lambda c, x: (x, None), np.zeros(3), xs)
     with pytest.raises(pt.StagingError, match="^scan: xs leaves .* must agree"):
         pt.scan(lambda c, x: (c, None), 0.0, (xs, np.ones(4)))
@@ -126,3 +126,34 @@ def test_refusals():
         pt.while_loop(lambda v: None, lambda v: v, 1)
     with pytest.raises(pt.StagingError, match="^map: f must be a function"):
         pt.lax.map(3, xs)
+
+
+def test_control_flow_keeps_and_checks_the_pytree_structure():
+    """cond returns the structure its branches return; loops and branches that change structure, dtype or extents
+    are refused eagerly as under jit (a fuzz found them silently accepted)."""
+    v = pt.asarray(np.ones(3, np.float32))
+    out = pt.cond(True, lambda a: {"k": a}, lambda a: {"k": a + 1}, v)
+    assert isinstance(out, dict) and np.array_equal(np.asarray(out["k"]), np.ones(3))
+    jitted = pt.jit(lambda p, a: pt.cond(p, lambda a: {"k": a}, lambda a: {"k": 2 * a}, a))(np.bool_(False), v)
+    assert isinstance(jitted, dict) and np.array_equal(np.asarray(jitted["k"]), 2 * np.ones(3))
+    one = pt.cond(False, lambda a: (a,), lambda a: (a * 3,), v)
+    assert isinstance(one, tuple) and len(one) == 1 and np.array_equal(np.asarray(one[0]), 3 * np.ones(3))
+    assert pt.fori_loop(0, 3, lambda i, c: {"k": c["k"] + 1.0}, {"k": v})["k"].shape == (3,)
+    refused = [
+        (lambda: pt.cond(True, lambda a: {"k": a}, lambda a: a, v), "^cond: the branches return different structures"),
+        (lambda: pt.cond(True, lambda a: (a,), lambda a: [a], v), "^cond: the branches return different structures"),
+        (lambda: pt.fori_loop(0, 3, lambda i, c: {"k": c + 1.0}, v), "^fori_loop: the body returns a carry of structure"),
+        (lambda: pt.while_loop(lambda c: pt.sum(c) < 10.0, lambda c: pt.astype(c + 5.0, "f64"), v),
+         r"^while_loop: the carry the body returns \(f64\[3\]\)"),
+        (lambda: pt.while_loop(lambda c: pt.sum(c) < 10.0, lambda c: pt.concatenate([c, c]), v),
+         r"^while_loop: the carry the body returns \(f32\[6\]\)"),
+        (lambda: pt.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] + 1, "s"), (0.0, 1)), "^while_loop: a carry holds a str"),
+        (lambda: pt.switch(0, [lambda a: "s", lambda a: a], v), "^switch: branch 0 cannot be staged"),
+        (lambda: pt.switch(0, [lambda a: a, lambda a: pt.concatenate([a, a])], v), r"^switch: branch 1 returns \* of f32\[6\]"),
+        (lambda: pt.scan(lambda c, a: (None, a), 0.0, v), r"^scan: the carry the body returns \(None\)"),
+    ]
+    for f, pattern in refused:
+        with pytest.raises(pt.StagingError, match=pattern):
+            f()
+    assert float(pt.while_loop(lambda c: c < 10.0, lambda c: c + 1, 0.0)) == 10.0    # a number carry stays a number
+    assert float(pt.switch(1, [lambda a: a.sum(), lambda a: 2 * a.sum()], v)) == 6.0

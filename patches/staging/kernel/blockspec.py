@@ -18,7 +18,7 @@ from ...layouts import inttuple as it
 from .. import dtypes
 from ..array import Array
 from ..core import Tracer
-from ..errors import check_callable, fail
+from ..errors import check_callable, fail, is_option
 from ..ir import Literal, Program
 from ..types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, modes_of
 from .refs import GMEM, SPACES, MemorySpace, RefType
@@ -46,7 +46,7 @@ class BlockSpec:
                                     f"got {type(block).__name__} {block!r:.60}")
         if index_map is not None and not callable(index_map):
             raise fail("BlockSpec", f"index_map must be a function of the grid indices, got {type(index_map).__name__}")
-        if memory_space not in SPACES:
+        if not is_option(memory_space, SPACES):
             raise fail("BlockSpec", f"memory_space must be one of GMEM, SMEM, RMEM, got {memory_space!r}")
         if layout is not None and memory_space == GMEM:
             raise fail("BlockSpec", "a block in GMEM is a window on the operand; give a layout only with SMEM or RMEM")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import sympy
 
 from .. import dtypes
 from ..array import Array, to_array
@@ -220,13 +221,20 @@ def cast_weak(x: Any, dtype: str, who: str) -> Any:
 
 
 def stage_body(f: Callable, types: list, name: str, out_types: list | None = None, weak: Any = (),
-               weak_out: list | None = None) -> Program:
+               weak_out: list | None = None, tree: Any = None, tree_out: list | None = None) -> Program:
     """Stage a loop or branch body on ``types`` (those at the positions ``weak`` stand for Python scalars); outputs
-    are conformed to ``out_types`` when given (a weak output converted to its dtype); ``weak_out``, when given,
-    receives whether each output is weak."""
+    are conformed to ``out_types`` when given (a weak output converted to its dtype) and must have the pytree
+    structure ``tree`` when given (a loop's carry); ``weak_out`` and ``tree_out``, when given, receive whether each
+    output is weak and the outputs' structure."""
     def wrapped(*xs: Any) -> Any:
         outs = f(*xs)
-        leaves, tree = tree_flatten(outs) if outs is not None else ([], None)
+        leaves, got = tree_flatten(outs) if outs is not None else ([], None)
+        if tree is not None and got != tree:
+            what = "while_loop" if name.startswith("while") else "fori_loop"
+            raise fail(what, f"the body returns a carry of structure {got!r}; the initial carry has {tree!r} "
+                             "(the same nesting of tuples, lists and dicts)")
+        if tree_out is not None:
+            tree_out[:] = [got]
         if weak_out is not None:
             weak_out[:] = [is_weak(o) for o in leaves]
         if out_types is not None:
@@ -255,7 +263,7 @@ def fori_loop(lower: Any, upper: Any, body: Callable, init: Any, *, unroll: Any 
     types = [carry_type(x) for x in leaves]
     init_vals = [conform_to(x, t) for x, t in zip(leaves, types)]
     weak_out: list = []
-    staged = stage_body(f, [I32, *types], "fori_body", types, weak, weak_out)
+    staged = stage_body(f, [I32, *types], "fori_body", types, weak, weak_out, tree)
     outs = bind_loop(staged, init_vals, lower, upper)
     return tree_unflatten(tree, [_weak_result(o) if 1 + k in weak and weak_out[k] else o for k, o in enumerate(outs)])
 
@@ -313,7 +321,7 @@ def bind_fori_loop(lower: Any, upper: Any, consts: list, carry: list, body: Prog
 
 def is_static_bound(b: Any) -> bool:
     """Whether a loop bound is known when staging (an int or a Sym expression), not a run-time value."""
-    return isinstance(b, (int, np.integer)) or hasattr(b, "free_symbols")
+    return isinstance(b, (int, np.integer)) or isinstance(b, sympy.Expr)
 
 
 def _bound(b: Any) -> Any:
@@ -321,9 +329,11 @@ def _bound(b: Any) -> Any:
     if isinstance(b, (bool, np.bool_)):
         raise fail("fori_loop", f"a loop bound must be an integer, got {b!r}")
     if is_static_bound(b):
+        if isinstance(b, (int, np.integer)) and not -2 ** 31 <= int(b) < 2 ** 31:
+            raise fail("fori_loop", f"the bound {int(b)} does not fit in i32 (the loop index's type)")
         return b
     if isinstance(b, (np.ndarray, Array)) and not get_aval(b).rank and dtypes.is_int(get_aval(b).dtype):
-        return int(np.asarray(b.logical() if isinstance(b, Array) else b))      # a concrete value: static
+        return _bound(int(np.asarray(b.logical() if isinstance(b, Array) else b)))   # a concrete value: static
     try:
         t = get_aval(b)
     except StagingError:
@@ -383,16 +393,18 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     leaves, tree = tree_flatten(operands)        # numpy operands as tensors: the branches run patches' semantics
     operands = tree_unflatten(tree, [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves])
     weak: list = []
-    res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands), weak))
+    trees: list = []
+    res = bind_cond(pred, *stage_branches(lambda: true_fn(*operands), lambda: false_fn(*operands), weak, trees))
     res = [_weak_result(r) if w else r for r, w in zip(res, weak or [False] * len(res))]
-    return res[0] if len(res) == 1 else tuple(res) if res else None
+    return None if trees[0] is None else tree_unflatten(trees[0], res)
 
 
-def stage_branches(true_fn: Callable, false_fn: Callable, weak: list | None = None) -> tuple:
+def stage_branches(true_fn: Callable, false_fn: Callable, weak: list | None = None, trees: list | None = None) -> tuple:
     """Both branches of a ``cond`` staged with the same output types: (true, its captured values, false, its
     captured values), each program taking its captured values as leading parameters. A weak output (a Python scalar)
     takes the dtype of the other branch's strong one, two weak ones the wider (as JAX joins them); ``weak``, when
-    given, receives which outputs are weak in both branches (the cond's result is weak there)."""
+    given, receives which outputs are weak in both branches (the cond's result is weak there); ``trees`` the
+    outputs' pytree structure, which both branches must share."""
     from ..scalars import widest
 
     t_weak: list = []
@@ -406,8 +418,15 @@ def stage_branches(true_fn: Callable, false_fn: Callable, weak: list | None = No
                     for o, f, tw, fw in zip(outs, f_types, t_weak, f_weak)]
             if weak is not None:
                 weak[:] = [tw and fw for tw, fw in zip(t_weak, f_weak)]
-    t_prog = stage_body(true_fn, [], "true", outs)
-    f_prog = stage_body(false_fn, [], "false", outs)
+    t_tree: list = []
+    f_tree: list = []
+    t_prog = stage_body(true_fn, [], "true", outs, tree_out=t_tree)
+    f_prog = stage_body(false_fn, [], "false", outs, tree_out=f_tree)
+    if t_tree != f_tree:
+        raise fail("cond", f"the branches return different structures: {t_tree[0]!r} and {f_tree[0]!r} (the same "
+                           "nesting of tuples, lists and dicts is needed)")
+    if trees is not None:
+        trees[:] = t_tree
     return t_prog.closed_over(), list(t_prog.const_values), f_prog.closed_over(), list(f_prog.const_values)
 
 
@@ -482,7 +501,7 @@ def stage_while(cond_fun: Callable, body_fun: Callable, init: Any) -> Any:
     types = [carry_type(x) for x in leaves]
     init_vals = [conform_to(x, t, "while_loop: a carry") for x, t in zip(leaves, types)]
     weak_out: list = []
-    body_prog = stage_body(body, types, "while_body", types, weak, weak_out)
+    body_prog = stage_body(body, types, "while_body", types, weak, weak_out, tree)
     cond_prog = stage_body(pred, types, "while_cond", None, weak)
     outs = bind_while(cond_prog.closed_over(), list(cond_prog.const_values), body_prog.closed_over(),
                       list(body_prog.const_values), init_vals)

@@ -17,7 +17,7 @@ from ...layouts import ComposedLayout, Layout, make_layout, size, zipped_divide
 from .. import dtypes
 from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
-from ..errors import StagingError, check_callable, check_name, fail, name_of
+from ..errors import StagingError, check_callable, check_name, fail, flag, is_option, name_of
 from ..ir import Program
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import stage_flat
@@ -34,7 +34,7 @@ class Scratch:
     """A scratch buffer of a kernel: ``Scratch(layout_or_shape, dtype, space)``; a swizzled ComposedLayout is allowed."""
 
     def __init__(self, layout: Any, dtype: str = "f32", space: MemorySpace = SMEM) -> None:
-        if space not in SPACES:
+        if not is_option(space, SPACES):
             raise fail("Scratch", f"space must be GMEM, SMEM or RMEM, got {space!r}")
         if not isinstance(layout, (Layout, ComposedLayout)):
             layout = make_layout(layout)
@@ -61,7 +61,7 @@ SEMANTICS = ("parallel", "arbitrary")
 
 def check_semantics(sem: Any, grid: tuple) -> tuple:
     """Pallas's ``dimension_semantics``: one of "parallel" / "arbitrary" per grid axis."""
-    if not isinstance(sem, (tuple, list)) or len(sem) != len(grid) or any(s not in SEMANTICS for s in sem):
+    if not isinstance(sem, (tuple, list)) or len(sem) != len(grid) or any(not is_option(s, SEMANTICS) for s in sem):
         raise fail("kernel", f"dimension_semantics must give 'parallel' or 'arbitrary' for each of the {len(grid)} "
                              f"grid axes, got {sem!r}")
     return tuple(sem)
@@ -183,7 +183,7 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         return tree_unflatten(out_tree, [to_user(r) for r in res])
 
     call.__name__ = kname
-    return call if interpret else _on_device(call, kname)
+    return call if flag("kernel", interpret, "interpret") else _on_device(call, kname)
 
 
 def _on_device(call: Callable, kname: str) -> Callable:

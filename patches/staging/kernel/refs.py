@@ -120,10 +120,10 @@ class ds:  # noqa: N801 (Pallas's name)
     __slots__ = ("start", "size", "stride")
 
     def __init__(self, start: Any, size: Any, stride: Any = 1) -> None:
-        self.start, self.size, self.stride = start, size, stride
+        self.start, self.size, self.stride = start, size, stride      # (checked where the ds indexes a Ref)
 
     def __repr__(self) -> str:
-        return f"ds({self.start!r}, {self.size!r})" if self.stride == 1 else \
+        return f"ds({self.start!r}, {self.size!r})" if _static_int(self.stride) and self.stride == 1 else \
             f"ds({self.start!r}, {self.size!r}, stride={self.stride!r})"
 
 

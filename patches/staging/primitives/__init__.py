@@ -8,6 +8,7 @@ from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
 from . import (
+    dtype_queries,
     index_update,
     jax_extra,
     numpy_extra,
@@ -30,6 +31,7 @@ from .bitwise import (
     left_shift,
     right_shift,
 )
+from .dtype_queries import *  # noqa: F403 (listed in its __all__)
 from .einsum import einsum
 from .elementwise import (
     BINARY,
@@ -84,7 +86,8 @@ from .elementwise import (
     where,
     where_p,
 )
-from .gather import gather_p, getitem, scatter_add_along, take, take_along_axis
+from .gather import gather_p, getitem, take, take_along_axis
+from .gather import scatter_add_along as scatter_add_along  # (for the rules, not the user's namespace)
 from .integer import arange, floordiv, floordiv_p, iota, iota_p, mod, mod_p
 from .jax_extra import *  # noqa: F403 (their names are listed in their modules' ONE_TENSOR and MORE_ARGS)
 from .logical import logical_and, logical_not, logical_or, logical_xor
@@ -203,22 +206,22 @@ from .views import (
     broadcast,
     broadcast_p,
     broadcast_to,
-    coordinate_map,
     embed,
     embed_p,
     full,
     ones,
     slice_p,
-    squeeze_modes,
     tile,
     tile_p,
     transpose,
     transpose_p,
     view,
     view_p,
-    view_rules,
     zeros,
 )
+from .views import coordinate_map as coordinate_map  # (for the lowering, not the user's namespace)
+from .views import squeeze_modes as squeeze_modes
+from .views import view_rules as view_rules
 
 add_p, sub_p, mul_p, div_p, pow_p = prims["add"], prims["sub"], prims["mul"], prims["div"], prims["pow"]
 neg_p, exp_p, log_p, sin_p = prims["neg"], prims["exp"], prims["log"], prims["sin"]
@@ -280,20 +283,20 @@ __all__ = [
     "COMPARE", "COMPARE_NAMES", "NUMPY_OPS", "OPS", "Span",
     "MATH_UNARY", "UNARY", "UNARY_NAMES", "argmax_p", "argmin_p", "concatenate_p", "erf_p", "rev_p", "floordiv_p", "iota_p",
     "mod_p",
-    "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "coordinate_map", "copy_p",
+    "reduce_min_p", "stop_gradient_p", "abs_p", "add_p", "astype_p", "broadcast_p", "copy_p",
     "cos_p", "div_p", "embed", "embed_p", "eq_p", "exp_p", "ge_p", "gt_p", "le_p", "log_p", "logistic_p", "lt_p",
     "matmul_p", "maximum_p", "minimum_p", "mul_p", "ne_p", "neg_p", "pow_p", "prims", "reduce_max_p",
     "reduce_sum_p", "relu_p", "sin_p", "slice_p", "sqrt_p", "sub_p", "tanh_p", "tile_p", "transpose_p", "view_p",
-    "view_rules", "where_p", "squeeze_modes",
+    "where_p",
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "diag", "diagonal", "diff",
     "expand_dims", "eye", "full_like", "hstack", "inner", "linspace", "moveaxis", "ones_like", "outer", "pad", "ravel",
     "roll", "split", "squeeze", "stack", "swapaxes", "tensordot", "trace", "tril", "triu", "vstack", "zeros_like",
     "allclose", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
-    "NUMPY_MULTI_ARG_OPS", "gather_p", "scatter_add_along", "take", "take_along_axis",
+    "NUMPY_MULTI_ARG_OPS", "gather_p", "take", "take_along_axis",
     "argpartition", "argsort", "median", "partition", "percentile", "quantile", "searchsorted", "sort",
     *numpy_more.__all__, *jax_extra.__all__, *numpy_sized.__all__, *numpy_stats.__all__,
-    *numpy_names.__all__,
+    *numpy_names.__all__, *dtype_queries.__all__,
 ]
 
 def _length(x: Any) -> int:

@@ -180,9 +180,13 @@ def _result_dtype(types: list, preferred_element_type: Any) -> str:
     return result_dtype(types[0], types[0], preferred_element_type, "einsum")
 
 
-def einsum(spec: str, *operands: Any, preferred_element_type: Any = None) -> Any:
+def einsum(spec: str, *operands: Any, preferred_element_type: Any = None, optimize: Any = "greedy",
+           precision: Any = None) -> Any:
     """numpy's ``einsum`` (``"ij,jk->ik"``, ``"...ij,...jk"``, ``"ii->i"``, ``"ij,jk,kl->il"``): diagonals are
-    views, contractions ``matmul``s in numpy's greedy order, ``...`` and extent-1 modes broadcast as in numpy."""
+    views, contractions ``matmul``s in numpy's greedy order, ``...`` and extent-1 modes broadcast as in numpy.
+    ``optimize`` and ``precision`` (numpy's and JAX's) are accepted as hints: the order is always the greedy one."""
+    if not (optimize is None or isinstance(optimize, (bool, str, list, tuple))):
+        raise fail("einsum", f"optimize must be a bool, a strategy name or a path, got {type(optimize).__name__}")
     if not operands:
         raise fail("einsum", "takes at least one operand")
     xs = _operands(operands)

@@ -163,7 +163,8 @@ def _astype_impl(x: Array, *, dtype: str) -> list:
     elif dtype in dtypes.EMULATED:         # bf16 from f64 or i64: rounded once, not through f32
         out = dtypes.cast(v, dtype)
     else:
-        out = v.astype(dtypes.to_numpy(dtype))
+        with np.errstate(over="ignore"):   # a float past the narrower type's range is inf, as IEEE rounds it
+            out = v.astype(dtypes.to_numpy(dtype))
     return [Array.from_logical(out, computed_layout(x.layout), dtype)]
 
 
@@ -313,6 +314,10 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 (numpy's name)
                             f"{type(x).__name__} {x!r:.80}")
     if decimals == 0:
         return _round(x)
+    if not -340 <= decimals <= 340:      # past every float's last decimal, or every finite value to (signed) zero
+        if _is_py_scalar(x):
+            x = coerce("round", x, x)[0]
+        return mul(x, 1 if decimals > 0 else 0)
     if decimals > 0:
         scale = 10.0 ** int(decimals)
         return _true_div(_round(mul(x, scale)), scale)

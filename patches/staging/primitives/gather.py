@@ -16,7 +16,7 @@ import numpy as np
 
 from ..array import Array
 from ..core import Tracer, bind, get_aval
-from ..errors import fail
+from ..errors import fail, is_option
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
 from .elementwise import add, astype, eq, lt, maximum, minimum, where
 from .index_masks import expand_masks, is_mask
@@ -135,7 +135,7 @@ def take_along_axis(a: Any, indices: Any, axis: Any = -1, mode: Any = None) -> A
     """numpy's ``take_along_axis``: ``a`` read along ``axis`` at ``indices`` (of ``a``'s rank; other modes broadcast
     against ``a``'s); ``axis=None`` reads the flattened ``a`` at 1-D indices. Negative indices count from the end;
     out-of-range ones are clamped (JAX's "clip"; numpy raises)."""
-    if mode not in _MODES:
+    if not is_option(mode, _MODES):
         raise fail("take_along_axis", f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     t = get_aval(a, "take_along_axis")
     indices = _index_arg("take_along_axis", indices)
@@ -172,7 +172,7 @@ def take(a: Any, indices: Any, axis: Any = None, mode: Any = None) -> Any:
     """numpy's ``take``: the entries of ``a`` at ``indices`` along ``axis`` (the result's modes: ``a``'s before
     ``axis``, the indices', ``a``'s after); ``axis=None`` takes from the flattened ``a``. Negative indices count from
     the end; out-of-range ones are clamped ("clip"), or wrapped with ``mode="wrap"``."""
-    if mode not in _MODES:
+    if not is_option(mode, _MODES):
         raise fail("take", f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     get_aval(a, "take")
     indices = _index_arg("take", indices)

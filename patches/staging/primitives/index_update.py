@@ -24,7 +24,7 @@ import numpy as np
 from ...layouts import Layout
 from .. import dtypes
 from ..core import Tracer, get_aval
-from ..errors import check_callable, fail
+from ..errors import check_callable, fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import mode_size, modes_of, shape_of_modes
 from .elementwise import add, astype, div, eq, ge, lt, maximum, minimum, mul, pow, sub, where
@@ -126,7 +126,7 @@ def update(x: Any, index: Any, values: Any, op: str, mode: Any = None) -> Any:
     """``x`` with ``op`` (set, add, subtract, multiply, divide, power, min, max, apply) applied at ``index``."""
     name = f"at.{op}"
     t = get_aval(x, name)
-    if mode not in _UPDATE_MODES:
+    if not is_option(mode, _UPDATE_MODES):
         raise fail(name, f"mode must be one of {', '.join(map(repr, _UPDATE_MODES))}, got {mode!r}", t)
     if t.dtype == "bool" and op not in ("set", "min", "max", "apply"):
         raise fail(name, "arithmetic updates of a bool array are not supported (use set, min or max)", t)
@@ -522,7 +522,7 @@ def _get(x: Any, index: Any, mode: Any, fill_value: Any) -> Any:
     """``x.at[index].get``: ``x[index]``, with ``mode="fill"`` out-of-range integer-array indices read
     ``fill_value``."""
     t = get_aval(x, "at.get")
-    if mode not in _GET_MODES:
+    if not is_option(mode, _GET_MODES):
         raise fail("at.get", f"mode must be one of {', '.join(map(repr, _GET_MODES))}, got {mode!r}", t)
     if mode != "fill" and fill_value is not None:
         raise fail("at.get", "fill_value is read only with mode='fill'", t)

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, get_aval, is_tensor_like
-from ..errors import fail
+from ..errors import fail, is_option
 from ..scalars import _is_py_scalar, weak_scalar
 from ..types import mode_size, same_mode
 from .elementwise import add, astype, div, eq, expm1, ge, gt, logistic, lt, maximum, minimum, mul, neg, sqrt, sub, tanh, where
@@ -179,7 +179,7 @@ def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None, 
     x = tensor_arg("standardize", x)
     if where is not None:
         raise fail("standardize", "where= (masked statistics) is not supported", get_aval(x))
-    if algorithm not in ("fast", "stable"):
+    if not is_option(algorithm, ("fast", "stable")):
         raise fail("standardize", f"algorithm must be 'fast' or 'stable', got {algorithm!r:.80}", get_aval(x))
     given = [v for v in (mean, variance) if v is not None]
     x, *given, eps = _floats("standardize", x, *given, epsilon)
@@ -267,7 +267,7 @@ def _starts(name: str, starts: Any, t: Any, allow: Any) -> list:
 
 
 def _sizes(name: str, sizes: Any, t: Any) -> list:
-    if not isinstance(sizes, (tuple, list, np.ndarray)) or len(sizes) != t.rank:
+    if not isinstance(sizes, (tuple, list, np.ndarray)) or np.ndim(sizes) != 1 or len(sizes) != t.rank:
         raise fail(name, f"slice_sizes must be a sequence of {t.rank} ints, got {sizes!r:.80}", t)
     out = []
     for k, (s, m) in enumerate(zip(sizes, _modes(t))):
@@ -429,7 +429,7 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: Any, inplace: Any 
     if not isinstance(inplace, (bool, np.bool_)) or inplace:
         raise fail("put_along_axis", "inplace must be False: JAX arrays are immutable, the updated copy is returned",
                    t)
-    if mode not in _PUT_MODES:
+    if not is_option(mode, _PUT_MODES):
         raise fail("put_along_axis", f"mode must be one of {', '.join(map(repr, _PUT_MODES))}, got {mode!r:.80}", t)
     idx = _index_arg("put_along_axis", indices)
     ti = get_aval(idx)

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, get_aval
-from ..errors import StagingError, fail
+from ..errors import StagingError, fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import mode_size, same_mode, shape_of_modes
 from .elementwise import (
@@ -354,7 +354,7 @@ def cross(a: Any, b: Any, axis: Any = -1) -> Any:
     ``a1 b2 - a2 b1``, ``a2 b0 - a0 b2``, ``a0 b1 - a1 b0``, ``stack``ed along a new last mode."""
     x, y = _pair("cross", a, b)
     tx, ty = get_aval(x), get_aval(y)
-    if axis is not None and (isinstance(axis, bool) or axis != -1):
+    if axis is not None and (isinstance(axis, bool) or not is_option(axis, (-1,))):
         raise fail("cross", f"only axis=-1 (the last mode) is supported, got {axis!r}; moveaxis first", tx, ty)
     _same("cross", [x, y])
     if tx.dtype == "bool":

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..core import get_aval
-from ..errors import fail
+from ..core import get_aval, is_tensor_like
+from ..errors import fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import mode_size, same_mode, shape_of_modes
 from .elementwise import abs, add, astype, div, eq, exp2, le, maximum, minimum, mul, ne, pow, sub, trunc, where
@@ -109,7 +109,16 @@ def _numbers(v: Any) -> Any:
         return [c for item in u for c in flat(item)] if isinstance(u, (list, tuple)) else [u]
     if not isinstance(v, (list, tuple)) or not v:
         return v
-    return np.asarray(v) if all(_is_py_scalar(c) or isinstance(c, np.number) for c in flat(v)) else stack(v)
+    items = flat(v)
+    if all(_is_py_scalar(c) or isinstance(c, np.number) for c in items):
+        try:
+            return np.asarray(v)
+        except ValueError:
+            raise fail(None, f"a ragged sequence of numbers {v!r:.60} (rows of different lengths)") from None
+    bad = next((c for c in items if not is_tensor_like(c)), None)
+    if bad is not None:
+        raise fail(None, f"a sequence holding a {type(bad).__name__} ({bad!r:.40}) where numbers or tensors are expected")
+    return stack(v)
 
 
 # -- reductions ----------------------------------------------------------------------------------------------
@@ -384,7 +393,7 @@ def meshgrid(*xi: Any, copy: Any = True, sparse: Any = False, indexing: Any = "x
     ``broadcast_to`` the common shape (stride-0 views; ``sparse``: the extent-1 views alone)."""
     _bool("meshgrid", copy, "copy")
     sparse = _bool("meshgrid", sparse, "sparse")
-    if indexing not in ("xy", "ij"):
+    if not is_option(indexing, ("xy", "ij")):
         raise fail("meshgrid", f"indexing must be 'xy' or 'ij', got {indexing!r:.80}")
     xs = [ravel(tensor_arg("meshgrid", x)) for x in xi]
     pos = list(range(len(xs)))
@@ -419,7 +428,7 @@ def _triangle_indices(name: str, n: Any, k: Any, m: Any, np_fn: Any) -> tuple:
     if n * m > STATIC_MAX:
         raise fail(name, f"a ({n}, {m}) matrix's indices are computed here as constants; past {STATIC_MAX} elements "
                          "build them from iota comparisons instead")
-    r, c = np_fn(n, k, m)
+    r, c = np_fn(n, min(max(k, -n), m), m)          # (k past the matrix selects all or nothing: clamped for numpy)
     if not r.size:
         raise fail(name, f"k={k} leaves no indices in a ({n}, {m}) matrix (tensors have at least one element)")
     return tensor_arg(name, r.astype(np.int32)), tensor_arg(name, c.astype(np.int32))
@@ -548,7 +557,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> An
     hs = [_number("gradient", v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v,
                   "a spacing (coordinate arrays are not supported)")
           for v in (varargs * len(axes) if len(varargs) == 1 else varargs or (1.0,) * len(axes))]
-    if isinstance(edge_order, bool) or edge_order not in (1, 2):
+    if isinstance(edge_order, bool) or not is_option(edge_order, (1, 2)):
         raise fail("gradient", f"edge_order must be 1 or 2, got {edge_order!r}", t)
     outs = []
     for ax, h in zip(axes, hs):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..array import Array
 from ..core import Tracer, get_aval
-from ..errors import fail
+from ..errors import fail, is_option
 from ..types import mode_size, modes_of
 from .elementwise import abs, astype, eq, ge, gt, le, lt, mul, ne, neg, sub, where
 from .numpy_extra import signbit
@@ -26,7 +26,7 @@ from .views import zeros
 def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> Any:
     """``a`` as a tensor: a traced value or an Array as it is (cast to ``dtype`` when given), a numpy array with its
     dtype, Python numbers and lists as JAX reads them (floats f32, ints i32 or i64 past its range, bools bool)."""
-    if order not in (None, "C", "F", "A", "K"):
+    if not is_option(order, (None, "C", "F", "A", "K")):
         raise fail("asarray", f"order must be None, 'C', 'F', 'A' or 'K', got {order!r}")
     want = None if dtype is None else dtypes.canonical(dtype, "asarray")
     if isinstance(a, (Tracer, Array)):
@@ -49,9 +49,11 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> A
             want = "i32" if np.all((arr >= -2**31) & (arr < 2**31)) else dtypes.canonical(arr.dtype)
     if want is None:
         return Array.from_numpy(arr)
-    npd = dtypes.to_numpy(want)
-    with np.errstate(all="ignore"):
-        return Array.from_numpy(arr if want in dtypes.EMULATED else arr.astype(npd), want)
+    if not isinstance(a, (np.ndarray, np.generic)) and arr.dtype.kind in "iu" and dtypes.is_int(want):
+        for v in (int(arr.min()), int(arr.max())):      # a Python int the dtype cannot hold is refused, not wrapped
+            dtypes.check_int_fits(v, want, "asarray")
+    x = Array.from_numpy(arr)
+    return x if x.type.dtype == want else astype(x, want)   # the library's conversions (NaN to int is 0, ...)
 
 
 def _holds_tensors(a: Any) -> bool:
@@ -62,9 +64,9 @@ def _holds_tensors(a: Any) -> bool:
 def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K", ndmin: int = 0) -> Any:  # noqa: A002
     """numpy's ``array``: ``asarray`` (values are immutable, so a copy is never needed), with ``ndmin`` leading
     extent-1 modes."""
-    if isinstance(ndmin, bool) or not isinstance(ndmin, (int, np.integer)) or ndmin < 0:
-        raise fail("array", f"ndmin must be a non-negative int, got {ndmin!r}")
-    x = asarray(object, dtype, None if order == "K" else order)
+    if isinstance(ndmin, bool) or not isinstance(ndmin, (int, np.integer)) or not 0 <= ndmin <= 64:
+        raise fail("array", f"ndmin must be an int from 0 to 64 (numpy's most modes), got {ndmin!r}")
+    x = asarray(object, dtype, None if is_option(order, ("K",)) else order)
     r = get_aval(x).rank
     if ndmin > r:
         t = get_aval(x)

@@ -20,7 +20,7 @@ from ...layouts import UndecidableError, arith
 from ...layouts import inttuple as it
 from .. import dtypes
 from ..core import bind, get_aval, is_tensor_like
-from ..errors import StagingError, fail
+from ..errors import StagingError, fail, is_option
 from ..types import compact, mode_size, modes_of, normal_shape
 from .einsum import einsum
 from .elementwise import abs, astype, copy, div, exp, log, logistic, lt, maximum, minimum, mul, ne, sqrt, sub, tanh, where
@@ -203,7 +203,7 @@ def _new_shape(x: Any, shape: tuple) -> tuple:
 def reshape(x: Any, shape: Any, order: str = "C") -> Any:
     """numpy's ``reshape`` (``order="C"`` row-major, ``"F"`` column-major, CuTe's colexicographic order); a
     view when the layout algebra allows it (composition with the compact layout of the new shape), else a copy."""
-    if order not in ("C", "F"):
+    if not is_option(order, ("C", "F")):
         raise fail("reshape", f"order must be 'C' or 'F', got {order!r}")
     x = _tensor("reshape", x)
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import get_aval
-from ..errors import fail
+from ..errors import fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import shape_of_modes
 from .elementwise import add, astype, div, floor, mul, round, sub
@@ -45,6 +45,9 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         raise fail("pad", f"mode={mode!r} takes no option {', '.join(sorted(extra))} (it takes "
                           f"{', '.join(sorted(_OPTIONS[mode])) or 'none'})", t)
     widths = _pairs("pad_width", pad_width, t, ints=True)
+    for ax, ((b, a), m) in enumerate(zip(widths, _modes(t))):
+        if b + a + (m if type(m) is int else 0) >= 2 ** 31:
+            raise fail("pad", f"pad_width {(b, a)} makes mode {ax} longer than 2**31 - 1 elements (32-bit extents)", t)
     if mode == "empty":
         return constant_pad(x, widths, _cast("pad", 0, t.dtype))
     if mode == "constant":
@@ -69,7 +72,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
                 x = _blocks(x, ax, [(b, _ramp(x, ax, b, eb, 0)), (a, _ramp(x, ax, a, ea, -1))])
         return x
     odd = kwargs.get("reflect_type", "even")
-    if odd not in ("even", "odd"):
+    if not is_option(odd, ("even", "odd")):
         raise fail("pad", f"reflect_type must be 'even' or 'odd', got {odd!r}", t)
     if odd == "odd" and t.dtype == "bool":
         raise fail("pad", "reflect_type='odd' (2 edge - x) of a bool array is not defined", t)

@@ -19,7 +19,7 @@ import numpy as np
 from ...layouts import Layout
 from .. import dtypes
 from ..core import get_aval, is_tensor_like
-from ..errors import fail
+from ..errors import fail, flag
 from ..scalars import _is_py_scalar, weak_scalar
 from ..types import mode_size, modes_of, same_mode, shape_of_modes
 from .einsum import einsum
@@ -244,6 +244,9 @@ def _split(name: str, ary: Any, sections: Any, axis: Any, equal: bool) -> list:
         k = _int(name, sections, "indices_or_sections (a number of sections or a sequence of indices)", t)
         if k <= 0:
             raise fail(name, f"the number of sections must be positive, got {k}", t)
+        if k > n:       # (before the bounds are listed: k may be huge)
+            raise fail(name, f"with {k} sections of {n} elements along mode {ax}, a section is empty (tensors have "
+                             "at least one element)", t)
         if equal and n % k:
             raise fail(name, f"{n} elements along mode {ax} do not split into {k} equal sections (array_split "
                              "allows unequal ones)", t)
@@ -506,7 +509,7 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retste
     if num <= 0:
         raise fail("linspace", f"num must be positive (tensors have at least one element), got {num}")
     d = dtypes.canonical(dtype, "linspace") if dtype is not None else dtypes.DEFAULT_FLOAT
-    steps, delta = num - 1 if endpoint else num, float(stop) - float(start)
+    steps, delta = num - 1 if flag("linspace", endpoint, "endpoint") else num, float(stop) - float(start)
     step = delta / steps if steps else math.nan
     y = iota("f64", num, 0)
     y = (mul(div(y, steps), delta) if step == 0 else mul(y, step)) if steps else mul(y, delta)
@@ -514,7 +517,7 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retste
     if endpoint and num > 1:
         y = where(eq(iota("i32", num, 0), num - 1), float(stop), y)
     y = astype(floor(y) if dtypes.is_int(d) else y, d)
-    return (y, step) if retstep else y
+    return (y, step) if flag("linspace", retstep, "retstep") else y
 
 
 # Called as f(x): the functions of one tensor (the others take a sequence, several arguments or no tensor).

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import get_aval, is_tensor_like
-from ..errors import fail
+from ..errors import fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import mode_size
 from .elementwise import add, astype, div, eq, lt, mul, sub, where
@@ -184,7 +184,7 @@ def searchsorted(a: Any, v: Any, side: Any = "left", sorter: Any = None) -> Any:
     tx = get_aval(x)
     if tx.rank != 1:
         raise fail("searchsorted", f"a must have one mode, got rank {tx.rank}", tx)
-    if side not in ("left", "right"):
+    if not is_option(side, ("left", "right")):
         raise fail("searchsorted", f"side must be 'left' or 'right', got {side!r:.80}", tx)
     _same("searchsorted", [x, y])
     if sorter is not None:
@@ -281,7 +281,7 @@ def _quantile(name: str, a: Any, q: Any, axis: Any, out: Any, method: Any, keepd
               scale: float) -> Any:
     if out is not None:
         raise fail(name, "out= is not supported (results are new tensors)")
-    if method != "linear":
+    if not is_option(method, ("linear",)):
         raise fail(name, f"only method='linear' (the default) is supported, got {method!r:.80}")
     if weights is not None:
         raise fail(name, "weights= is not supported (only method='inverted_cdf' takes them)")

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import get_aval
-from ..errors import fail
+from ..errors import fail, is_option
 from ..types import mode_size
 from .einsum import einsum
 from .elementwise import abs, add, astype, div, eq, ge, gt, lt, mul, ne, pow, sqrt, sub, where
@@ -165,7 +165,7 @@ def isin(element: Any, test_elements: Any, assume_unique: Any = False, invert: A
     tests)); a list of Python floats takes a float element's dtype. ``assume_unique`` and ``kind`` change nothing."""
     _bool("isin", assume_unique, "assume_unique")
     invert = _bool("isin", invert, "invert")
-    if kind not in (None, "sort", "table"):
+    if not is_option(kind, (None, "sort", "table")):
         raise fail("isin", f"kind must be None, 'sort' or 'table', got {kind!r:.80}")
     e = tensor_arg("isin", element)
     tv = _numbers(test_elements)

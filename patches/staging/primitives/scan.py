@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import get_aval
-from ..errors import StagingError, fail
+from ..errors import StagingError, check_callable, fail
 from ..pytree import tree_flatten, tree_unflatten
 from ..types import mode_size, modes_of
 from .elementwise import add, astype, maximum, minimum, mul
@@ -52,8 +52,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     associative function of two such pytrees, the earlier elements first: ``out[i] = x[0] fn x[1] fn ... fn x[i]``
     (``reverse``: ``x[n-1] fn ... fn x[i]``)."""
     name = "associative_scan"
-    if not callable(fn):
-        raise fail(name, f"fn must be a function of two pytrees, got {type(fn).__name__}")
+    check_callable(name, fn, 2, "fn")
     if not isinstance(reverse, (bool, np.bool_)):
         raise fail(name, f"reverse must be a bool, got {reverse!r}")
     leaves, tree = tree_flatten(elems)

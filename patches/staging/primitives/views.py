@@ -36,7 +36,7 @@ from ...layouts import (
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
-from ..array import Array
+from ..array import Array, to_array
 from ..core import Tracer, abstract_eval_rules, bind, get_aval
 from ..errors import fail
 from ..scalars import weak_scalar
@@ -536,8 +536,13 @@ def broadcast_to(x: Any, shape: Any) -> Any:
 def full(shape: Any, value: Any, dtype: Any = None) -> Any:
     """A tensor of ``shape`` filled with ``value``: one stored element broadcast with stride-0 modes."""
     d = dtypes.canonical(dtype, "full") if dtype is not None else None
-    v = weak_scalar("full", value, d) if isinstance(value, (bool, int, float)) else value
-    return broadcast_to(v, shape)
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return broadcast_to(weak_scalar("full", value, d), shape)
+    if isinstance(value, (np.ndarray, np.generic)):          # numpy values keep their dtype unless one is given
+        value = to_array(value)
+    if d is not None and isinstance(value, (Tracer, Array)) and get_aval(value).dtype != d:
+        value = value.astype(d)                             # (jnp.full casts the fill value to dtype)
+    return broadcast_to(value, shape)
 
 
 def zeros(shape: Any, dtype: Any = "f32") -> Any:
@@ -556,6 +561,12 @@ def ones(shape: Any, dtype: Any = "f32") -> Any:
 def _embed_abstract(y: TensorType, *, shape: Any, map: Layout, offset: Any) -> list:
     if not same_modes(map.shape, y.shape):
         raise fail("embed", f"the map {map} does not have the operand's shape", y)
+    if isinstance(offset, (bool, np.bool_)) or not (isinstance(offset, (int, np.integer)) or hasattr(offset, "free_symbols")):
+        raise fail("embed", f"offset must be an int or a Sym expression, got {offset!r}", y)
+    lowest = sum(min(0, (s - 1) * d) for s, d in zip(it.flatten(map.shape), it.flatten(map.stride))
+                 if type(s) is int and type(d) is int)
+    if arith.lt(offset + lowest, 0):
+        raise fail("embed", f"the map {map} at offset {offset} reaches before the start of the result", y)
     if arith.lt(size(compact(shape)), cosize(map) + offset):
         raise fail("embed", f"the map {map} at offset {offset} reaches past the shape {it.to_str(shape)}", y)
     return [TensorType(y.dtype, compact(shape))]
