@@ -12,8 +12,10 @@ module-level helpers that every emitter defines with ``helper_lines``.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+from typing import Any
 
 from .errors import LoweringError
 
@@ -115,10 +117,62 @@ def convert(x: str, dtype: str) -> str:
 
 
 def select(pred: str, a: str, b: str, dtype: str, tensor: bool = False) -> str:
-    """``a`` where ``pred`` holds, else ``b`` (``pred`` a boolean expression or, for tensors, a boolean tensor)."""
+    """``a`` where ``pred`` holds, else ``b`` (``pred`` a boolean expression or, for tensors, a boolean tensor); a
+    ``pred`` of constants only (``0 == 0 + 0``, an extent-1 mode's coordinate) is decided here, since the DSL's
+    ``select_`` needs a dynamic condition."""
     if tensor:
         return f"cute.where({pred}, {a}, {b})"
+    known = constant_value(pred)
+    if known is not None:
+        return f"{dsl(dtype)}({a if known else b})"
     return f"{dsl(dtype)}(cutlass.select_({pred}, {a}, {b}))"
+
+
+_FOLDABLE = (ast.Expression, ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Constant, ast.Add, ast.Sub,
+             ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE,
+             ast.Gt, ast.GtE)
+
+
+def constant_value(expr: str) -> Any:
+    """The value of an emitted integer expression that holds only constants (``0 == 0 + 0``), else None (one that
+    names a variable, a call, anything else); the emitter's own text, computed over ints, never evaluated."""
+    if not _CONSTANT_TEXT.fullmatch(expr):
+        return None
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return None
+    if not all(isinstance(n, _FOLDABLE) and (not isinstance(n, ast.Constant) or type(n.value) in (int, bool))
+               for n in ast.walk(tree)):
+        return None
+    return _fold(tree.body)
+
+
+_CONSTANT_TEXT = re.compile(r"[0-9\s()+\-*/%=!<>]+|[0-9\s()+\-*/%=!<>]*(?:\b(?:and|or|not)\b[0-9\s()+\-*/%=!<>]*)+")
+_BIN = {ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
+        ast.FloorDiv: lambda x, y: x // y if y else None, ast.Mod: lambda x, y: x % y if y else None}
+_CMP = {ast.Eq: lambda x, y: x == y, ast.NotEq: lambda x, y: x != y, ast.Lt: lambda x, y: x < y,
+        ast.LtE: lambda x, y: x <= y, ast.Gt: lambda x, y: x > y, ast.GtE: lambda x, y: x >= y}
+
+
+def _fold(n: Any) -> Any:
+    if isinstance(n, ast.Constant):
+        return n.value
+    if isinstance(n, ast.UnaryOp):
+        v = _fold(n.operand)
+        return None if v is None else (-v if isinstance(n.op, ast.USub) else not v)
+    if isinstance(n, ast.BinOp):
+        x, y = _fold(n.left), _fold(n.right)
+        return None if x is None or y is None else _BIN[type(n.op)](x, y)
+    if isinstance(n, ast.BoolOp):
+        vs = [_fold(v) for v in n.values]
+        return None if None in vs else (all(vs) if isinstance(n.op, ast.And) else any(vs))
+    if isinstance(n, ast.Compare):
+        vals = [_fold(n.left), *(_fold(c) for c in n.comparators)]
+        if None in vals:
+            return None
+        return all(_CMP[type(op)](x, y) for op, x, y in zip(n.ops, vals, vals[1:]))
+    return None
 
 
 def truth(x: str, dtype: str = "f32") -> str:

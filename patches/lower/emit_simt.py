@@ -33,10 +33,13 @@ def tv_layout(vec: int, n: int = 32) -> tuple:
 
 
 def _needed(spec: SimtSpec, r: tuple, acc: set) -> None:
-    if r[0] == "v" and r[1] not in acc:
-        acc.add(r[1])
-        for a in spec.steps[r[1]].args:
-            _needed(spec, a, acc)
+    """Add to ``acc`` the steps ``r`` depends on (a worklist: a chain of thousands of steps is no recursion)."""
+    todo = [r]
+    while todo:
+        r = todo.pop()
+        if r[0] == "v" and r[1] not in acc:
+            acc.add(r[1])
+            todo.extend(spec.steps[r[1]].args)
 
 
 def _strides(layout) -> tuple:

@@ -18,6 +18,10 @@ def install(**ops: Any) -> None:
     vars(_OPS).update(ops)
 
 
+_REDUCE_KW = {"sum": ("where", "initial", "dtype"), "max": ("where", "initial"), "min": ("where", "initial"),
+              "mean": ("where", "dtype"), "any": ("where",), "all": ("where",)}   # numpy's keywords the reductions take
+
+
 class Operators:
     """Mixin: arithmetic, comparison, matmul, indexing and transposition operators."""
 
@@ -176,20 +180,16 @@ class Operators:
 
     # numpy's methods: x.sum(axis=1), x.max(0, keepdims=True), x.reshape(3, 4), ...
     def sum(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("sum", numpy_kw)
-        return _OPS.sum(self, axis, keepdims)
+        return _OPS.sum(self, axis, keepdims, **_OPS.numpy_kwargs("sum", numpy_kw, _REDUCE_KW["sum"]))
 
     def max(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("max", numpy_kw)
-        return _OPS.max(self, axis, keepdims)
+        return _OPS.max(self, axis, keepdims, **_OPS.numpy_kwargs("max", numpy_kw, _REDUCE_KW["max"]))
 
     def min(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("min", numpy_kw)
-        return _OPS.min(self, axis, keepdims)
+        return _OPS.min(self, axis, keepdims, **_OPS.numpy_kwargs("min", numpy_kw, _REDUCE_KW["min"]))
 
     def mean(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("mean", numpy_kw)
-        return _OPS.mean(self, axis, keepdims)
+        return _OPS.mean(self, axis, keepdims, **_OPS.numpy_kwargs("mean", numpy_kw, _REDUCE_KW["mean"]))
 
     def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, **numpy_kw: Any) -> Any:
         _OPS.numpy_kwargs("var", numpy_kw)
@@ -215,12 +215,10 @@ class Operators:
         return _OPS.cumsum(self, axis)
 
     def any(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("any", numpy_kw)
-        return _OPS.any(self, axis, keepdims)
+        return _OPS.any(self, axis, keepdims, **_OPS.numpy_kwargs("any", numpy_kw, _REDUCE_KW["any"]))
 
     def all(self, axis: Any = None, keepdims: bool = False, **numpy_kw: Any) -> Any:
-        _OPS.numpy_kwargs("all", numpy_kw)
-        return _OPS.all(self, axis, keepdims)
+        return _OPS.all(self, axis, keepdims, **_OPS.numpy_kwargs("all", numpy_kw, _REDUCE_KW["all"]))
 
     def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (numpy's names)
         return _OPS.clip(self, min, max)

@@ -81,3 +81,16 @@ def test_vmap_axes_are_tree_prefixes_of_the_arguments():
         pt.vmap(lambda t: t[0] * 1.0, in_axes=((0, 1),))((xs,))
     got = pt.vmap(lambda d: d["a"] * 1.0, in_axes=({"a": 1},))({"a": xs})   # a leaf of the prefix per subtree
     np.testing.assert_allclose(got, xs.T)
+
+
+def test_logaddexp_gradient_is_finite_where_both_sides_are_minus_infinity():
+    """A forward algorithm starting from log 0 = -inf: the untaken branch of logaddexp saw -inf - -inf = NaN, and its
+    derivative poisoned the gradient (JAX gives 0 there)."""
+    a = np.array([-np.inf, 0.0, 1.0, -np.inf], np.float32)
+    b = np.array([-np.inf, 1.0, 1.0, 2.0], np.float32)
+    g = np.asarray(pt.grad(lambda a: pt.logsumexp(pt.logaddexp(a, b)))(a))
+    out = np.logaddexp(a, b)
+    want = np.exp(out - np.log(np.sum(np.exp(out)))) * np.exp(a - out)      # the chain rule, 0 where a = -inf
+    want[2] = np.exp(out[2] - np.log(np.sum(np.exp(out)))) * 0.5            # a tie: half to each side
+    np.testing.assert_allclose(g, np.nan_to_num(want), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(pt.logaddexp(a, b)), out, rtol=2e-7)

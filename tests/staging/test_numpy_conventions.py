@@ -104,11 +104,12 @@ def test_numpy_ufuncs_on_staged_values_call_the_ops():
     np.testing.assert_array_equal(pt.jit(lambda v: np.less(v, 0.5))(x), x < 0.5)
     np.testing.assert_allclose(pt.jit(lambda v: np.sum(v) + np.mean(v) + np.max(v, keepdims=True))(x),
                                x.sum() + x.mean() + x.max(), rtol=1e-6)           # numpy's reductions call methods
+    assert pt.jit(lambda v: np.sum(v, dtype=np.float64))(x).dtype == np.float64      # (jnp.sum's dtype=)
     np.testing.assert_array_equal(pt.jit(lambda v: np.invert(v))(np.array([1, 2], np.int32)), [-2, -3])
     np.testing.assert_array_equal(pt.jit(lambda v: np.heaviside(v - 0.5, 0.5))(x), np.heaviside(x - 0.5, 0.5))
     for bad, words in ((lambda v: np.add.reduce(v), "add.reduce"), (lambda v: np.sin(v, out=np.empty(4)), "out"),
                        (lambda v: np.where(v > 0, v, 0.0), "call the patches op of the same name, pt.where"),
-                       (lambda v: np.sum(v, dtype=np.float64), "dtype are not supported"),
+                       (lambda v: np.var(v, dtype=np.float64), "dtype are not supported"),
                        (lambda v: np.nextafter(v, v), "nextafter has no staged counterpart")):
         with pytest.raises(StagingError, match=words):
             pt.stage(bad, pt.tensor("f32", 4))

@@ -31,7 +31,33 @@ def verify(module: Any) -> Report:
             report.checks += r.checks
             report.seconds += r.seconds
         return report
-    return verify_loaded(module.load(), module.spec, module.kind)
+    report = verify_loaded(module.load(), module.spec, module.kind)
+    check_conditions(getattr(module, "source", ""), report)
+    return report
+
+
+def check_conditions(source: str, report: Report) -> None:
+    """Every ``cutlass.select_`` of the emitted source has a condition the DSL sees as dynamic: one of constants
+    only (``0 == 0 + 0``) is a Python bool, which compiles to an error (the CPU model cannot tell, since its thread
+    coordinates are Python ints)."""
+    from ..elementwise_rules import constant_value
+
+    if "cutlass.select_(" not in source:
+        return
+    c = report.check("select_ conditions are dynamic")
+    start = 0
+    while (k := source.find("cutlass.select_(", start)) >= 0:
+        start = k + len("cutlass.select_(")
+        depth, i = 0, start
+        while i < len(source) and not (depth == 0 and source[i] == ","):
+            depth += {"(": 1, ")": -1}.get(source[i], 0)
+            i += 1
+        cond = source[start:i].strip()
+        c.elements += 1
+        if constant_value(cond) is not None:
+            line = source.count("\n", 0, k) + 1
+            c.fail(f"line {line}: cutlass.select_({cond}, ...) has a condition of constants (the DSL needs a "
+                   "dynamic one)")
 
 
 def verify_loaded(K: Any, spec: Any, kind: str) -> Report:

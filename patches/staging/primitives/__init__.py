@@ -340,13 +340,15 @@ def _ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     return op(*inputs)
 
 
-def _numpy_kwargs(name: str, kw: dict) -> None:
+def _numpy_kwargs(name: str, kw: dict, taken: tuple = ()) -> dict:
     """numpy's reductions (``np.sum(x)``) call the method with ``out=``, ``dtype=``, ...: None values are what
-    numpy passes by default; anything else is a StagingError naming it."""
-    bad = sorted(k for k, v in kw.items() if v is not None and not (k == "where" and v is True))
+    numpy passes by default, those in ``taken`` are passed on (returned); anything else is a StagingError naming
+    it."""
+    bad = sorted(k for k, v in kw.items() if v is not None and not (k == "where" and v is True) and k not in taken)
     if bad:
         raise fail(name, f"numpy's keyword(s) {', '.join(bad)} are not supported on staged values "
                          "(convert with astype first, reduce with the patches op)")
+    return {k: v for k, v in kw.items() if k in taken and v is not None}
 
 
 _scalars._CAST[0] = astype               # weak tracers meeting tensors convert through it (scalars.coerce)

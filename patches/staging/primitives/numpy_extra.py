@@ -67,7 +67,7 @@ from .elementwise import (
 from .logical import logical_and, logical_or
 from .numpy_math import all as _all
 from .numpy_math import isfinite, isnan
-from .numpy_ops import reshape
+from .numpy_ops import masked, reshape
 from .numpy_shape import _arg, _axis, _int, _modes, _pair, _take, inner, ravel, stack, swapaxes
 from .reductions import _check_keepdims, normalize_axes, tensor_arg
 from .special import concatenate, stop_gradient
@@ -302,15 +302,24 @@ def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: An
 
 
 @_named("prod")
-def prod(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
+def prod(x: Any, axis: Any = None, keepdims: Any = False, *, dtype: Any = None, out: Any = None,
+         initial: Any = None, where: Any = None) -> Any:
     """numpy's ``prod`` over ``axis`` (an int, a tuple, or None for all modes): the halves of each mode multiplied
     pairwise until one element is left (an odd one carried along), so exact for zeros and negatives, with the
     exact gradient; narrow integers and bools multiplied as ``i32`` (as ``sum``); the modes need static extents."""
     keepdims = _check_keepdims("prod", keepdims)
     x = tensor_arg("prod", x)
+    if dtype is not None:
+        x = astype(x, dtype)
     t = get_aval(x)
     if dtypes.sum_dtype(t.dtype) != t.dtype:
         x = astype(x, dtypes.sum_dtype(t.dtype))
+        t = get_aval(x)
+    x = masked("prod", x, where, 1, out)
+    if initial is not None:
+        if not isinstance(initial, (bool, int, float, np.generic)):
+            raise fail("prod", f"initial must be a number, got {type(initial).__name__}", t)
+        return mul(prod(x, axis, keepdims), initial.item() if isinstance(initial, np.generic) else initial)
     axes = normalize_axes(x, axis, "prod")
     for ax in axes:
         n = mode_size(_modes(t)[ax])

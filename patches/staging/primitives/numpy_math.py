@@ -16,7 +16,7 @@ from .. import dtypes
 from ..core import get_aval
 from .elementwise import abs, add, astype, div, eq, exp, log1p, lt, maximum, mul, ne, neg, pow, sqrt, sub, where
 from .integer import floordiv, mod
-from .numpy_ops import _tensor, var
+from .numpy_ops import _tensor, masked, var
 from .reductions import reduce_max, reduce_min
 
 
@@ -84,9 +84,11 @@ def logaddexp(x: Any, y: Any) -> Any:
     """``log(exp(x) + exp(y))`` without overflow, as numpy computes it."""
     x, y = _operands("logaddexp", x, y)
     m = maximum(x, y)
-    spread = log1p(exp(neg(abs(sub(x, y)))))
-    # at a tie the value is written symmetrically, so each side's derivative is 1/2 (softplus'(0) = 0.5)
-    return where(eq(x, y), add(mul(add(x, y), 0.5), math.log(2.0)), add(m, spread))
+    tie = eq(x, y)
+    # at a tie the value is written symmetrically, so each side's derivative is 1/2 (softplus'(0) = 0.5); the other
+    # branch sees a difference of 0 there, not -inf - -inf = NaN (whose derivative would poison the gradient)
+    spread = log1p(exp(neg(abs(where(tie, 0.0, sub(x, y))))))
+    return where(tie, add(mul(add(x, y), 0.5), math.log(2.0)), add(m, spread))
 
 
 def softplus(x: Any) -> Any:
@@ -114,16 +116,18 @@ def _truth(name: str, x: Any) -> Any:
     return astype(x if t.dtype == "bool" else ne(x, 0), "i32"), x
 
 
-def any(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
-    """Whether any element along ``axis`` (None: all modes) is true (nonzero)."""
+def any(x: Any, axis: Any = None, keepdims: bool = False, *, out: Any = None, where: Any = None) -> Any:  # noqa: A001
+    """Whether any element along ``axis`` (None: all modes) is true (nonzero); ``where=``: among those where the
+    mask holds."""
     v, _ = _truth("any", x)
-    return ne(reduce_max(v, axis, keepdims), 0)
+    return ne(reduce_max(masked("any", v, where, 0, out), axis, keepdims), 0)
 
 
-def all(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
-    """Whether every element along ``axis`` (None: all modes) is true (nonzero)."""
+def all(x: Any, axis: Any = None, keepdims: bool = False, *, out: Any = None, where: Any = None) -> Any:  # noqa: A001
+    """Whether every element along ``axis`` (None: all modes) is true (nonzero); ``where=``: among those where the
+    mask holds."""
     v, _ = _truth("all", x)
-    return ne(reduce_min(v, axis, keepdims), 0)
+    return ne(reduce_min(masked("all", v, where, 1, out), axis, keepdims), 0)
 
 
 __all__ = ["all", "any", "fabs", "floor_divide", "isfinite", "isinf", "isnan", "logaddexp", "negative", "power", "reciprocal",

@@ -41,7 +41,7 @@ from .reductions import (
     tensor_arg,
 )
 from .special import erf, stop_gradient
-from .views import broadcast, getitem, transpose, view
+from .views import broadcast, broadcast_to, full, getitem, transpose, view
 
 _tensor = tensor_arg
 
@@ -49,26 +49,70 @@ _tensor = tensor_arg
 # -- reductions with numpy's names -------------------------------------------------------------------
 
 
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 (numpy's name)
+def masked(name: str, x: Any, where_: Any, fill: Any, out: Any = None) -> Any:
+    """A reduction's operand with numpy's ``where=`` applied: the elements where the mask (broadcast to ``x``) is
+    false replaced by ``fill`` (the reduction's identity, or its ``initial``); ``out=`` is refused."""
+    if out is not None:
+        raise fail(name, "out= is not supported (values are immutable; use the result)")
+    if where_ is None or where_ is True:
+        return x
+    x = _tensor(name, x)
+    t = get_aval(x)
+    m = _tensor(name, where_)
+    if get_aval(m).dtype != "bool":
+        raise fail(name, f"where= must be a boolean mask, got {get_aval(m)}", t)
+    try:
+        m = broadcast_to(m, tuple(mode_size(k) for k in modes_of(t.shape)) if t.rank else ())
+    except StagingError:
+        raise fail(name, f"where= of shape {get_aval(m)} does not broadcast to the operand", t) from None
+    return where(m, x, fill)
+
+
+def _initial(name: str, result: Any, initial: Any, combine: Any) -> Any:
+    """numpy's ``initial=``: one more element of every reduced line, combined into the result."""
+    if initial is None:
+        return result
+    if not isinstance(initial, (bool, int, float, np.generic)):
+        raise fail(name, f"initial must be a number, got {type(initial).__name__} {initial!r:.40}")
+    return combine(result, initial.item() if isinstance(initial, np.generic) else initial)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False, *, dtype: Any = None, out: Any = None,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
     """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes); booleans are counted, narrow
-    integers summed in 32 bits (``dtypes.sum_dtype``)."""
+    integers summed in 32 bits (``dtypes.sum_dtype``); ``dtype`` converts first, ``where=`` sums only where the mask
+    holds, ``initial=`` is added."""
+    if dtype is not None:
+        x = astype(_tensor("sum", x), dtype)
     if is_tensor_like(x) and dtypes.sum_dtype(get_aval(x).dtype) != get_aval(x).dtype:
         x = astype(x, dtypes.sum_dtype(get_aval(x).dtype))
-    return reduce(reduce_sum_p, "sum", x, axis, keepdims)
+    x = masked("sum", x, where, 0, out)
+    return _initial("sum", reduce(reduce_sum_p, "sum", x, axis, keepdims), initial, lambda r, v: r + v)
 
 
-def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one); of booleans, whether any is true."""
+def _extreme(name: str, prim: Any, pick: Any, x: Any, axis: Any, keepdims: Any, out: Any, initial: Any,
+             where_: Any) -> Any:
+    if where_ is not None and where_ is not True and initial is None:
+        raise fail(name, "a where= mask needs initial= (the reduction has no identity to put where it is false)")
+    x = masked(name, x, where_, initial, out)
     if is_tensor_like(x) and get_aval(x).dtype == "bool":
-        return ne(reduce(reduce_max_p, "max", astype(x, "i32"), axis, keepdims), 0)
-    return reduce(reduce_max_p, "max", x, axis, keepdims)
+        r = ne(reduce(prim, name, astype(x, "i32"), axis, keepdims), 0)
+        return _initial(name, r, initial, lambda r, v: pick(astype(r, "i32"), int(v)) != 0)
+    return _initial(name, reduce(prim, name, x, axis, keepdims), initial, pick)
 
 
-def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one); of booleans, whether all are true."""
-    if is_tensor_like(x) and get_aval(x).dtype == "bool":
-        return ne(reduce(reduce_min_p, "min", astype(x, "i32"), axis, keepdims), 0)
-    return reduce(reduce_min_p, "min", x, axis, keepdims)
+def max(x: Any, axis: Any = None, keepdims: bool = False, *, out: Any = None, initial: Any = None,  # noqa: A001
+        where: Any = None) -> Any:
+    """numpy's ``max`` (the reduction; ``maximum`` is the elementwise one); of booleans, whether any is true;
+    ``initial=`` joins every line, ``where=`` (with ``initial``) leaves elements out."""
+    return _extreme("max", reduce_max_p, maximum, x, axis, keepdims, out, initial, where)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False, *, out: Any = None, initial: Any = None,  # noqa: A001
+        where: Any = None) -> Any:
+    """numpy's ``min`` (the reduction; ``minimum`` is the elementwise one); of booleans, whether all are true;
+    ``initial=`` joins every line, ``where=`` (with ``initial``) leaves elements out."""
+    return _extreme("min", reduce_min_p, minimum, x, axis, keepdims, out, initial, where)
 
 
 def _count(x: Any, axes: tuple) -> Any:
@@ -89,10 +133,19 @@ def _float(name: str, x: Any, dtype: Any) -> Any:
     return x if dtypes.is_float(d) else astype(x, dtypes.DEFAULT_FLOAT)
 
 
-def mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+def mean(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None, *, out: Any = None,
+         where: Any = None) -> Any:
     """numpy's ``mean``: the sum over ``axis`` divided by the number of elements summed (integers give f32);
-    over symbolic extents the count is computed from the shape."""
+    over symbolic extents the count is computed from the shape; ``where=``: of the elements where the mask holds
+    (NaN where it holds nowhere, as numpy)."""
     x = _float("mean", _tensor("mean", x), dtype)
+    if out is not None or where is not None and where is not True:
+        axes = normalize_axes(x, axis, "mean")
+        kept = masked("mean", x, where, 0, out)
+        t = get_aval(x)
+        ones = full(tuple(mode_size(k) for k in modes_of(t.shape)) if t.rank else (), 1.0, t.dtype)
+        count = reduce_sum(masked("mean", ones, where, 0.0), axes, keepdims)
+        return div(reduce_sum(kept, axes, keepdims), count)
     narrow = get_aval(x).dtype
     if narrow in NARROW_FLOATS:               # summed and divided in f32, rounded once (JAX's upcast)
         return astype(mean(astype(x, "f32"), axis, keepdims), narrow)

@@ -87,9 +87,10 @@ def _positions(rank: Any, ks: Any = None) -> Any:
     r = get_aval(rank).rank
     ri = getitem(rank, (..., slice(None), None))                                           # (..., i, 1)
     n = mode_size(_modes(get_aval(rank))[-1])
-    if ks is None:
-        hit = eq(ri, iota("i32", (n, n), 1))                                               # (..., i, k)
-        return reduce_sum(where(hit, iota("i32", (n, n), 0), 0), (r - 1,))
+    if ks is None or isinstance(ks, range) and ks.start == 0 and ks.step == 1:         # ranks 0..k-1: one reduction
+        k = n if ks is None else len(ks)
+        hit = eq(ri, iota("i32", (n, k), 1))                                               # (..., i, k)
+        return reduce_sum(where(hit, iota("i32", (n, k), 0), 0), (r - 1,))
     i = iota("i32", n, 0)
     return stack([reduce_sum(where(eq(rank, k), i, 0), (r - 1,)) for k in ks], axis=-1)
 
