@@ -59,6 +59,7 @@ def prepare(prog: Program) -> Program:
             eqns.append(Eqn(broadcast_p, [o], {"shape": (), "dims": ()}, [outputs[k]]))
     eqns = generated_views(gathered_buffers(eqns))
     eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(eqns), outputs))))
+    eqns = embedded_generators(eqns)
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
 
 
@@ -79,6 +80,36 @@ def gathered_buffers(eqns: list) -> list:
                 y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
                 out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
                 e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+        out.append(e)
+    return out
+
+
+def embedded_generators(eqns: list) -> list:
+    """An ``embed`` (a placement: ``concatenate``, ``pad``) walks its result and reads its operand where the
+    placement maps back; an operand computed from an ``iota`` would be generated at the result's coordinates, not its
+    own, so such an operand (``concatenate([arange(n)[None] * x[:1], x])``, a ``linear_ramp`` pad) is first copied
+    into a buffer (a kernel of its own or fused into its producer's) and the embed reads that."""
+    producer = {id(v): e for e in eqns for v in e.outputs}
+
+    def generated(x: Any) -> bool:
+        todo, seen = [x], set()
+        while todo:
+            v = todo.pop()
+            p = producer.get(id(v)) if isinstance(v, Var) else None
+            if p is None or id(p) in seen or p.prim.name in ("matmul", "kernel", "while_loop", "fori_loop", "copy"):
+                continue
+            if p.prim.name in GENERATORS:
+                return True
+            seen.add(id(p))
+            todo.extend(p.inputs)
+        return False
+    out = []
+    for e in eqns:
+        if e.prim.name == "embed" and isinstance(e.inputs[0], Var) and generated(e.inputs[0]):
+            x = e.inputs[0]
+            y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
+            out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+            e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
         out.append(e)
     return out
 

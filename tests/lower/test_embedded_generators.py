@@ -1,0 +1,28 @@
+"""A placement (concatenate, pad, ``x.at[...].set``) of a value computed from an ``iota`` was refused ("a mode of
+the program reaches neither the output nor a reduction"): the operand is now copied into a buffer first
+(``prepare.embedded_generators``), so it is generated at its own coordinates."""
+
+import numpy as np
+import pytest
+
+import patches as pt
+
+X = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+CASES = {
+    "iota row times a slice": (lambda x: pt.concatenate([pt.iota("f32", (1, 7), 0) * x[:1], x], 0), 2),
+    "iota rows": (lambda x: pt.concatenate([pt.iota("f32", (2, 7), 0), x], 0), 2),
+    "iota column plus a slice": (lambda x: pt.concatenate([pt.iota("f32", (5, 1), 1) + x[:, :1], x], 1), 2),
+    "arange set at a column": (lambda x: x.at[1:3, 2].set(pt.arange(2.0)), 2),
+    "linear_ramp pad": (lambda x: pt.pad(x, ((1, 2), (3, 0)), mode="linear_ramp", end_values=-1.0), None),
+    "a slice of x alone (no copy)": (lambda x: pt.concatenate([pt.exp(x[:1]), x], 0), 1),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_placements_of_generated_values_lower_and_verify(name):
+    f, kernels = CASES[name]
+    mod = pt.lower(pt.stage(f, X))
+    if kernels is not None:
+        assert len(getattr(mod, "kernels", [mod])) == kernels
+    mod.verify()
+    np.testing.assert_allclose(mod.simulate_kernels(X), np.asarray(pt.jit(f)(X)), rtol=1e-6)
