@@ -59,7 +59,7 @@ def prepare(prog: Program) -> Program:
             eqns.append(Eqn(broadcast_p, [o], {"shape": (), "dims": ()}, [outputs[k]]))
     eqns = generated_views(gathered_buffers(eqns))
     eqns = kernel_operands(aligned_outputs(k_major(pushed_embeds(copied_reversals(eqns), outputs))))
-    eqns = embedded_generators(eqns)
+    eqns = embedded_generators(literal_placements(eqns))
     return Program([], [], prog.params, eqns, outputs, prog.in_tree, prog.out_tree, prog.name).dce()
 
 
@@ -80,6 +80,20 @@ def gathered_buffers(eqns: list) -> list:
                 y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
                 out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
                 e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+        out.append(e)
+    return out
+
+
+def literal_placements(eqns: list) -> list:
+    """An ``embed`` of a folded literal (the gradient of a loop that read ``x[i]`` places a constant): the literal
+    as a 0-d ``broadcast``, which a placement reads as ``full`` values are read."""
+    out = []
+    for e in eqns:
+        if e.prim.name == "embed" and isinstance(e.inputs[0], Literal):
+            lit = e.inputs[0]
+            y = Var(TensorType(lit.type.dtype, SCALAR_LAYOUT))
+            out.append(Eqn(broadcast_p, [lit], {"shape": (), "dims": ()}, [y]))
+            e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
         out.append(e)
     return out
 

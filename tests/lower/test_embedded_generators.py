@@ -1,6 +1,6 @@
-"""A placement (concatenate, pad, ``x.at[...].set``) of a value computed from an ``iota`` was refused ("a mode of
-the program reaches neither the output nor a reduction"): the operand is now copied into a buffer first
-(``prepare.embedded_generators``), so it is generated at its own coordinates."""
+"""A placement (concatenate, pad, ``x.at[...].set``) of a value computed from an ``iota``, or of a literal, was
+refused ("a mode of the program reaches neither the output nor a reduction", "computed in this kernel"): such an
+operand is now copied into a buffer first (``prepare.embedded_generators``), a literal made a 0-d broadcast."""
 
 import numpy as np
 import pytest
@@ -26,3 +26,14 @@ def test_placements_of_generated_values_lower_and_verify(name):
         assert len(getattr(mod, "kernels", [mod])) == kernels
     mod.verify()
     np.testing.assert_allclose(mod.simulate_kernels(X), np.asarray(pt.jit(f)(X)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("body", [lambda x: lambda i, c: c + x[i] ** 2, lambda x: lambda i, c: c + x[i] * x[(i + 1) % 5]])
+def test_the_gradient_of_a_loop_reading_x_at_i_lowers(body):
+    """Its gradient places a folded constant (an ``embed`` of a literal), which was refused as "computed in this
+    kernel"; the literal is now a 0-d broadcast, read as ``full`` values are."""
+    x = np.arange(1, 6, dtype=np.float32)
+    g = pt.grad(lambda x: pt.fori_loop(0, 5, body(x), 0.0 * x[0]))
+    mod = pt.lower(pt.stage(g, x))
+    mod.verify()
+    np.testing.assert_allclose(mod.simulate_kernels(x), np.asarray(pt.jit(g)(x)), rtol=1e-6)
