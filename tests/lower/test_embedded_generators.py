@@ -37,3 +37,14 @@ def test_the_gradient_of_a_loop_reading_x_at_i_lowers(body):
     mod = pt.lower(pt.stage(g, x))
     mod.verify()
     np.testing.assert_allclose(mod.simulate_kernels(x), np.asarray(pt.jit(g)(x)), rtol=1e-6)
+
+
+def test_a_symbolic_pad_in_two_modes_lowers():
+    """Its placement's start was ``Mod(floor(5*N/(N + 3) + 15/(N + 3)), 6)``, which had no integer code; the
+    quotient is cancelled first (5)."""
+    n_ = pt.Sym("N")
+    mod = pt.lower(pt.stage(lambda x: pt.pad(x, ((1, 2), (0, 1))), pt.tensor("f32", (n_, 5))))
+    mod.verify()
+    for n in (1, 3, 8):
+        x = np.random.default_rng(n).standard_normal((n, 5)).astype(np.float32)
+        np.testing.assert_allclose(mod.simulate_kernels(x), np.pad(x, ((1, 2), (0, 1))))

@@ -125,6 +125,8 @@ def code(x: Any) -> str:
         e = sympy.sympify(x)
     except (sympy.SympifyError, TypeError):
         raise LoweringError(f"{sanitize(repr(x))} is not an integer extent") from None
+    if e.has(sympy.floor):        # floor(5*N/(N + 3) + 15/(N + 3)) is 5: the quotient cancelled first
+        e = e.replace(lambda t: isinstance(t, sympy.floor), lambda t: sympy.floor(sympy.cancel(t.args[0])))
     if e.is_Integer:
         return str(int(e))
     if e.is_Symbol:
