@@ -15,7 +15,7 @@ from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
 from ..staging.primitives import add_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
 from ..staging.types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, mode_size, modes_of
-from .analyze import merged_view
+from .analyze import _divisor, merged_view
 from .elementwise_rules import UNARY_OPS
 from .errors import LoweringError
 from .expand import expand
@@ -461,10 +461,19 @@ def k_major(eqns: list) -> list:
                 return False
             shape, stride = [f.shape for f in flat], [f.stride for f in flat]
         aligned = _aligned(TensorType(x.type.dtype, make_layout(tuple(shape), tuple(stride))))
+        if aligned and not _param_rooted(x) and not _proven_aligned(stride, shape, x.type.dtype) and \
+                _proven_aligned(modes_of(_k_major_layout(shape, kmode, x.type.dtype).stride), shape, x.type.dtype):
+            return False      # a buffer of ours whose symbolic stride is not a proven 16 bytes: K-major is
         if x.type.dtype == "f32":
             return _unit(stride[kmode]) and aligned
         big = [d for n, d in zip(shape, stride) if not (isinstance(n, int) and n == 1)]
         return not any(isinstance(d, int) and d == 0 for d in big) and any(_unit(d) for d in stride[:2]) and aligned
+
+    def _param_rooted(x: Any) -> bool:
+        """Whether ``x`` is a parameter or a view of one (its strides are the caller's: a fact names them)."""
+        while isinstance(x, Var) and id(x) in producer and producer[id(x)].prim.name in VIEWS:
+            x = producer[id(x)].inputs[0]
+        return isinstance(x, Var) and id(x) not in producer
 
     for e in eqns:
         if e.prim.name != "matmul" or all(ready(x, 1 if role == "a" else 0) for role, x in zip("ab", e.inputs)):
@@ -520,6 +529,34 @@ def _merged_in_order(view: Eqn, producer: dict, grouped: bool = False) -> bool:
     return True
 
 
+def _symbolic_aligned(o: Var) -> Var | None:
+    """For a matmul result of symbolic extents whose strides the facts do not prove 16-byte multiples (the
+    column-major (N, 128) of an MLP's hidden layer): a buffer walking its static (M or N) mode first, when that layout's
+    strides are proven; else None (the GEMM asks for a divisibility fact)."""
+    shape = modes_of(o.type.layout.shape)
+    if len(shape) < 2 or any(isinstance(q, tuple) for q in shape) or \
+            _proven_aligned(modes_of(o.type.layout.stride), shape, o.type.dtype):
+        return None
+    for first in (1, 0):
+        if type(shape[first]) is int:
+            lay = _k_major_layout(tuple(shape), first, o.type.dtype)
+            if _proven_aligned(modes_of(lay.stride), shape, o.type.dtype):
+                return Var(TensorType(o.type.dtype, lay))
+    return None
+
+
+def _proven_aligned(strides: Any, shape: Any, dtype: str) -> bool:
+    """Whether every non-unit stride of modes of extent > 1 is a multiple of 16 bytes by the facts (symbolic ones
+    through their symbols' divisors)."""
+    nbytes = ITEM_BYTES.get(dtype, 2)
+    for n, d in zip(it.flatten(tuple(shape)), it.flatten(tuple(strides))):
+        if isinstance(n, int) and n == 1 or _unit(d):
+            continue
+        if isinstance(d, int) and d == 0 or _divisor(d) * nbytes % 16:
+            return False
+    return True
+
+
 def _k_major_layout(shape: tuple, kmode: int, dtype: str) -> Layout:
     """A compact layout of an operand's (M|N, K[, batch]) modes with K first (a grouped mode's leaves in colex order,
     so it walks one stride), rows padded to whole 16-byte units."""
@@ -548,6 +585,12 @@ def aligned_outputs(eqns: list) -> list:
         o = e.outputs[0] if e.prim.name == "matmul" else None
         lay = o.type.layout if o is not None else None
         leaves = (*it.flatten(lay.shape), *it.flatten(lay.stride)) if o is not None else ()
+        if o is not None and not all(type(x) is int for x in leaves):
+            y = _symbolic_aligned(o)       # a stride N not proven to be 16 bytes: a layout walking a static mode first
+            if y is not None:
+                out.append(Eqn(e.prim, e.inputs, e.params, [y]))
+                out.append(Eqn(copy_p, [y], {"layout": o.type.layout}, [o]))
+                continue
         if o is None or _aligned(o.type) or not all(type(x) is int for x in leaves):
             out.append(e)                  # static modes only (a symbolic result asks for a divisibility fact)
             continue
