@@ -71,17 +71,24 @@ def gathered_buffers(eqns: list) -> list:
     out = []
     for e in eqns:
         if e.prim.name == "gather":
-            x = root = e.inputs[0]
+            root = e.inputs[0]
             p = producer.get(id(root)) if isinstance(root, Var) else None
             while p is not None and p.prim.name in VIEWS:
                 root = p.inputs[0]
                 p = producer.get(id(root)) if isinstance(root, Var) else None
             if not isinstance(root, Var) or p is not None and p.prim.name in GENERATORS:
-                y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
-                out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
-                e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+                e = _reads_a_copy(e, out)
         out.append(e)
     return out
+
+
+def _reads_a_copy(e: Eqn, out: list) -> Eqn:
+    """``e`` reading a compact copy of its first operand (the ``copy`` appended to ``out``): a buffer, so the
+    schedule cuts there."""
+    x = e.inputs[0]
+    y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
+    out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
+    return Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
 
 
 def literal_placements(eqns: list) -> list:
@@ -120,10 +127,7 @@ def embedded_generators(eqns: list) -> list:
     out = []
     for e in eqns:
         if e.prim.name == "embed" and isinstance(e.inputs[0], Var) and generated(e.inputs[0]):
-            x = e.inputs[0]
-            y = Var(TensorType(x.type.dtype, compact(x.type.shape)))
-            out.append(Eqn(copy_p, [x], {"layout": y.type.layout}, [y]))
-            e = Eqn(e.prim, [y, *e.inputs[1:]], e.params, e.outputs)
+            e = _reads_a_copy(e, out)
         out.append(e)
     return out
 
