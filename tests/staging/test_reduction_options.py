@@ -55,3 +55,9 @@ def test_bad_reduction_keywords_are_named():
         pt.sum(X, where=np.ones(5, bool))
     with pytest.raises(pt.StagingError, match="initial must be a number"):
         pt.sum(X, initial="a")
+
+
+def test_a_numpy_scalar_initial_with_a_mask_keeps_the_operands_dtype():
+    got = pt.max(X, 1, where=X > 0, initial=np.float64(-1.0))
+    assert got.dtype == "f32"
+    np.testing.assert_array_equal(np.asarray(got), np.max(X, 1, where=X > 0, initial=-1.0))

@@ -65,7 +65,7 @@ def masked(name: str, x: Any, where_: Any, fill: Any, out: Any = None) -> Any:
         m = broadcast_to(m, tuple(mode_size(k) for k in modes_of(t.shape)) if t.rank else ())
     except StagingError:
         raise fail(name, f"where= of shape {get_aval(m)} does not broadcast to the operand", t) from None
-    return where(m, x, fill)
+    return where(m, x, fill.item() if isinstance(fill, np.generic) else fill)
 
 
 def _initial(name: str, result: Any, initial: Any, combine: Any) -> Any:
