@@ -94,6 +94,7 @@ from .logical import logical_and, logical_not, logical_or, logical_xor
 from .matmul import matmul, matmul_p
 from .numpy_extra import (
     allclose,
+    arccosh,
     arctan2,
     cbrt,
     copysign,
@@ -291,7 +292,7 @@ __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "diag", "diagonal", "diff",
     "expand_dims", "eye", "full_like", "hstack", "inner", "linspace", "moveaxis", "ones_like", "outer", "pad", "ravel",
     "roll", "split", "squeeze", "stack", "swapaxes", "tensordot", "trace", "tril", "triu", "vstack", "zeros_like",
-    "allclose", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
+    "allclose", "arccosh", "arctan2", "cbrt", "copysign", "cross", "deg2rad", "fmax", "fmin", "heaviside", "hypot", "isclose",
     "logaddexp2", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "repeat", "signbit", "sinc", "vdot",
     "NUMPY_MULTI_ARG_OPS", "gather_p", "take", "take_along_axis",
     "argpartition", "argsort", "median", "partition", "percentile", "quantile", "searchsorted", "sort",

@@ -51,6 +51,7 @@ from .elementwise import (
     exp2,
     gt,
     le,
+    log,
     log1p,
     lt,
     maximum,
@@ -165,6 +166,20 @@ def cbrt(x: Any) -> Any:
     y = pow(s, 1.0 / 3.0)
     y = sub(y, div(sub(y, div(s, mul(y, y))), 3))       # y - (y^3 - s) / (3 y^2)
     return where(special, stop_gradient(x), where(lt(x, 0), neg(y), y))
+
+
+@_named("arccosh")
+def arccosh(x: Any) -> Any:
+    """numpy's ``arccosh`` (NaN below 1): ``log1p((x - 1) + sqrt((x - 1)(x + 1)))``, exact near 1, and
+    ``log(x) + log 2`` past 1e8, where the product would overflow (each branch fed only its own inputs, so the
+    other's infinities never reach a gradient)."""
+    (x,) = _floats("arccosh", x)
+    big = gt(x, 1e8)
+    s = where(big, 2, x)
+    d = sub(s, 1)
+    near = log1p(add(d, sqrt(mul(d, add(s, 1)))))
+    far = add(log(where(big, x, 2)), float(np.log(2)))
+    return where(big, far, near)
 
 
 @_named("hypot")
@@ -399,7 +414,7 @@ def matrix_transpose(x: Any) -> Any:
 
 
 # Called as f(x): the functions of one tensor (the others take a second tensor or argument).
-ONE_TENSOR = ["cbrt", "deg2rad", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "signbit", "sinc"]
+ONE_TENSOR = ["arccosh", "cbrt", "deg2rad", "matrix_transpose", "nan_to_num", "prod", "rad2deg", "signbit", "sinc"]
 MORE_ARGS = ["allclose", "arctan2", "copysign", "cross", "fmax", "fmin", "heaviside", "hypot", "isclose", "logaddexp2",
              "repeat", "vdot"]
 __all__ = ONE_TENSOR + MORE_ARGS

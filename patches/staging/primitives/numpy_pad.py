@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..core import get_aval
+from ..core import get_aval, is_tensor_like
 from ..errors import fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import shape_of_modes
@@ -23,8 +23,9 @@ from .integer import iota
 from .numpy_ops import max as _max
 from .numpy_ops import mean as _mean
 from .numpy_ops import min as _min
-from .numpy_shape import _arg, _cast, _modes, _static, _take, constant_pad
+from .numpy_shape import _arg, _cast, _modes, _static, _take, constant_pad, traced_pad
 from .numpy_sort import median as _median
+from .reductions import tensor_arg
 from .special import concatenate
 from .views import broadcast_to, full, getitem
 
@@ -51,6 +52,9 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     if mode == "empty":
         return constant_pad(x, widths, _cast("pad", 0, t.dtype))
     if mode == "constant":
+        value = kwargs.get("constant_values", 0)
+        if is_tensor_like(value) and not (_is_py_scalar(value) or isinstance(value, (np.ndarray, np.generic))):
+            return traced_pad(x, widths, tensor_arg("pad", value))     # a traced scalar (JAX takes one)
         values = _pairs("constant_values", kwargs.get("constant_values", 0), t)
         if len({v for pair in values for v in pair}) == 1:
             return constant_pad(x, widths, _cast("pad", values[0][0], t.dtype))

@@ -314,14 +314,34 @@ def _placed(x: Any, ms: list, widths: list, value: Any) -> Any:
     strides = [math.prod(out[:k]) for k in range(len(out))]
     placement = Layout(tuple(ms), tuple(strides)) if len(ms) > 1 else Layout(ms[0], strides[0])
     y = embed(x, shape_of_modes(out), placement, int(np.dot([b for b, _ in widths], strides)))
-    if not value:
+    if isinstance(value, (int, float, bool, np.generic)) and not value:
         return y
+    return where(_inside(ms, widths), y, value)
+
+
+def _inside(ms: list, widths: list) -> Any:
+    """Whether each coordinate of ``ms`` padded by ``widths`` lies inside the original (``iota`` ranges)."""
+    out = [m + b + a for m, (b, a) in zip(ms, widths)]
     inside = None
     for k, ((b, _), m) in enumerate(zip(widths, ms)):
         i = iota("i32", shape_of_modes(out), k)
         here = where(ge(i, b), lt(i, b + m), False)
         inside = here if inside is None else where(inside, here, False)
-    return where(inside, y, value)
+    return inside
+
+
+def traced_pad(x: Any, widths: list, value: Any) -> Any:
+    """``x`` padded by ``widths`` with a 0-d tensor ``value`` known only when the program runs (JAX's traced
+    ``constant_values``): placed among zeros, the border chosen by ``where`` on ``iota`` ranges."""
+    t = get_aval(x)
+    ms = _modes(t)
+    if any(type(m) is not int for m in ms):
+        raise fail("pad", f"a traced padding value pads a tensor of static extents; {t} has symbolic ones", t)
+    v = get_aval(value)
+    if v.rank:
+        raise fail("pad", f"a traced padding value must be a scalar (0-d), got {v}", t)
+    value = astype(value, t.dtype) if v.dtype != t.dtype else value
+    return where(_inside(ms, widths), constant_pad(x, widths, _cast("pad", 0, t.dtype)), value)
 
 
 def diff(a: Any, n: Any = 1, axis: Any = -1) -> Any:
