@@ -1,7 +1,10 @@
 """patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
 
-from . import lax
+from . import lax, tree_util
+from . import tree_util as tree
 from .autodiff import (
+    checkpoint,
+    checkpoint_policies,
     custom_jvp,
     custom_vjp,
     grad,
@@ -11,6 +14,7 @@ from .autodiff import (
     jacrev,
     jvp,
     linearize,
+    remat,
     scan,
     switch,
     value_and_grad,
@@ -42,10 +46,13 @@ from .staging.kernel import (
     when,
 )
 from .staging.primitives import *  # noqa: F403
+from .tree_util import tree_map
 
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
-                                 *_ops, "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
+                                 *_ops,
+                                 "checkpoint", "checkpoint_policies", "remat", "tree", "tree_util", "tree_map",
+                                 "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
                                  "jvp", "lax", "scan", "switch", "while_loop", "linearize", "value_and_grad", "vjp", "vmap",
                                  "lower", "LoweringError", "TileConfig", "split_matmuls",
                                  "BlockSpec", "GMEM", "KernelError", "MemorySpace", "RMEM", "Ref", "RefType", "SMEM",

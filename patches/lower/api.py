@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from ..staging import Program
+from ..staging import Program, StagingError
 from .config import TileConfig
 from .emit_simt import emit_simt
 from .errors import LoweringError
@@ -35,6 +35,10 @@ def lower(prog: Program, target: str = "sm_90a", config: TileConfig | None = Non
     (patches.lower.routing); a group they do not take keeps the GEMM template (``Kernel.refused`` says why)."""
     if not isinstance(prog, Program):
         raise LoweringError(f"lower expects a staged Program (pt.stage(f, ...)), got {type(prog).__name__}")
+    try:
+        prog.validated()
+    except StagingError as e:
+        raise LoweringError(f"lower: the program does not hold together: {e}") from None
     if not isinstance(target, str) or target not in TARGETS:
         raise LoweringError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     if config is not None and not isinstance(config, TileConfig):

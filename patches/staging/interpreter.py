@@ -31,6 +31,7 @@ def evaluate(prog: Program, *args: Any) -> Any:
     """
     if not isinstance(prog, Program):
         raise fail("evaluate", f"expected a Program (from pt.stage), got {type(prog).__name__}")
+    prog.validated(types=False)
     leaves, tree = tree_flatten(args)
     if len(leaves) != len(prog.params):
         raise fail("evaluate", f"{prog.name} takes {len(prog.params)} arrays ({prog.in_tree}), got {len(leaves)} ({tree})")

@@ -14,6 +14,7 @@ import numpy as np
 
 from .array import Array, to_array
 from .dtypes import EMULATED
+from .errors import StagingError
 from .pytree import LEAF, TreeDef
 from .symbols import is_symbolic
 from .types import TensorType
@@ -89,21 +90,39 @@ class Eqn:
         return f"Eqn({self.prim.name})"
 
 
+def _entries(what: str, xs: Any, kind: Any) -> list:
+    """A Program's field as a list, each entry of ``kind`` (a hand-built Program is refused by name, not later)."""
+    if not isinstance(xs, (list, tuple)):
+        raise StagingError(f"Program: {what} must be a list, got {type(xs).__name__} {xs!r:.60}")
+    for x in xs:
+        if not isinstance(x, kind):
+            want = " or ".join(k.__name__ for k in kind) if isinstance(kind, tuple) else kind.__name__
+            raise StagingError(f"Program: {what} must hold {want} entries, got {type(x).__name__} {x!r:.60}")
+    return list(xs)
+
+
 class Program:
     """A staged program: ``{ lambda consts ; params . eqns ; return outputs }``, printable and type-checkable."""
 
-    __slots__ = ("consts", "const_values", "params", "eqns", "outputs", "in_tree", "out_tree", "name", "_symbolic")
+    __slots__ = ("consts", "const_values", "params", "eqns", "outputs", "in_tree", "out_tree", "name", "_symbolic",
+                 "_checked")
 
     def __init__(self, consts: list, const_values: list, params: list, eqns: list, outputs: list,
                  in_tree: TreeDef | None = None, out_tree: TreeDef | None = None, name: str = "program") -> None:
-        self.consts = list(consts)
-        self.const_values = list(const_values)
-        self.params = list(params)
-        self.eqns = list(eqns)
-        self.outputs = list(outputs)
+        self.consts = _entries("consts", consts, Var)
+        self.const_values = _entries("const_values", const_values, object)
+        self.params = _entries("params", params, Var)
+        self.eqns = _entries("eqns", eqns, Eqn)
+        self.outputs = _entries("outputs", outputs, (Var, Literal))
+        if len(self.consts) != len(self.const_values):
+            raise StagingError(f"Program: {len(self.consts)} consts but {len(self.const_values)} const_values")
+        self._checked = False
         self.in_tree = in_tree if in_tree is not None else TreeDef(tuple, None, (LEAF,) * len(self.params))
         self.out_tree = out_tree if out_tree is not None else (
             LEAF if len(self.outputs) == 1 else TreeDef(tuple, None, (LEAF,) * len(self.outputs)))
+        for what, tree, n in (("in_tree", self.in_tree, len(self.params)), ("out_tree", self.out_tree, len(self.outputs))):
+            if not isinstance(tree, TreeDef) or tree.num_leaves != n:
+                raise StagingError(f"Program: {what} must be a TreeDef of {n} leaves, got {tree!r:.60}")
         self.name = name
         self._symbolic: bool | None = None
 
@@ -131,6 +150,18 @@ class Program:
     def check(self) -> Program:
         """Type-check: every variable defined once before use, every equation's types re-derived by its rule."""
         _over("check")(self)
+        return self
+
+    def validated(self, types: bool = True) -> Program:
+        """This program, checked once (a hand-built program may not hold together; a staged one does and is marked
+        so): ``lower`` asks for the full ``check``; ``evaluate`` (which the lowering's own re-typed kernel programs
+        go through too) for every variable defined once before it is read (``types=False``)."""
+        if not self._checked:
+            if types:
+                self.check()
+                self._checked = True
+            else:
+                _over("check_structure")(self)
         return self
 
     def __call__(self, *args: Any) -> Any:

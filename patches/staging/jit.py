@@ -64,6 +64,12 @@ class Jitted:
             self.signature: Any = inspect.signature(f)
         except (TypeError, ValueError):
             self.signature = None
+        if self.signature is not None:
+            params = self.signature.parameters.values()
+            unknown = [n for n in self.static_argnames if n not in self.signature.parameters]
+            if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+                raise fail("jit", f"{self.name}: static_argnames {unknown} name no parameter of the function "
+                                  f"({', '.join(self.signature.parameters) or 'it takes none'})")
         functools.update_wrapper(self, f)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple:

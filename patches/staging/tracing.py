@@ -114,5 +114,7 @@ def stage_flat(f: Any, types: list, in_tree: Any, name: str, weak: Any = ()) -> 
             if not is_tensor_like(o):
                 raise fail("stage", f"{name} returned {type(o).__name__} {o!r}, which is not a tensor")
         out_tracers = [full_raise(trace, o) for o in out_leaves]
-    return Program(builder.consts, builder.const_vals, [p.atom for p in params], builder.eqns,
+    prog = Program(builder.consts, builder.const_vals, [p.atom for p in params], builder.eqns,
                    [t.atom for t in out_tracers], in_tree, out_tree, name)
+    prog._checked = True        # (its equations' types were derived by their rules as they were recorded)
+    return prog
