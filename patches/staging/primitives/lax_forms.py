@@ -240,18 +240,23 @@ def pad(operand: Any, padding_value: Any, padding_config: Any) -> Any:
         if len(c) != 3 or c[2] < 0:
             raise fail(name, f"padding_config entries are (low, high, interior >= 0), got {c}", t)
         cfg.append(c)
-    value = tensor_arg(name, padding_value)
-    if get_aval(value).rank:
-        raise fail(name, f"padding_value must be a scalar, got {get_aval(value)}", t)
-    value = P.astype(value, t.dtype)
+    v = padding_value
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, (bool, int, float, np.generic)):        # a constant: placed by one embed
+        value = P.numpy_shape._cast(name, v, t.dtype)
+    else:                                                     # a traced value: chosen by iota masks
+        value = tensor_arg(name, v)
+        if get_aval(value).rank:
+            raise fail(name, f"padding_value must be a scalar, got {get_aval(value)}", t)
+        value = P.astype(value, t.dtype)
     for ax, (_, _, k) in enumerate(cfg):
         if k:
             x = _interior(x, ax, k, value)
     widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in cfg]
     if any(a or b for a, b in widths):
-        zero = False if t.dtype == "bool" else 0
-        inside = P.numpy_shape.constant_pad(P.full(tuple(_sizes(get_aval(x))), True, "bool"), widths, False)
-        x = P.where(inside, P.numpy_shape.constant_pad(x, widths, zero), value)
+        x = P.numpy_shape.constant_pad(x, widths, value) if not is_tensor_like(value) or \
+            isinstance(value, (bool, int, float)) else P.numpy_shape.traced_pad(x, widths, value)
     sizes = _sizes(get_aval(x))
     lo = [max(-c[0], 0) for c in cfg]
     hi = [n - max(-c[1], 0) for n, c in zip(sizes, cfg)]
@@ -269,7 +274,8 @@ def _interior(x: Any, ax: int, k: int, value: Any) -> Any:
         raise fail("pad", f"interior padding along mode {ax} needs a static extent, got {n}", t)
     if n <= 1:
         return x
-    filler = P.broadcast_to(value, tuple(sizes[:ax + 1]) + (k,) + tuple(sizes[ax + 1:]))
+    shape = tuple(sizes[:ax + 1]) + (k,) + tuple(sizes[ax + 1:])
+    filler = P.full(shape, value, t.dtype) if isinstance(value, (bool, int, float)) else P.broadcast_to(value, shape)
     y = P.concatenate([P.expand_dims(x, (ax + 1,)), filler], ax + 1)
     y = P.reshape(y, tuple(sizes[:ax]) + (n * (k + 1),) + tuple(sizes[ax + 1:]))
     return slice_in_dim(y, 0, n + (n - 1) * k, 1, ax)
