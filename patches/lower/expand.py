@@ -235,7 +235,9 @@ def _group_batch(e: Eqn) -> list:
 
     def fn(a: Any, b: Any) -> Any:
         c = bind(P.matmul_p, P.reshape(a, grouped[0], order="F"), P.reshape(b, grouped[1], order="F"), **params)
-        return P.reshape(c, tuple(mode_size(m) for m in modes_of(out.shape)), order="F")
+        flat = tuple(mode_size(m) for m in modes_of(out.shape))
+        c = P.reshape(c, flat, order="F")
+        return c if flat == tuple(modes_of(out.shape)) else P.view(c, compact(out.shape))   # hierarchical modes back
     return _splice(fn, e)
 
 

@@ -163,3 +163,13 @@ def test_vmap_over_symbolic_strides_keeps_the_batch_mode():
     prog = pt.stage(pt.vmap(lambda x, w: w @ x, in_axes=(1, None)), pt.tensor("f32", (32, B, M)),
                     pt.tensor("f32", (24, 32)))
     pt.lower(prog).verify()
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f32"])
+def test_a_grouped_batch_with_an_extent_one_mode_in_m(dt):
+    """Grouped-query attention's ``einsum("btkgh,bskh->bkgts")`` with one query per group: the matmul's M mode is
+    the hierarchical (8, 1), and grouping its batch modes once gave the flat (8, ...) result ("its expansion
+    gives"); the grouped product is viewed back into the equation's own modes."""
+    f = lambda q, k: pt.einsum("btkgh,bskh->bkgts", q, k)      # noqa: E731
+    s, got, (q, k) = _lowered(f, [(1, 8, 2, 1, 16), (1, 8, 2, 16)], dt)
+    _close(got, np.einsum("btkgh,bskh->bkgts", q, k), dt)
