@@ -86,3 +86,29 @@ def test_masked_softmax_and_logsumexp():
     with pytest.raises(pt.StagingError, match="divide"):
         pt.nn.dot_product_attention(np.ones((1, 2, 3, 4), np.float32), np.ones((1, 2, 2, 4), np.float32),
                                     np.ones((1, 2, 2, 4), np.float32))
+
+
+@pytest.mark.parametrize("reps", [2, (2, 1), (1, 3), (2, 2, 2), (3,)])
+def test_numpy_namespace_tile_is_numpy_s(reps):
+    import patches.numpy as pnp
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(pnp.tile(x, reps)), np.tile(x, reps))
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda v: pnp.tile(v, reps))(x)), np.tile(x, reps))
+    w = np.arange(np.tile(x, reps).size, dtype=np.float64).reshape(np.tile(x, reps).shape)
+    g = pt.grad(lambda v: pnp.sum(pnp.tile(v, reps) * w))(x)
+    want = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):            # tile is linear: the gradient is w summed over e_idx's copies
+        e = np.zeros_like(x)
+        e[idx] = 1
+        want[idx] = (np.tile(e, reps) * w).sum()
+    np.testing.assert_allclose(np.asarray(g), want.reshape(x.shape))
+
+
+def test_numpy_namespace_names():
+    import patches.numpy as pnp
+    x = np.arange(6.0).reshape(2, 3)
+    assert pnp.shape(x) == (2, 3) and pnp.ndim(x) == 2 and pnp.size(x) == 6
+    np.testing.assert_array_equal(np.asarray(pnp.cumulative_sum(np.arange(4))), [0, 1, 3, 6])
+    assert all(hasattr(pnp, n) for n in ("sum", "einsum", "where", "float32", "issubdtype", "pad", "linspace"))
+    with pytest.raises(pt.StagingError, match="reps"):
+        pnp.tile(x, (0, 1))

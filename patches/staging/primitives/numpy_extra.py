@@ -372,6 +372,28 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     return reshape(y, tuple(sizes[:ax] + [sizes[ax] * r] + sizes[ax + 1:]))
 
 
+def numpy_tile(A: Any, reps: Any) -> Any:
+    """numpy's ``tile`` (``pt.numpy.tile``; ``pt.tile`` is CuTe's tiling of a layout): ``A`` repeated ``reps`` times
+    along each mode, whole blocks, ``reps`` and ``A``'s modes aligned at the end (a missing one counts 1)."""
+    x, t = _arg("tile", A)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) and not isinstance(reps, (bool, np.bool_)) else reps
+    if not isinstance(reps, (tuple, list)):
+        raise fail("tile", f"reps must be an int or a sequence of ints, got {reps!r:.60}", t)
+    reps = [_int("tile", r, "reps", t) for r in reps]
+    if any(r <= 0 for r in reps):
+        raise fail("tile", f"reps must be positive (tensors have at least one element), got {reps}", t)
+    rank = max(len(reps), t.rank)
+    reps = [1] * (rank - len(reps)) + reps
+    if t.rank < rank:
+        x = reshape(x, (1,) * (rank - t.rank) + tuple(mode_size(m) for m in _modes(t)))
+    if all(r == 1 for r in reps):
+        return x
+    sizes = [mode_size(m) for m in _modes(get_aval(x))]
+    spread = getitem(x, tuple(v for _ in sizes for v in (None, slice(None))))      # (1, n1, 1, n2, ...)
+    y = broadcast_to(spread, tuple(v for r, n in zip(reps, sizes) for v in (r, n)))
+    return reshape(y, tuple(r * n for r, n in zip(reps, sizes)))
+
+
 @_named("cross")
 def cross(a: Any, b: Any, axis: Any = -1) -> Any:
     """numpy's ``cross`` of 3-vectors along the last mode (the other modes broadcast): the components
