@@ -1,0 +1,18 @@
+"""``patches.linalg``: ``jnp.linalg``'s spellings (``pt.linalg.norm``, ``pt.linalg.solve``, ...): the norms, and
+dense solvers for small matrices unrolled over their size (``staging/primitives/linalg.py``)."""
+
+from .staging.primitives import cross, diagonal, matmul, matrix_transpose, norm, outer, tensordot, trace
+from .staging.primitives.linalg import (
+    cholesky,
+    det,
+    inv,
+    matrix_norm,
+    slogdet,
+    solve,
+    solve_triangular,
+    vecdot,
+    vector_norm,
+)
+
+__all__ = ["cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer",
+           "slogdet", "solve", "solve_triangular", "tensordot", "trace", "vecdot", "vector_norm"]
