@@ -24,7 +24,7 @@ from .staging.primitives import (
 )
 from .staging.primitives import iota as broadcasted_iota
 from .staging.primitives import where as select
-from .staging.primitives.convolution import conv, conv_general_dilated, conv_with_general_padding
+from .staging.primitives.convolution import conv, conv_general_dilated, conv_with_general_padding, reduce_window
 from .staging.primitives.lax_forms import *  # noqa: F403 (listed in its __all__)
 from .staging.primitives.lax_forms import ELEMENTWISE as _ELEMENTWISE
 from .staging.primitives.lax_forms import __all__ as _forms
@@ -32,7 +32,7 @@ from .staging.primitives.lax_forms import __all__ as _forms
 globals().update(_ELEMENTWISE)
 
 __all__ = ["associative_scan", "broadcasted_iota", "cond", "conv", "conv_general_dilated",
-           "conv_with_general_padding", "cummax", "cummin", "cumprod", "cumsum",
+           "conv_with_general_padding", "reduce_window", "cummax", "cummin", "cumprod", "cumsum",
            "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "fori_loop", "full", "iota", "map", "scan",
            "select", "stop_gradient", "switch", "top_k", "while_loop", *_forms, *sorted(_ELEMENTWISE)]

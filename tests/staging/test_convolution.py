@@ -148,3 +148,47 @@ def test_a_lowered_conv_layer_matches_its_definition():
     mod.verify()
     want = np.maximum(_reference((x.shape, w.shape, (1, 1), "SAME", None, None, 1, ("NHWC", "HWIO", "NHWC")), x, w), 0)
     np.testing.assert_allclose(np.asarray(mod.simulate_kernels(x, w)), want, rtol=2e-2, atol=2e-2)
+
+
+def _window_ref(x, init, op, win, strides, pads, wdil):
+    x = np.pad(x.astype(np.float64), pads, constant_values=init)
+    eff = [(k - 1) * d + 1 for k, d in zip(win, wdil)]
+    out = [(m - e) // s + 1 for m, e, s in zip(x.shape, eff, strides)]
+    y = np.full(out, init, np.float64)
+    for pos in itertools.product(*[range(m) for m in out]):
+        for tap in itertools.product(*[range(k) for k in win]):
+            y[pos] = op(y[pos], x[tuple(p * s + t * d for p, s, t, d in zip(pos, strides, tap, wdil))])
+    return y
+
+
+@pytest.mark.parametrize("kind", ["max", "sum", "min_dilated"])
+def test_reduce_window_matches_its_definition(kind):
+    x = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    if kind == "max":
+        got = lax.reduce_window(x, -np.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+        want = _window_ref(x, -np.inf, max, (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (0, 1), (0, 0)], (1,) * 4)
+    elif kind == "sum":
+        got = pt.jit(lambda v: lax.reduce_window(v, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"))(x)
+        want = _window_ref(x, 0.0, lambda a, b: a + b, (1, 2, 2, 1), (1, 2, 2, 1), [(0, 0)] * 4, (1,) * 4)
+    else:
+        got = lax.reduce_window(x, np.inf, lax.min, (1, 2, 2, 1), (1, 1, 1, 1), [(0, 0), (1, 0), (0, 2), (0, 0)],
+                                window_dilation=(1, 2, 2, 1))
+        want = _window_ref(x, np.inf, min, (1, 2, 2, 1), (1,) * 4, [(0, 0), (1, 0), (0, 2), (0, 0)], (1, 2, 2, 1))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_gradient_and_lowering():
+    x = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
+
+    def pool(v):
+        return lax.reduce_window(v, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    g = np.asarray(pt.grad(lambda v: pt.sum(pool(v)))(x))
+    blocks = x.reshape(2, 2, 2, 2, 2, 8)
+    winners = blocks == blocks.max(axis=(2, 4), keepdims=True)
+    np.testing.assert_array_equal(g, winners.reshape(x.shape).astype(np.float32))   # one winner per window
+    mod = pt.lower(pt.stage(pool, x))
+    mod.verify()
+    np.testing.assert_array_equal(np.asarray(mod.simulate_kernels(x)), blocks.max(axis=(2, 4)))
+    with pytest.raises(pt.StagingError, match="binary function"):
+        lax.reduce_window(x, 0.0, "add", (1, 2, 2, 1), (1, 1, 1, 1), "VALID")

@@ -177,4 +177,45 @@ def conv_with_general_padding(lhs: Any, rhs: Any, window_strides: Any, padding: 
                                 precision=precision, preferred_element_type=preferred_element_type)
 
 
-__all__ = ["conv", "conv_general_dilated", "conv_with_general_padding"]
+def reduce_window(operand: Any, init_value: Any, computation: Any, window_dimensions: Any, window_strides: Any,
+                  padding: Any, base_dilation: Any = None, window_dilation: Any = None) -> Any:
+    """``lax.reduce_window``: ``computation`` (a binary function, e.g. ``lax.max`` or ``lax.add``) folded over each
+    window of ``operand``, starting from ``init_value`` (also the padding's value), as XLA: one strided slice per
+    window tap, folded pairwise (max pooling, sum pooling, ...)."""
+    name = "reduce_window"
+    x = tensor_arg(name, operand)
+    t = get_aval(x)
+    if not callable(computation):
+        raise fail(name, f"computation must be a binary function (lax.max, lax.add, ...), got {computation!r:.60}")
+    sizes = _static_sizes(t, "operand")
+    r = t.rank
+    win = _ints(window_dimensions, r, "window_dimensions", 1)
+    strides = _ints(window_strides, r, "window_strides", 1)
+    bdil = _ints(base_dilation, r, "base_dilation", 1)
+    wdil = _ints(window_dilation, r, "window_dilation", 1)
+    init = init_value
+    if any(d > 1 for d in bdil):
+        x = lax_pad(x, init, [(0, 0, d - 1) for d in bdil])
+        sizes = [(m - 1) * d + 1 for m, d in zip(sizes, bdil)]
+    eff = [(k - 1) * d + 1 for k, d in zip(win, wdil)]
+    pads = _padding(padding, sizes, eff, strides) if not isinstance(padding, str) or padding != "VALID" else \
+        [(0, 0)] * r
+    if any(p != (0, 0) for p in pads):
+        x = lax_pad(x, init, [(lo, hi, 0) for lo, hi in pads])
+    padded = [m + lo + hi for m, (lo, hi) in zip(sizes, pads)]
+    out = [(m - k) // s + 1 for m, k, s in zip(padded, eff, strides)]
+    if any(m < 1 for m in out):
+        raise fail(name, f"the window {eff} does not fit the padded operand {padded}", t)
+    taps = []
+    for tap in itertools.product(*[range(k) for k in win]):
+        lo = [a * d for a, d in zip(tap, wdil)]
+        hi = [a * d + (m - 1) * s + 1 for a, d, m, s in zip(tap, wdil, out, strides)]
+        taps.append(lax_slice(x, lo, hi, strides))
+    while len(taps) > 1:                   # a balanced fold: log2(taps) levels
+        taps = [computation(taps[i], taps[i + 1]) if i + 1 < len(taps) else taps[i] for i in range(0, len(taps), 2)]
+    res = tensor_arg(name, taps[0])
+    return computation(P.full(tuple(out), init, t.dtype) if isinstance(init, (int, float, bool, np.generic)) else
+                       P.broadcast_to(init, tuple(out)), res)
+
+
+__all__ = ["conv", "conv_general_dilated", "conv_with_general_padding", "reduce_window"]
