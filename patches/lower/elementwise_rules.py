@@ -213,7 +213,10 @@ def absolute(x: str, dtype: str = "f32", tensor: bool = False) -> str:
 
 
 def sign(x: str, dtype: str = "f32", tensor: bool = False) -> str:
-    """numpy's sign: 1 above zero, -1 below, else ``x - x`` (+0 for a zero of either sign, NaN for NaN)."""
+    """numpy's sign: 1 above zero, -1 below, else ``x - x`` (+0 for a zero of either sign, NaN for NaN); of an
+    unsigned value 1 or 0 (no -1 is written in its type)."""
+    if dtype.startswith("u"):
+        return select(f"{x} > {lit(0, dtype)}", f"cute.full_like({x}, 1)" if tensor else lit(1, dtype), x, dtype, tensor)
     one, minus = (f"cute.full_like({x}, {v})" for v in (1, -1)) if tensor else (lit(1, dtype), lit(-1, dtype))
     inner = select(f"{x} < {lit(0, dtype)}", minus, f"({x}) - ({x})" if is_float(dtype) else x, dtype, tensor)
     return select(f"{x} > {lit(0, dtype)}", one, inner, dtype, tensor)

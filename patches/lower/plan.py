@@ -270,9 +270,14 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
         shape = tuple(int(s) for s in _logical(t))
         if t.dtype == "bool":
             out.append(rng.random(shape) < 0.5)
-        elif t.dtype[0] in "iu":          # small and nonzero: a divisor drawn from them divides
-            signs = 1 if t.dtype[0] == "u" else rng.choice(np.array([-1, 1]), shape)
+        elif t.dtype[0] == "i":           # small and nonzero: a divisor drawn from them divides
+            signs = rng.choice(np.array([-1, 1]), shape)
             out.append((rng.integers(1, 4, shape) * signs).astype(dtypes.to_numpy(t.dtype)))
+        elif t.dtype[0] == "u":           # small, or the top three values (with the sign bit: read as signed, they differ)
+            top = np.iinfo(dtypes.to_numpy(t.dtype)).max
+            small = rng.integers(1, 4, shape).astype(np.uint64)
+            out.append(np.where(rng.random(shape) < 0.5, small, np.uint64(top) - small + np.uint64(1))
+                       .astype(dtypes.to_numpy(t.dtype)))
         else:
             out.append((rng.standard_normal(shape) * 0.5).astype(np.float32))
         if not injective(t.layout):        # a layout that stores several coordinates in one element (stride 0)

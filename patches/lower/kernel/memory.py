@@ -179,16 +179,22 @@ def load(ctx: Ctx, ref: RefVal, off: str, sel: Layout, why: str, tv: Layout | No
         w.emit(f"for v in cutlass.range_constexpr({per}):")
         w.emit(f"    {name}_r[v] = {src}[{tvn}((tidx, v))]")
         w.emit(f"{name} = {name}_r.load()")
-    if ref.dtype == "bool":
-        w.emit(f"{name} = {_from_memory(name, 'bool')}")
+    if ref.dtype == "bool" or ref.dtype in _UNSIGNED:
+        w.emit(f"{name} = {_from_memory(name, ref.dtype)}")
     return Block(name, ref.dtype, sel.shape, n, tv)
 
 
+_UNSIGNED = {"u8": "cutlass.Uint8", "u16": "cutlass.Uint16", "u32": "cutlass.Uint32", "u64": "cutlass.Uint64"}
+
+
 def _from_memory(code: str, dtype: str) -> str:
-    """A value read from memory as the kernel computes with it: bool bytes become Boolean."""
-    if dtype != "bool":
+    """A value read from memory as the kernel computes with it: bool bytes become Boolean, and unsigned words are
+    typed unsigned again (a tensor made on an ``.iterator`` loads them as signed: the DSL's pointers carry no
+    signedness, and signed values would compare, divide and convert as signed)."""
+    to = "cutlass.Boolean" if dtype == "bool" else _UNSIGNED.get(dtype)
+    if to is None:
         return code
-    return f"{code}.to(cutlass.Boolean)" if code.isidentifier() else f"({code}).to(cutlass.Boolean)"
+    return f"{code}.to({to})" if code.isidentifier() else f"({code}).to({to})"
 
 
 def as_block(ctx: Ctx, x: Scalar | Block, n: int, shape: Any, tv: Layout | None = None) -> Block:

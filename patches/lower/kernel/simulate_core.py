@@ -54,6 +54,7 @@ class _DType:
 
 _DTYPES = {n: _DType(n) for n in ("f32", "f64", "bf16", "f16", "i32", "i64", "i16", "i8", "u8", "u16", "u32", "u64",
                                           "bool")}
+_SIGNLESS = {"u8": "i8", "u16": "i16", "u32": "i32", "u64": "i64"}
 cutlass = SimpleNamespace(
     Float32=_DTYPES["f32"], Float64=_DTYPES["f64"], BFloat16=_DTYPES["bf16"], Float16=_DTYPES["f16"],
     Int32=_DTYPES["i32"], Int64=_DTYPES["i64"], Int16=_DTYPES["i16"], Int8=_DTYPES["i8"], Uint8=_DTYPES["u8"],
@@ -82,7 +83,10 @@ class _Tensor:
 
     @property
     def iterator(self) -> _Ptr:
-        return self.ptr
+        """The tensor's pointer, as the DSL's: MLIR pointers carry no signedness, so an unsigned tensor's iterator
+        (and a tensor made on it) holds signed elements of its width, read as signed until ``.to`` retypes them."""
+        signless = _SIGNLESS.get(self.ptr.dt.name)
+        return self.ptr if signless is None else _Ptr(self.ptr.storage, self.ptr.offset, _DTYPES[signless])
 
     @property
     def element_type(self) -> _DType:
