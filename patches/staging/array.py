@@ -61,7 +61,7 @@ class Array(Operators):
     """A concrete tensor: 1-D numpy ``storage``, element ``offset`` and ``layout`` of dtype ``short_dtype`` (``"f32"``;
     ``dtype`` is the same as numpy spells it, a ``DTypeName``)."""
 
-    __slots__ = ("storage", "offset", "layout", "short_dtype")
+    __slots__ = ("storage", "offset", "layout", "short_dtype", "_weak")
     __array_priority__ = 100
 
     def __init__(self, storage: np.ndarray, offset: int, layout: Layout, dtype: str) -> None:
@@ -69,6 +69,14 @@ class Array(Operators):
         self.offset = offset
         self.layout = layout
         self.short_dtype = dtypes.short(dtype)
+        self._weak: Any = False
+
+    @property
+    def weak(self) -> bool:
+        """Whether this value is weakly typed (JAX's weak type): computed by ops from Python numbers only
+        (``pt.sqrt(64)``, ``pt.where(m, 1.0, 0.01)``), it takes the dtype of a tensor it meets as a Python number
+        does."""
+        return bool(self._weak)
 
     @property
     def dtype(self) -> dtypes.DTypeName:

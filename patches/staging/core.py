@@ -326,7 +326,7 @@ class WeakArgument:
 def mark_weak(x: Any, arg: Any = True) -> Any:
     """``x`` marked weak (a Tracer standing for a Python scalar; ``arg`` a WeakArgument where it stands for an
     argument whose narrowings are checked); other values as they are."""
-    if isinstance(x, Tracer):
+    if isinstance(x, (Tracer, Array)):
         x._weak = arg
     return x
 

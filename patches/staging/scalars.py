@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .array import to_array
+from .array import Array, to_array
 from .core import CAPPED, Tracer, WeakArgument, get_aval
 from .errors import fail
 
@@ -50,7 +50,7 @@ _WIDTH = {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 6
 
 
 def _weak(x: Any) -> bool:
-    return isinstance(x, Tracer) and x.weak
+    return isinstance(x, (Tracer, Array)) and x.weak
 
 
 def widens(have: str, want: str) -> bool:
@@ -117,10 +117,10 @@ def coerce(name: str, *xs: Any) -> list:
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]
         if not strong:                 # weak values only: the widest (an int meeting a float becomes a float)
-            strong = [widest([x.aval.dtype for x in xs if _weak(x)], any(isinstance(x, float) for x in xs))]
+            strong = [widest([get_aval(x).dtype for x in xs if _weak(x)], any(isinstance(x, float) for x in xs))]
         if strong:
-            xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and x.aval.dtype != strong[0]
-                       and (widens(x.aval.dtype, strong[0]) and not _capped(x, strong[0])
+            xs = tuple(_CAST[0](x, strong[0]) if _weak(x) and get_aval(x).dtype != strong[0]
+                       and (widens(get_aval(x).dtype, strong[0]) and not _capped(x, strong[0])
                             or _narrows_argument(name, x, strong[0])) else x
                        for x in xs)
     tensors = [x for x in xs if not _is_py_scalar(x)]

@@ -260,15 +260,24 @@ def broadcast_operands(name: str, xs: list) -> list:
 
 def _unary_op(name: str) -> Any:
     p = prims[name]
+    floats = UNARY[name][1] == "float"
 
     def op(x: Any) -> Any:
-        if _is_py_scalar(x):
-            x = weak_scalar(name, x, None)
+        number = _is_py_scalar(x)
+        if number:
+            x = weak_scalar(name, float(x) if floats else x, None)
         elif not is_tensor_like(x):
             raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                              f"{type(x).__name__} {x!r:.80}")
+        elif floats and not dtypes.is_float(d := get_aval(x).dtype):   # numpy's and JAX's: ints and bools as floats
+            weak = _weak_value(x)
+            x = astype(x, "f64" if d in ("i64", "u64") else dtypes.DEFAULT_FLOAT)
+            if weak:
+                return mark_weak(bind(p, x), CAPPED)
         out = bind(p, x)
-        return mark_weak(out, x._weak if x._weak == CAPPED else True) if isinstance(x, Tracer) and x.weak else out
+        if number:           # of a Python number: weak, computed in 32 bits (JAX's ``jnp.sqrt(64)`` is weak)
+            return mark_weak(out, CAPPED)
+        return mark_weak(out, x._weak if x._weak == CAPPED else True) if _weak_value(x) else out
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
     return op
@@ -292,9 +301,7 @@ def _binary_op(name: str) -> Any:
                 and not (x.weak or y.weak):
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
         out = bind(p, *broadcast_operands(name, coerce(name, x, y)))
-        weak = [isinstance(v, Tracer) and v.weak for v in (x, y) if not _is_py_scalar(v)]
-        capped = any(isinstance(v, Tracer) and v.weak and v._weak == CAPPED for v in (x, y))
-        return mark_weak(out, CAPPED if capped else True) if weak and all(weak) else out
+        return _weak_result(out, (x, y))
     op.__name__ = name
     op.__doc__ = f"Elementwise {name} (Python scalars take the tensor's dtype; shapes broadcast with stride-0 modes)."
     return op
@@ -367,9 +374,23 @@ def where(c: Any, x: Any, y: Any) -> Any:
             get_aval(v, "where")             # (an error naming where)
     if is_tensor_like(c) and not _is_py_scalar(c) and get_aval(c).dtype != "bool":
         c = ne(c, 0)
+    x0, y0 = x, y
     x, y = coerce("where", x, y)
     c, x, y = broadcast_operands("where", [c, x, y])
-    return bind(where_p, c, x, y)
+    return _weak_result(bind(where_p, c, x, y), (x0, y0))
+
+
+def _weak_value(v: Any) -> bool:
+    return isinstance(v, (Tracer, Array)) and v.weak
+
+
+def _weak_result(out: Any, operands: tuple) -> Any:
+    """``out`` weak where every operand is a Python number or weak (JAX's rule): capped (computed in 32 bits, never
+    widened to 64) where one is, or where all are Python numbers (evaluated here in f32/i32)."""
+    if not all(_is_py_scalar(v) or _weak_value(v) for v in operands):
+        return out
+    capped = all(_is_py_scalar(v) for v in operands) or any(_weak_value(v) and v._weak == CAPPED for v in operands)
+    return mark_weak(out, CAPPED if capped else True)
 
 
 def copy(x: Any, layout: Any = None) -> Any:

@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..array import Array
-from ..core import bind, get_aval
+from ..core import CAPPED, Tracer, bind, get_aval, mark_weak
 from ..errors import fail
+from ..scalars import _is_py_scalar
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
-from .elementwise import _abstract, _impl
+from .elementwise import _abstract, _impl, astype
 from .reductions import tensor_arg
 from .registry import checked_impl, primitive
 from .rev import bind_rev, rev_p  # noqa: F401 (rev_p re-exported)
@@ -37,8 +39,16 @@ erf_p = primitive("erf", _erf_rule, checked_impl(_erf_rule, _impl(_erf_values, "
 
 
 def erf(x: Any) -> Any:
-    """The error function, elementwise (float)."""
-    return bind(erf_p, tensor_arg("erf", x))
+    """The error function, elementwise; integer and bool operands as floats (f32, f64 from 64-bit ones), and weak
+    results of Python numbers, as the other float functions (``elementwise._unary_op``)."""
+    if _is_py_scalar(x):
+        return mark_weak(bind(erf_p, tensor_arg("erf", float(x))), CAPPED)
+    x = tensor_arg("erf", x)
+    d = get_aval(x).dtype
+    if not dtypes.is_float(d):
+        return bind(erf_p, astype(x, "f64" if d in ("i64", "u64") else dtypes.DEFAULT_FLOAT))
+    out = bind(erf_p, x)
+    return mark_weak(out, x._weak if x._weak == CAPPED else True) if isinstance(x, (Tracer, Array)) and x.weak else out
 
 
 # -- stop_gradient ------------------------------------------------------------------------------
