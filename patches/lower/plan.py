@@ -137,24 +137,25 @@ class Kernel:
         """cute.compile this kernel for ``arch`` (no GPU needed)."""
         return self.module.compile(arch)
 
-    def verify(self, seed: int = 0, movement: bool = True, sizes: dict | None = None) -> float:
+    def verify(self, seed: int = 0, movement: bool = True, sizes: dict | None = None, args: list | None = None) -> float:
         """Check the kernel against its program: with ``movement``, ``Module.verify()`` (patches.lower.verify: the
         emitted data movement, element by element); then the kernel's tile-level numpy model against the
         interpreter on random data (symbols bound by ``sizes``, else each at twice its least value), and a SIMT
         kernel's emitted source executed (patches.lower.simt_source: whole when small, else its first and last
-        CTAs; see ``_source_check``). Returns the numeric error; raises LoweringError on a mismatch."""
+        CTAs; see ``_source_check``). ``args``: the kernel's inputs to check on instead of random data (random
+        integers that the program rejects as indices, out of a Ref's bounds, are drawn again non-negative, then
+        zero). Returns the numeric error; raises LoweringError on a mismatch."""
         from .simulate_simt import simulate_simt
 
         mv = getattr(self.module, "verify", None)
         if movement and callable(mv):
             mv()
         sizes = sizes if sizes is not None else default_bindings(self.program)
-        args = random_args(self.program, seed, sizes)
+        prog = self.module.shortened(self.program, LOOP_CHECK_TRIPS) if self.kind == "loop" else self.program
+        args, want = self._reference(prog, seed, sizes, args)
         if self.kind == "loop":            # the loop's first iterations (its body's kernels are checked whole above)
-            want = _evaluate(self.module.shortened(self.program, LOOP_CHECK_TRIPS), args, sizes)
             got = self.run_model(args, sizes, limit=LOOP_CHECK_TRIPS)
         else:
-            want = _evaluate(self.program, args, sizes)
             if self.kind == "simt":                # the model, and the row that stores each output element
                 got, owners = simulate_simt(self.spec, *args, sizes=sizes or None, owners=True)
             else:
@@ -174,6 +175,24 @@ class Kernel:
         if worst > 2e-2:
             raise LoweringError(f"kernel {self.name} differs from its program by {worst:.3g} (relative)")
         return worst
+
+    def _reference(self, prog: Program, seed: int, sizes: dict, args: list | None) -> tuple:
+        """(the inputs, the interpreter's outputs on them): ``args`` as given, else the first of verify's random
+        draws (``INT_DRAWS``) that the program accepts."""
+        from ..staging.kernel import KernelError
+
+        if args is not None:
+            args = [np.asarray(a) for a in args]
+            return args, _evaluate(prog, args, sizes)
+        for k, ints in enumerate(INT_DRAWS):
+            draw = random_args(self.program, seed, sizes, ints)
+            try:
+                return draw, _evaluate(prog, draw, sizes)
+            except KernelError as err:
+                if "out of bounds" not in str(err) or k == len(INT_DRAWS) - 1:
+                    raise LoweringError(f"kernel {self.name}: verify's random inputs are not valid for it ({err}); "
+                                        "pass the inputs to check on: verify(args=[...])") from None
+        raise AssertionError("unreachable")
 
     def _source_check(self, args: list, sizes: dict, want: list, owners: list) -> list:
         """(source's output, interpreter's) pairs from executing this SIMT kernel's emitted source: the whole grid
@@ -254,8 +273,13 @@ def _bound_symbols(e: Any) -> set:
     return out.union(*(_bound_symbols(q) for q in e.params["body"].eqns))
 
 
-def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list:
-    """Random arrays for a program's parameters (bool: masks, floats: normal, symbols bound from ``sizes``)."""
+INT_DRAWS = ("signed", "nonnegative", "zero")     # verify's integer data, in the order tried (see Kernel.verify)
+
+
+def random_args(prog: Program, seed: int = 0, sizes: dict | None = None, ints: str = "signed") -> list:
+    """Random arrays for a program's parameters (bool: masks, floats: normal, symbols bound from ``sizes``).
+    Integers: small nonzero ones of either sign and unsigned top values (``ints="signed"``), or, for programs that
+    index with them, 0..3 (``"nonnegative"``) or zeros (``"zero"``)."""
     from ..staging.symbols import substitute
 
     rng = np.random.default_rng(seed)
@@ -270,6 +294,9 @@ def random_args(prog: Program, seed: int = 0, sizes: dict | None = None) -> list
         shape = tuple(int(s) for s in _logical(t))
         if t.dtype == "bool":
             out.append(rng.random(shape) < 0.5)
+        elif t.dtype[0] in "iu" and ints != "signed":    # indices: in range of any extent past 3 (or 1)
+            hi = 1 if ints == "zero" else 4
+            out.append(rng.integers(0, hi, shape).astype(dtypes.to_numpy(t.dtype)))
         elif t.dtype[0] == "i":           # small and nonzero: a divisor drawn from them divides
             signs = rng.choice(np.array([-1, 1]), shape)
             out.append((rng.integers(1, 4, shape) * signs).astype(dtypes.to_numpy(t.dtype)))
@@ -426,14 +453,26 @@ class Schedule:
         """Compile every kernel for ``arch`` (no GPU needed)."""
         return ScheduleExecutable(self, [k.compile(arch) for k in self.kernels])
 
-    def verify(self, movement: bool = True) -> Any:
+    def verify(self, movement: bool = True, args: Any = None) -> Any:
         """Every kernel checked against its program (see ``Kernel.verify``); the largest numeric error. A one-kernel
-        schedule returns its Module's verification report, as ``Module.verify()`` does."""
+        schedule returns its Module's verification report, as ``Module.verify()`` does. ``args``: the program's
+        arguments (as it is called) to check every kernel on, its inputs computed by the interpreter, instead of
+        random data (for programs whose integer inputs index: a page table, expert ids)."""
+        inputs: list = [None] * len(self.kernels)
+        if args is not None:
+            leaves = self.arguments(args if isinstance(args, (tuple, list)) else (args,))
+            prog = self.program
+            env: dict[int, Any] = {id(p): np.asarray(x) for p, x in zip(prog.params, leaves)}
+            syms = bind_symbols([p.type for p in prog.params], leaves) if prog.symbolic else {}
+            for i, k in enumerate(self.kernels):
+                inputs[i] = [env[id(p)] for p in k.program.params]
+                for v, x in zip(k.program.outputs, _evaluate(k.program, inputs[i], syms)):
+                    env[id(v)] = x
         if len(self.kernels) == 1 and movement and callable(getattr(self.kernels[0].module, "verify", None)):
-            self.kernels[0].verify(movement=False)
+            self.kernels[0].verify(movement=False, args=inputs[0])
             return self.kernels[0].module.verify()
         sizes = default_bindings(self.program)
-        return max(k.verify(movement=movement, sizes=sizes) for k in self.kernels)
+        return max(k.verify(movement=movement, sizes=sizes, args=a) for k, a in zip(self.kernels, inputs))
 
 
 def format_schedule(s: Schedule, exes: list | None = None) -> str:

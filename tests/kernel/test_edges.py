@@ -276,3 +276,23 @@ def test_symbolic_operands_past_32_bit_offsets_are_refused_at_their_sizes():
     with pytest.raises(pt.LoweringError, match=r"argument 0 spans 2147483648 elements at these sizes; the kernel's "
                                                r"offsets are 32-bit"):
         mod.verify(sizes={"M": 2 ** 31})
+
+
+def test_out_specs_as_a_tree_of_the_outputs():
+    """``out_specs`` given in ``out_type``'s own structure (Pallas's spelling: a dict of specs for a dict of outputs)
+    maps each output to its spec by key; the body takes the output refs in the flattened (sorted-key) order."""
+    t = pt.tensor("f32", (16, 32))
+    s = pt.BlockSpec((8, 32), lambda i: (i, 0))
+    whole = pt.BlockSpec((16, 32), lambda i: (0, 0))
+
+    def body(x_ref, prod_ref, sum_ref):
+        sum_ref[...] = x_ref[...] + 1.0
+        prod_ref[...] = x_ref[...] * 2.0
+
+    x = np.full((16, 32), 3.0, np.float32)
+    out = pt.kernel(body, {"sum": t, "prod": t}, grid=(2,), in_specs=[s], out_specs={"sum": s, "prod": s})(x)
+    assert float(np.asarray(out["sum"])[0, 0]) == 4.0 and float(np.asarray(out["prod"])[0, 0]) == 6.0
+    out = pt.kernel(body, {"sum": t, "prod": t}, grid=(1,), in_specs=[whole], out_specs={"sum": whole, "prod": whole})(x)
+    assert float(np.asarray(out["prod"]).sum()) == 6.0 * 16 * 32
+    with pytest.raises(pt.StagingError, match="keys"):
+        pt.kernel(body, {"sum": t, "prod": t}, grid=(2,), in_specs=[s], out_specs={"sum": s, "pro": s})(x)

@@ -19,7 +19,7 @@ from ..array import Array, to_array
 from ..core import Primitive, Tracer, abstract_eval_rules, bind_multi, get_aval, impl_rules, is_tensor_like, to_user
 from ..errors import StagingError, check_callable, check_name, fail, flag, is_option, name_of
 from ..ir import Program
-from ..pytree import tree_flatten, tree_unflatten
+from ..pytree import prefix_leaves, tree_flatten, tree_unflatten
 from ..tracing import stage_flat
 from ..types import TensorType, tensor
 from .blockspec import BlockMapping, BlockSpec, check_buffer_layout, resolve
@@ -101,9 +101,17 @@ def _labels(body: Callable, n: int) -> list:
     return [names[k] if k < len(names) else f"ref{k}" for k in range(n)]
 
 
-def _per_output(specs: Any, n: int, what: str) -> list:
+def _per_output(specs: Any, n: int, what: str, tree: Any = None) -> list:
+    """One spec per operand (output): one for all, a flat sequence, or (outputs) a tree prefix of ``out_type``'s
+    structure, as Pallas takes ``out_specs`` (a dict of specs for a dict of outputs)."""
     if specs is None or isinstance(specs, BlockSpec):
         return [specs] * n
+    if tree is not None and isinstance(specs, (dict, tuple, list)):
+        try:
+            return prefix_leaves(specs, tree, "kernel", what)
+        except StagingError:
+            if not isinstance(specs, (tuple, list)) or len(specs) != n:
+                raise
     if not isinstance(specs, (tuple, list)) or len(specs) != n:
         raise fail("kernel", f"{what} must be a BlockSpec, None, or one per {'output' if 'out' in what else 'operand'} ({n})")
     return list(specs)
@@ -171,7 +179,7 @@ def kernel(body: Callable, out_type: Any = None, *, grid: Any = (), in_specs: An
         types = [get_aval(x) for x in ops]
         labels = _labels(body, len(ops) + len(out_leaves) + len(scratch))
         ins = _per_output(in_specs, len(ops), "in_specs")
-        outs = _per_output(out_specs, len(out_leaves), "out_specs")
+        outs = _per_output(out_specs, len(out_leaves), "out_specs", out_tree)
         in_maps = tuple(resolve(s, t, grid, labels[k]) for k, (s, t) in enumerate(zip(ins, types)))
         out_maps = tuple(resolve(s, t, grid, labels[len(ops) + k]) for k, (s, t) in enumerate(zip(outs, out_leaves)))
         ref_types = [m.ref_type for m in in_maps + out_maps] + [s.type for s in scratch]
