@@ -250,6 +250,27 @@ def without_effects_on(prog: Program, keep: list, params: set) -> Program:
     return _prune(prog, keep, live_ref)
 
 
+def _prune_cond(e: Any, keep: list, live_ref: Any) -> Any:
+    """A ``cond`` with only the outputs flagged in ``keep`` (or None when nothing of it is needed): each branch
+    pruned to them, and the operands neither pruned branch reads dropped (so a tangent region's branch no longer
+    takes the primal carry its dropped primal half read)."""
+    from ..staging.ir import Eqn, has_effects
+
+    n = e.params["n_true"]
+    t = _prune(e.params["true"], keep, live_ref)
+    f = _prune(e.params["false"], keep, live_ref)
+    if not any(keep) and not any(has_effects(x) for b in (t, f) for x in b.eqns):
+        return None
+    used_t, used_f = sorted(used_params(t)), sorted(used_params(f))
+
+    def narrowed(b: Program, used: list) -> Program:
+        return Program(b.consts, b.const_values, [b.params[k] for k in used], b.eqns, b.outputs, None, None, b.name)
+    ins = [e.inputs[0], *[e.inputs[1 + k] for k in used_t], *[e.inputs[1 + n + k] for k in used_f]]
+    outs = [o for o, k in zip(e.outputs, keep) if k]
+    return Eqn(cond_p, ins, {**e.params, "true": narrowed(t, used_t), "false": narrowed(f, used_f),
+                             "n_true": len(used_t)}, outs)
+
+
 def _prune(prog: Program, keep: list, live_ref: Any) -> Program:
     from ..staging.ir import Eqn, has_effects
     from ..staging.kernel.refs import EFFECTS
@@ -262,6 +283,8 @@ def _prune(prog: Program, keep: list, live_ref: Any) -> Program:
         nested = _nested(e)
         if e.prim in EFFECTS:
             new = e if live_ref(e.inputs[0]) else None
+        elif e.prim is cond_p:
+            new = _prune_cond(e, [id(o) in live for o in e.outputs], live_ref)
         elif nested is not None:
             bodies = [_prune(b, [True] * len(b.outputs), live_ref) for b, _ in nested]
             if not out_live and not any(has_effects(x) for b in bodies for x in b.eqns):
