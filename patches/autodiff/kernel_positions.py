@@ -464,6 +464,7 @@ def check_padded_body(body: Any, operands: list, in_specs: tuple, name: str, out
     if why:
         raise fail("grad", f"kernel {name}: {why} depends on data read from the padded edge blocks of "
                            f"{', '.join(labels)} (NaN past the edge in the forward pass, zeros in the backward kernels, "
-                           "so the two could decide differently); decide from program_id and iota only, or pad the "
-                           "operand to whole blocks")
+                           "so the two could decide differently); decide from program_id and iota only (a mask "
+                           "computed from a loop index is not recognised, nor one on an \"arbitrary\" grid axis, "
+                           "which runs as a loop), or pad the operand to whole blocks")
     return PaddedPositions(record, sources)
