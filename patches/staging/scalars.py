@@ -101,18 +101,33 @@ def _ints_meeting_floats(xs: tuple) -> tuple:
     return tuple(_CAST[0](x, want) if any(x is i for i in ints) else x for x in xs)
 
 
+def _bools_meeting_numbers(xs: tuple) -> tuple:
+    """Bool tensors meeting numeric tensors become that dtype first, as numpy and JAX promote (bool is below every
+    number, losslessly): ``x * mask``, ``x * (x > 0)``, ``counts + mask``."""
+    tensors = [x for x in xs if not _is_py_scalar(x)]
+    kinds = [get_aval(x).dtype for x in tensors]
+    if "bool" not in kinds or all(d == "bool" for d in kinds):
+        return xs
+    numeric = [x for x in tensors if get_aval(x).dtype != "bool"]
+    strong = [x for x in numeric if not _weak(x) and not _is_np_scalar(x)] or numeric
+    want = get_aval(strong[0]).dtype
+    return tuple(_CAST[0](x, want) if not _is_py_scalar(x) and get_aval(x).dtype == "bool" else x for x in xs)
+
+
 def coerce(name: str, *xs: Any) -> list:
     """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
     arguments of ``jit``, ``grad``, ...) too where no value is lost. Numpy scalars keep their dtype (strong, as in
     JAX and numpy); one that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
     float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers),
-    and integer tensors meeting a Python float become floats (``i * 2.5``)."""
+    integer tensors meeting a Python float become floats (``i * 2.5``), and bool tensors meeting numeric tensors take
+    their dtype (``x * mask``)."""
     numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
     if numbers and all(get_aval(x).dtype == "bool" for x in xs if not _is_py_scalar(x)) and \
             any(not _is_py_scalar(x) for x in xs):
         want = "f32" if any(isinstance(x, float) for x in numbers) else "i32"
         xs = tuple(x if _is_py_scalar(x) else _CAST[0](x, want) for x in xs)
     xs = _ints_meeting_floats(xs)
+    xs = _bools_meeting_numbers(xs)
     if any(_weak(x) for x in xs):
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]

@@ -48,3 +48,20 @@ def test_float_functions_take_integers_as_floats(f):
     np.testing.assert_allclose(np.asarray(f(np.arange(1, 4, dtype=np.int32))),
                                np.asarray(f(np.arange(1, 4, dtype=np.float32))), rtol=1e-7)
     assert pt.jit(f)(np.arange(1, 4, dtype=np.int32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16", "i32", "i8"])
+def test_bool_tensors_meeting_numbers_take_their_dtype(dt):
+    x = pt.astype(pt.asarray(np.array([-2, -1, 1, 3], np.float32)), dt)
+    m = np.array([True, False, True, False])
+    for f, want in ((lambda v: v * m, [-2, 0, 1, 0]), (lambda v: v + m, [-1, -1, 2, 3]),
+                    (lambda v: v * (v > 0), [0, 0, 1, 3]), (lambda v: m * v, [-2, 0, 1, 0])):
+        assert pt.stage(f, x).out_types[0].dtype == dt and f(x).dtype == dt
+        for g in (f, pt.jit(f)):
+            np.testing.assert_array_equal(np.asarray(g(x), np.float64), want)
+    if dt in ("f32", "bf16"):
+        grad = pt.grad(lambda v: pt.sum(pt.astype(v, dt) * m))(np.ones(4, np.float32))
+        np.testing.assert_array_equal(np.asarray(grad), m.astype(np.float32))
+    mod = pt.lower(pt.stage(lambda v: v * (v > 0) + m, pt.tensor(dt, 4)))
+    mod.verify()
+    np.testing.assert_array_equal(np.asarray(mod.simulate_kernels(x), np.float64), [1, 0, 2, 3])

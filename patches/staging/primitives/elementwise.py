@@ -298,7 +298,7 @@ def _binary_op(name: str) -> Any:
         if on_bools is not None and _is_bool(x) and _is_bool(y) and not (_is_py_scalar(x) and _is_py_scalar(y)):
             return where(x, True, y) if on_bools else where(x, y, False)     # numpy's and JAX's: bool + bool is or
         if isinstance(x, Tracer) and isinstance(y, Tracer) and x.aval.layout == y.aval.layout \
-                and not (x.weak or y.weak):
+                and not (x.weak or y.weak) and x.aval.dtype == y.aval.dtype:
             return bind(p, x, y)  # the common case: nothing to coerce or broadcast
         out = bind(p, *broadcast_operands(name, coerce(name, x, y)))
         return _weak_result(out, (x, y))
