@@ -101,6 +101,12 @@ def _ints_meeting_floats(xs: tuple) -> tuple:
     return tuple(_CAST[0](x, want) if any(x is i for i in ints) else x for x in xs)
 
 
+# numpy's default scalars, what its arithmetic on Python numbers gives (``np.sqrt(64)``, ``np.prod(shape)``): weak
+# beside a tensor as the Python numbers they stand for (np.float64 is a Python float), as JAX's default takes them;
+# a narrower numpy scalar (np.float32(2), np.int8(3)) is the user's choice of dtype and keeps it.
+_DEFAULT_NP = (np.float64, np.int64)
+
+
 def _bools_meeting_numbers(xs: tuple) -> tuple:
     """Bool tensors meeting numeric tensors become that dtype first, as numpy and JAX promote (bool is below every
     number, losslessly): ``x * mask``, ``x * (x > 0)``, ``counts + mask``."""
@@ -116,11 +122,14 @@ def _bools_meeting_numbers(xs: tuple) -> tuple:
 
 def coerce(name: str, *xs: Any) -> list:
     """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
-    arguments of ``jit``, ``grad``, ...) too where no value is lost. Numpy scalars keep their dtype (strong, as in
-    JAX and numpy); one that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
+    arguments of ``jit``, ``grad``, ...) too where no value is lost. numpy's default scalars (np.float64, np.int64)
+    beside a tensor are Python numbers; other numpy scalars keep their dtype (strong, as in JAX and numpy), and one
+    that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
     float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers),
     integer tensors meeting a Python float become floats (``i * 2.5``), and bool tensors meeting numeric tensors take
     their dtype (``x * mask``)."""
+    if any(type(x) in _DEFAULT_NP for x in xs) and any(not _is_py_scalar(x) and type(x) not in _DEFAULT_NP for x in xs):
+        xs = tuple(x.item() if type(x) in _DEFAULT_NP else x for x in xs)
     numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
     if numbers and all(get_aval(x).dtype == "bool" for x in xs if not _is_py_scalar(x)) and \
             any(not _is_py_scalar(x) for x in xs):

@@ -105,12 +105,20 @@ def test_kernel_body_constants_in_bf16():
 
 
 def test_numpy_scalars_keep_their_dtype():
+    """A narrower numpy scalar is the user's choice of dtype and keeps it; numpy's default scalars (np.float64,
+    np.int64: ``np.sqrt(d)``, ``np.prod(shape)``) beside a tensor are the Python numbers they stand for."""
     x = np.ones(4, np.float32)
     assert pt.mul(x, np.float32(0.5)).dtype == "f32"
-    for bad in (lambda: pt.Array.from_numpy(x) * np.float64(0.5), lambda: np.float64(0.5) * pt.Array.from_numpy(x),
-                lambda: pt.stage(lambda v: v * np.float64(0.5), pt.tensor("f32", 4))):
-        with pytest.raises(pt.StagingError, match="numpy scalar.*f64.*Python number"):
+    for bad in (lambda: pt.Array.from_numpy(x) * np.float16(0.5), lambda: np.float16(0.5) * pt.Array.from_numpy(x),
+                lambda: pt.stage(lambda v: v * np.float16(0.5), pt.tensor("f32", 4))):
+        with pytest.raises(pt.StagingError, match="numpy scalar.*f16.*Python number"):
             bad()
+    for ok in (lambda: pt.Array.from_numpy(x) * np.float64(0.5), lambda: np.float64(0.5) * pt.Array.from_numpy(x),
+               lambda: pt.Array.from_numpy(x) / np.sqrt(4), lambda: pt.Array.from_numpy(x) / np.prod((2, 2))):
+        assert ok().dtype == "f32"
+    assert pt.stage(lambda v: v * np.float64(0.5), pt.tensor("bf16", 4)).out_types[0].dtype == "bf16"
+    with pytest.raises(pt.StagingError, match="does not fit"):
+        pt.Array.from_numpy(np.ones(3, np.int8)) + np.int64(300)
 
 
 def test_eager_ops_check_dtypes_as_staged_ones_do():
