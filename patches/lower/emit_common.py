@@ -9,6 +9,8 @@ register->smem tiling, subtile order and buffers, and the side-input indices. Th
 
 from __future__ import annotations
 
+import re
+
 from ..layouts import ComposedLayout
 from . import elementwise_rules as R
 from .config import EPI_STAGES, NUM_SMS
@@ -284,7 +286,36 @@ def builder_lines(spec: GemmSpec) -> list[str]:
         L += [f"def extra_index_{eo.name}(m, n, l):",
               f'    """Where the epilogue stores further output {eo.name} for output element (m, n, l)."""',
               f"    return {side_index_code(eo)}", "", ""]
-    return L
+    return L + side_view_builders(spec)
+
+
+def nested_sides(spec: GemmSpec) -> list:
+    """The side inputs and further outputs whose layouts have hierarchical modes."""
+    return [x for x in [*spec.inputs, *spec.extra_outputs]
+            if any(isinstance(m, tuple) for m in (x.layout.shape if isinstance(x.layout.shape, tuple) else ()))]
+
+
+def side_view_builders(spec: GemmSpec) -> list[str]:
+    """Module functions ``nest_<name>(shape, stride)``: the layout of a side tensor of hierarchical modes, regrouped
+    from its tensor's leaves (one dimension per leaf, as the runtime passes it), so the epilogue indexes it by kernel
+    coordinates, one per top-level mode (``mO1[(m, n)]`` into ((2,6),4):((1,2),12)); the verifier evaluates it."""
+    from ..layouts import inttuple as it
+
+    out = []
+    for x in nested_sides(spec):
+        nest = repr(it.unflatten(tuple(f"@{k}" for k in range(len(it.flatten(x.layout.shape)))), x.layout.shape))
+        code = nest.replace("'", "")
+        shape, stride = (re.sub(r"@(\d+)", rf"{v}[\1]", code) for v in ("shape", "stride"))
+        out += [f"def nest_{x.name}(shape, stride):",
+                f'    """The hierarchical modes of {x.name}, {x.layout}, regrouped from its leaves."""',
+                f"    return cute.make_layout({shape}, stride={stride})", "", ""]
+    return out
+
+
+def side_views(spec: GemmSpec) -> list[str]:
+    """Host lines viewing each side tensor of hierarchical modes through its ``nest_<name>`` layout."""
+    return [f"    {x.name} = cute.make_tensor({x.name}.iterator, nest_{x.name}({x.name}.shape, {x.name}.stride))"
+            "   # its hierarchical modes" for x in nested_sides(spec)]
 
 
 def side_names(spec: GemmSpec) -> list[str]:

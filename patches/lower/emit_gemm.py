@@ -16,6 +16,7 @@ from .emit_common import (
     load_lines,
     mma_lines,
     side_names,
+    side_views,
     store_lines,
     zero_k_lines,
 )
@@ -37,6 +38,7 @@ def emit_gemm(spec: GemmSpec) -> str:
     w("@cute.jit")
     w(f"def host(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor{side_params}, stream: cuda.CUstream):")
     w('    """Build the MMA and the TMA descriptors, and launch one CTA per output tile."""')
+    L.extend(side_views(spec))
     w("    tiled_mma = make_tiled_mma()")
     w("    tma_a, tA, tma_b, tB, tma_c, tC = make_tma_atoms(mA, mB, mC)")
     w("    per_m, per_n = TILE_MNK[0] * CLUSTER_MN[0], TILE_MNK[1] * CLUSTER_MN[1]")

@@ -18,6 +18,7 @@ from .emit_common import (
     load_lines,
     mma_lines,
     side_names,
+    side_views,
     store_lines,
     zero_k_lines,
 )
@@ -79,6 +80,7 @@ def emit_persistent(spec: GemmSpec) -> str:
     w(f"def host(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor{side_params}, sm_count: cutlass.Int32,")
     w("         stream: cuda.CUstream):")
     w('    """Build the MMA and the TMA descriptors; launch one cluster per group of SMs (at most one per work item)."""')
+    L.extend(side_views(spec))
     w("    tiled_mma = make_tiled_mma()")
     w("    tma_a, tA, tma_b, tB, tma_c, tC = make_tma_atoms(mA, mB, mC)")
     w("    _, _, items = cluster_grid(*mC.shape)")

@@ -170,8 +170,9 @@ def _fake(layout: Layout, dtype: str, syms: dict) -> Any:
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_tensor
 
-    shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
-    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+    from ..layouts import inttuple as it
+
+    shape, stride = it.flatten(layout.shape), it.flatten(layout.stride)   # one dimension per leaf, as at run time
     dt = getattr(cutlass, CUTLASS_DTYPE[dtype])
     if all(isinstance(s, int) for s in shape + stride):
         full = tuple(d if d else _span(shape, stride) for d in stride)     # a size-1 batch mode: stride past the end

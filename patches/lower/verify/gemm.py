@@ -193,6 +193,7 @@ def _epilogue(cute: Any, K: Any, spec: Any, report: Report, tiled_mma: Any, tma_
     if set(dst_union) != set(src_union) or any(c != 1 for c in dst_union.values()):
         chk.fail("the threads' smem destinations (partition_D) do not cover each subtile's buffer exactly once")
     _side_inputs(K, spec, coords_chk, cC, tiled_mma)
+    _nested_views(K, spec, report)
 
 
 def truth_shape(cute: Any, tiled_mma: Any, cC: Any) -> Any:
@@ -214,6 +215,27 @@ def _side_inputs(K: Any, spec: Any, chk: Any, cC: Any, tiled_mma: Any) -> None:
             chk.elements += 1
             if tuple(int(g) for g in got) != want:
                 chk.fail(f"{what} {x.name} at output {tuple(p)}: {verb} at {got}, its modes walk {want}")
+
+
+def _nested_views(K: Any, spec: Any, report: Report) -> None:
+    """Each ``nest_<name>`` builder (a side tensor of hierarchical modes, regrouped from the leaves its tensor has at
+    run time) is that side tensor's own layout, its shape nested alike and its offsets equal at every index."""
+    from ...layouts import inttuple as it
+    from ...staging.symbols import substitute
+    from ..emit_common import nested_sides
+
+    for x in nested_sides(spec):
+        chk = report.check(f"nest_{x.name}: the hierarchical layout {x.layout}")
+        leaves = it.flatten(x.layout.shape) + it.flatten(x.layout.stride)
+        syms = {s: 3 for v in leaves if not isinstance(v, int) for s in getattr(v, "free_symbols", ())}
+        lay = substitute(x.layout, syms) if syms else x.layout        # run-time extents: at 3 each
+        built = getattr(K, f"nest_{x.name}")(tuple(it.flatten(lay.shape)), tuple(it.flatten(lay.stride)))
+        want = offsets(lay)
+        got = offsets(built)
+        chk.elements += len(want)
+        if repr(built.shape).replace(" ", "") != repr(lay.shape).replace(" ", "") or \
+                len(got) != len(want) or (got != want).any():
+            chk.fail(f"built {built}, the side tensor's layout is {lay}")
 
 
 def _fmt(c: Any) -> str:
