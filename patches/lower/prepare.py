@@ -338,6 +338,9 @@ def composed_embed(inner: Eqn, outer: Eqn) -> Eqn | None:
         return None
     from ..layouts import check as layout_check
     idx = o2 + layout_check.evaluate(m2, o1 + layout_check.evaluate(m1, np.arange(n)))
+    if not shapes:                 # a 0-d value placed twice (``x[0][1]``'s cotangent): one element, at the offset
+        return Eqn(outer.prim, [x], {**outer.params, "map": m1, "offset": int(np.asarray(idx).reshape(-1)[0])},
+                   outer.outputs)
     units = np.cumprod((1, *shapes[:-1]))
     strides = tuple(int(idx[u] - idx[0]) if k > 1 else 0 for u, k in zip(units, shapes))
     flat = Layout(shapes, strides) if len(shapes) > 1 else Layout(shapes[0], strides[0])

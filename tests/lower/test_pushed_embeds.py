@@ -151,3 +151,16 @@ def test_strided_and_composed_placements_compile_with_no_spills():
     for prog in (pt.stage(STRIDED["a stepped range of a flattened matrix"], pt.tensor("f32", (5, 9))),
                  pt.stage(NESTED["block matrix of concatenates"][0], pt.tensor("f32", (64, 128)))):
         assert all(e.resources["spills"] == 0 for e in pt.lower(prog).compile().executables)
+
+
+@pytest.mark.parametrize("f", [lambda x: x[0][1][2] * 3.0, lambda x: pt.sum(x[0][1]) * x[1][2][3],
+                               lambda x: x[:, 0][1][2] * 2, lambda x: x.T[0][1][0],
+                               lambda x: sum(r[0] * r[1] for r in x[0])])
+def test_the_gradient_of_a_scalar_reached_by_several_indexings_lowers(f):
+    """Its cotangent is a 0-d value placed twice (embed of embed); composing the two placements met a map with no
+    modes (IndexError)."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    prog = pt.stage(pt.grad(f), x)
+    mod = pt.lower(prog)
+    mod.verify()
+    np.testing.assert_array_equal(np.asarray(mod.simulate_kernels(x)), np.asarray(pt.evaluate(prog, x)))
