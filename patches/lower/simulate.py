@@ -13,6 +13,7 @@ import numpy as np
 
 from ..staging import primitives as P
 from ..staging.dtypes import round_bf16, to_numpy
+from ..staging.primitives.elementwise import float_to_int
 from .config import NUM_SMS, TileConfig
 from .emit_common import RASTER_GROUP
 from .spec import GemmSpec, regroup
@@ -53,14 +54,20 @@ def round_to(x: np.ndarray, dtype: str, ft: Any = np.float32) -> np.ndarray:
         x = np.asarray(x, np.float64)
         if dtype == "bool":
             return (x != 0).astype(ft)
-        if dtype and dtype[0] in "iu":
-            return np.trunc(x).astype(ft)
+        if dtype and dtype[0] in "iu":             # cvt.rzi: toward zero, saturating, NaN to 0
+            return _as_int(x, dtype).astype(ft)
         return x if dtype in ("f64", "") else x.astype(to_numpy(dtype)).astype(ft)
     if dtype == "bf16" and np.asarray(x).dtype.itemsize > 4:       # from f64: rounded once, as the conversion
         r = round_bf16(x)
     else:
         r = _round32(x, dtype)
     return r if ft is np.float32 else r.astype(ft)
+
+
+def _as_int(x: np.ndarray, dtype: str) -> np.ndarray:
+    """A float converted to integer ``dtype`` as the kernels' conversion (cvt.rzi) does: toward zero, saturating at
+    the dtype's range, NaN to 0 (``5e9`` to u32 is 4294967295, not 5e9)."""
+    return float_to_int(x, dtype)
 
 
 def _round32(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -70,7 +77,7 @@ def _round32(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bool":
         return (x != 0).astype(np.float32)
     if dtype and dtype[0] in "iu":
-        return np.trunc(x)
+        return _as_int(x, dtype).astype(np.float32)
     if dtype == "f16":
         return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":

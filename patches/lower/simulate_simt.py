@@ -254,7 +254,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
         else:
             idx = tuple(np.zeros((rows, cols), int) if k is None else d[k] for k in o.coords)
             out[idx], row[idx] = val, r
-        if out.dtype.kind == "f" and o.dtype in INT_DTYPES:     # a float step stored to an integer (sign of an i32)
+        if out.dtype.kind == "f" and (o.dtype in INT_DTYPES or o.dtype == "u32"):   # a float step stored to an integer
             out = float_to_int(out, o.dtype).astype(np.int64)
         results.append(wrap(out, o.dtype) if out.dtype == np.int64 or o.dtype == "bool" else round_to(out, o.dtype))
         who.append(row)
