@@ -381,6 +381,32 @@ def _same_shape(x: Var, v: Var) -> bool:
     return modes_of(x.type.shape) == modes_of(v.type.shape) if x.type.rank else not v.type.rank
 
 
+def _broadcasts_into_the_body(e: Eqn, producer: dict) -> Eqn:
+    """A host loop whose constant operand is a broadcast (``pt.full``, ``broadcast_to`` made outside the loop and
+    read in it; no buffer holds a stride-0 view) takes the broadcast's operand instead and broadcasts it in the
+    program that reads it (a ``fori_loop``'s body; a ``while_loop``'s cond or body), where it fuses into the
+    kernels that read it."""
+    from ..staging.kernel.control import n_bounds
+
+    if e.prim.name == "fori_loop":      # operand k < n_consts is the body's parameter 1 + k (after the index)
+        slots = [("body", k, 1 + k) for k in range(n_bounds(e.params), e.params["n_consts"])]
+    else:                               # the cond's constants, then the body's, then the carries
+        nc, nb = e.params["n_cond"], e.params["n_body"]
+        slots = [("cond", k, k) for k in range(nc)] + [("body", nc + k, k) for k in range(nb)]
+    for which, k, j in slots:
+        x = e.inputs[k]
+        p = producer.get(id(x)) if isinstance(x, Var) else None
+        if p is None or p.prim is not broadcast_p or _injective(x.type.layout):
+            continue
+        prog, src = e.params[which], p.inputs[0]
+        fresh = Var(src.type)
+        prog = Program(prog.consts, prog.const_values, [*prog.params[:j], fresh, *prog.params[j + 1:]],
+                       [Eqn(p.prim, [fresh], p.params, [prog.params[j]]), *prog.eqns], prog.outputs, None, None,
+                       prog.name)
+        e = Eqn(e.prim, [*e.inputs[:k], src, *e.inputs[k + 1:]], {**e.params, which: prog}, e.outputs)
+    return e
+
+
 def kernel_operands(eqns: list) -> list:
     """A ``pt.kernel`` call reads whole buffers: an operand that is a view (transpose, slice, ...) or a generator
     (iota) is first copied into a buffer of the operand's own layout (a ``copy`` equation, fused into its
@@ -392,6 +418,8 @@ def kernel_operands(eqns: list) -> list:
         if e.prim.name not in ("kernel", "fori_loop", "while_loop"):   # (a host loop passes whole buffers too)
             out.append(e)
             continue
+        if e.prim.name != "kernel":
+            e = _broadcasts_into_the_body(e, producer)
         ins = []
         for i, x in enumerate(e.inputs):
             p = producer.get(id(x)) if isinstance(x, Var) else None

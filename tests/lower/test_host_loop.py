@@ -213,3 +213,27 @@ def test_verify_checks_a_chaotic_recurrence_over_its_first_iterations():
     rng = np.random.default_rng(2)
     h, a = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32) * 0.1
     np.testing.assert_allclose(np.asarray(s.simulate_kernels(h, a)), np.asarray(prog(h, a)), atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["fori_full", "fori_broadcast_to", "fori_matrix", "while_body", "while_cond"])
+def test_a_host_loop_reads_a_broadcast_made_outside_it(name):
+    """``z = pt.full(...)`` (or ``broadcast_to``) made before a long loop and read in it: no buffer holds a stride-0
+    view, so the loop takes the broadcast's operand and broadcasts it in the program that reads it (was refused:
+    "operand 0 is a broadcast of another value")."""
+    x = np.arange(4, dtype=np.float32)
+    fns = {
+        "fori_full": lambda x: (lambda z: pt.fori_loop(0, 100, lambda i, c: c * 0.9 + z, x))(pt.full((4,), 0.5)),
+        "fori_broadcast_to": lambda x: (lambda z: pt.fori_loop(0, 100, lambda i, c: c * 0.9 + z, x))(
+            pt.broadcast_to(x[:1], (4,))),
+        "fori_matrix": lambda x: (lambda z: pt.fori_loop(0, 100, lambda i, c: c * 0.9 + pt.sum(z, 0), x))(
+            pt.broadcast_to(x, (3, 4))),
+        "while_body": lambda x: (lambda z: pt.while_loop(lambda c: pt.sum(c) < 100.0, lambda c: c + z, x))(
+            pt.full((4,), 0.5)),
+        "while_cond": lambda x: (lambda z: pt.while_loop(lambda c: pt.sum(c - z) < 100.0, lambda c: c + 1.0, x))(
+            pt.full((4,), 0.5)),
+    }
+    prog = pt.stage(fns[name], x)
+    mod = pt.lower(prog)
+    assert any(k.kind == "loop" for k in mod.kernels)
+    mod.verify()
+    np.testing.assert_allclose(np.asarray(mod.simulate_kernels(x)), np.asarray(pt.evaluate(prog, x)), rtol=1e-4)
