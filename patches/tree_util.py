@@ -1,5 +1,6 @@
 """``patches.tree_util`` (also ``pt.tree``): JAX's pytree functions over the structures the transformations take,
-nested tuples, lists, dicts (entries in sorted key order) and namedtuples; anything else is a leaf (``None`` too)."""
+nested tuples, lists, dicts (entries in sorted key order) and namedtuples; ``None`` is an empty tree, anything
+else a leaf."""
 
 from .staging.pytree import TreeDef, tree_all, tree_flatten, tree_leaves, tree_map, tree_reduce, tree_structure
 from .staging.pytree import checked_unflatten as tree_unflatten

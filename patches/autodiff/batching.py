@@ -103,13 +103,14 @@ def _axes_for(in_axes: Any, args: tuple) -> list:
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
-    """Map f over a batch mode of its arguments (``in_axes``), putting the batch at ``out_axes`` of the outputs."""
+    """Map f over a batch mode of its arguments (``in_axes``; keyword arguments along their first mode, as JAX's),
+    putting the batch at ``out_axes`` of the outputs."""
     check_callable("vmap", f, None, "f")
 
-    def batched(*args: Any) -> Any:
-        check_arguments("vmap", f, args)
-        leaves, in_tree = tree_flatten(args)
-        axes = _axes_for(in_axes, args)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        check_arguments("vmap", f, args, kwargs)
+        leaves, in_tree = tree_flatten((args, kwargs))
+        axes = _axes_for(in_axes, args) + [0] * len(tree_flatten(kwargs)[0])   # keyword arguments: along 0, as JAX
         vals, size = [], None
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if not is_tensor_like(x):
@@ -131,7 +132,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         with new_main(BatchTrace, size) as main:
             trace = BatchTrace(main)
             tracers = [BatchTracer(trace, v, ax) if ax is not None else v for v, ax in vals]
-            outs = f(*tree_unflatten(in_tree, tracers))
+            a, kw = tree_unflatten(in_tree, tracers)
+            outs = f(*a, **kw)
             out_leaves, out_tree = tree_flatten(outs)
             oaxes = prefix_leaves(out_axes, out_tree, "vmap", "out_axes")
             results = []

@@ -52,6 +52,8 @@ def _check_carry(who: str, init: Any, before: list, carry: Any) -> None:
 
 
 def _shown(types: list) -> str:
+    if not types:
+        return "None"           # (the empty pytree)
     return ", ".join("number" if t is None else t if isinstance(t, str) else f"{t[0]}{list(t[1])}" for t in types)
 
 

@@ -137,6 +137,20 @@ class Array(Operators):
                              "or index it)")
         return v.reshape(()).item()
 
+    def item(self, *args: Any) -> Any:
+        """numpy's ``item``: the one value of a one-element array (or the element at a flat index or coordinates) as
+        a Python number."""
+        if not args:
+            return self._scalar("item")
+        try:
+            return self.logical().item(*args)
+        except (IndexError, ValueError, TypeError) as e:
+            raise fail("item", f"{e} (got {self.type})") from None
+
+    def tolist(self) -> Any:
+        """numpy's ``tolist``: the values as nested Python lists (a Python number for a 0-d array)."""
+        return self.logical().tolist()
+
     def __bool__(self) -> bool:
         return bool(self._scalar("bool"))
 

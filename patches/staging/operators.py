@@ -125,6 +125,11 @@ class Operators:
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return _OPS.transpose(self)
 
+    @property
+    def mT(self) -> Any:  # noqa: N802 (numpy's name)
+        """The last two modes swapped (numpy's and JAX's matrix transpose of a stack of matrices)."""
+        return _OPS.matrix_transpose(self)
+
     def transpose(self, *axes: Any) -> Any:
         """numpy's ``x.transpose((1, 0, 2))`` / ``x.transpose(1, 0, 2)`` (no axes: reversed)."""
         perm = axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))) else axes

@@ -31,6 +31,8 @@ class TreeDef:
     def __repr__(self) -> str:
         if self.kind is None:
             return "*"
+        if self.kind is type(None):
+            return "None"
         inner = ", ".join(repr(c) for c in self.children)
         if self.kind is dict:
             return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children)) + "}"
@@ -38,6 +40,7 @@ class TreeDef:
 
 
 LEAF = TreeDef(None, None, ())
+NONE = TreeDef(type(None), None, ())     # None: a pytree without leaves
 
 
 MAX_DEPTH = 200  # deeper nesting is refused (a cycle, or a structure no program has), not a RecursionError
@@ -57,6 +60,8 @@ def _flatten(x: Any, leaves: list, depth: int, is_leaf: Any = None) -> TreeDef:
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
         return LEAF
+    if x is None:                   # an empty pytree, as JAX's (``return carry, None``)
+        return NONE
     if depth > MAX_DEPTH and (t is tuple or t is list or t is dict or isinstance(x, tuple)):
         raise fail(None, f"a pytree (nested tuples, lists and dicts) deeper than {MAX_DEPTH} levels, or one that "
                          "contains itself")
@@ -93,6 +98,8 @@ def checked_unflatten(treedef: Any, leaves: Any) -> Any:
 def _build(td: TreeDef, it: Any) -> Any:
     if td.kind is None:
         return next(it)
+    if td.kind is type(None):
+        return None
     kids = [_build(c, it) for c in td.children]
     if td.kind is dict:
         return dict(zip(td.aux, kids))

@@ -131,6 +131,9 @@ def coerce(name: str, *xs: Any) -> list:
     if any(type(x) in _DEFAULT_NP for x in xs) and any(not _is_py_scalar(x) and type(x) not in _DEFAULT_NP for x in xs):
         xs = tuple(x.item() if type(x) in _DEFAULT_NP else x for x in xs)
     numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
+    if all(_is_py_scalar(x) for x in xs) and any(isinstance(x, float) for x in numbers):
+        xs = tuple(float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in xs)   # 1 beside 2.5
+        numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
     if numbers and all(get_aval(x).dtype == "bool" for x in xs if not _is_py_scalar(x)) and \
             any(not _is_py_scalar(x) for x in xs):
         want = "f32" if any(isinstance(x, float) for x in numbers) else "i32"

@@ -99,3 +99,16 @@ def test_hand_built_programs_are_refused_by_name():
     with pytest.raises(pt.LoweringError, match="outputs are typed"):
         pt.lower(retyped)
     np.testing.assert_allclose(pt.evaluate(good, np.ones(3, np.float32)), 2 * np.sin(np.ones(3)), rtol=1e-6)
+
+
+def test_none_is_an_empty_pytree():
+    x = np.ones(3, np.float32)
+    out = pt.jit(lambda v: (v * 2.0, None))(x)
+    assert out[1] is None and np.array_equal(out[0], 2 * x)
+    assert pt.tree.leaves([1, None, (None, 2)]) == [1, 2]
+    assert pt.tree.map(lambda a: a * 2, {"a": 1, "b": None}) == {"a": 2, "b": None}
+    assert pt.scan(lambda c, a: (c + a, None), 0.0, x)[1] is None
+    assert pt.vmap(lambda v: (v, None))(np.ones((2, 3), np.float32))[1] is None
+    _, aux = pt.grad(lambda v: (pt.sum(v), None), has_aux=True)(x)
+    assert aux is None
+    assert pt.tree.structure(None).num_leaves == 0 and repr(pt.tree.structure([None])) == "[None]"

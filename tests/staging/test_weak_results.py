@@ -65,3 +65,33 @@ def test_bool_tensors_meeting_numbers_take_their_dtype(dt):
     mod = pt.lower(pt.stage(lambda v: v * (v > 0) + m, pt.tensor(dt, 4)))
     mod.verify()
     np.testing.assert_array_equal(np.asarray(mod.simulate_kernels(x), np.float64), [1, 0, 2, 3])
+
+
+def test_small_api_edges():
+    """vmap's keyword arguments (mapped along their first mode, as JAX's), ``.mT``, ``Array.item``/``tolist``, the
+    one-argument ``where``, ``where(m, 1, 2.5)`` (an int beside a float), ``arange`` of a symbolic extent."""
+    from patches.layouts import Sym, make_layout
+
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    s = np.array([2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(pt.vmap(lambda r, *, s: r * s)(x, s=s)), x * s[:, None])
+    with pytest.raises(pt.StagingError, match="keywords"):
+        pt.vmap(lambda r, *, s: r * s)(x, t=s)
+    assert pt.asarray(np.ones((2, 3, 4))).mT.shape == (2, 4, 3)
+    assert pt.jit(lambda v: v.mT)(np.ones((2, 3, 4))).shape == (2, 4, 3)
+    a = pt.asarray(x)
+    assert pt.sum(a).item() == 15.0 and a.item(4) == 4.0 and a.tolist() == x.tolist()
+    with pytest.raises(pt.StagingError, match="one-element"):
+        a.item()
+    np.testing.assert_array_equal(np.asarray(pt.where(np.array([0, 1, 1, 0]), size=3)[0]), [1, 2, 0])
+    with pytest.raises(pt.StagingError, match="condition alone"):
+        pt.where(np.array([True]), 1.0)
+    got = pt.where(np.array([True, False]), 1, 2.5)
+    assert got.dtype == "f32" and got.tolist() == [1.0, 2.5]
+    T = Sym("T", divisible_by=8)
+    prog = pt.stage(lambda v: pt.where(pt.arange(v.shape[0])[:, None] >= pt.arange(v.shape[0])[None, :], v, -1e9),
+                    pt.tensor("f32", make_layout((T, T))))
+    y = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    np.testing.assert_array_equal(pt.evaluate(prog, y), np.where(np.tril(np.ones((16, 16), bool)), y, np.float32(-1e9)))
+    with pytest.raises(pt.StagingError, match="symbolic stop"):
+        pt.stage(lambda v: pt.arange(1, v.shape[0]), pt.tensor("f32", make_layout((T,))))

@@ -361,4 +361,4 @@ _operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, a
                    logical_or=bitwise_or, logical_xor=bitwise_xor, logical_not=bitwise_not,
                    left_shift=left_shift, right_shift=right_shift, std=numpy_math.std, cumsum=cumsum,
                    any=numpy_math.any, all=numpy_math.all, clip=clip, round=round, dot=dot, count=_count)
-_operators.install(squeeze=squeeze, swapaxes=swapaxes, at=index_update.at)
+_operators.install(squeeze=squeeze, swapaxes=swapaxes, at=index_update.at, matrix_transpose=matrix_transpose)

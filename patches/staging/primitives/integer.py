@@ -19,6 +19,7 @@ from ..array import Array, to_array
 from ..core import Primitive, abstract_eval_rules, bind, impl_rules
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce
+from ..symbols import is_symbolic
 from ..types import SCALAR_LAYOUT, TensorType, compact, logical_shape, mode_size, modes_of
 from .elementwise import _abstract, _impl, broadcast_operands
 from .reductions import tensor_arg
@@ -107,6 +108,11 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> An
     """numpy's ``arange`` (static bounds): ``start, start+step, ...`` below ``stop``; i32 for ints, else f32."""
     if stop is None:
         start, stop = 0, start
+    if not isinstance(stop, (int, float, np.number)) and is_symbolic(stop):     # a symbolic extent: iota of it
+        if not (type(start) is int and start == 0 and type(step) is int and step == 1):
+            raise fail("arange", f"a symbolic stop ({stop}) takes start 0 and step 1 (arange(n)), got start {start!r} "
+                                 f"and step {step!r}")
+        return iota("i32" if dtype is None else dtype, (stop,), 0)
     start, stop, step = (_number("arange", v, w) for v, w in ((start, "start"), (stop, "stop"), (step, "step")))
     if step == 0:
         raise fail("arange", "step must not be zero")
