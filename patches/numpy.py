@@ -12,6 +12,7 @@ from .staging.primitives import OPS as _OPS
 from .staging.primitives import cumsum as cumulative_sum  # noqa: F401 (in __all__)
 from .staging.primitives import dtype_queries as _dq
 from .staging.primitives.numpy_extra import numpy_tile as tile  # noqa: F401 (in __all__)
+from .staging.primitives.special_functions import select  # noqa: F401 (in __all__)
 from .staging.types import mode_size as _mode_size
 from .staging.types import modes_of as _modes_of
 
@@ -34,4 +35,4 @@ def size(a: _Any) -> _Any:
     return n
 
 
-__all__ = sorted({*_ONE, *_MULTI, *_OPS, *_dq.__all__, "cumulative_sum", "ndim", "shape", "size", "tile"})
+__all__ = sorted({*_ONE, *_MULTI, *_OPS, *_dq.__all__, "cumulative_sum", "ndim", "select", "shape", "size", "tile"})

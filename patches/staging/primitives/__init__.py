@@ -186,6 +186,7 @@ from .numpy_shape import (
     zeros_like,
 )
 from .numpy_sized import *  # noqa: F403
+from .numpy_sized import where  # noqa: F811 (elementwise where, and its one-argument form)
 from .numpy_sort import MORE_ARGS as SORT_MORE_ARGS
 from .numpy_sort import ONE_TENSOR as SORT_ONE_TENSOR
 from .numpy_sort import argpartition, argsort, median, partition, percentile, quantile, searchsorted, sort

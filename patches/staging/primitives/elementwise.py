@@ -365,19 +365,8 @@ def div(x: Any, y: Any) -> Any:
 eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
 
 
-_NOTHING = object()
-
-
-def where(c: Any, x: Any = _NOTHING, y: Any = _NOTHING, *, size: Any = None, fill_value: Any = None) -> Any:
-    """``x`` where ``c`` holds, else ``y`` (elementwise; a numeric ``c`` holds where nonzero, as numpy's). With ``c``
-    alone it is ``nonzero(c, size=, fill_value=)``, as numpy's and JAX's one-argument form."""
-    if x is _NOTHING and y is _NOTHING:
-        from .numpy_sized import nonzero
-        return nonzero(c, size=size, fill_value=fill_value)
-    if x is _NOTHING or y is _NOTHING:
-        raise fail("where", "takes a condition alone (its nonzero positions) or a condition, x and y")
-    if size is not None or fill_value is not None:
-        raise fail("where", "size= and fill_value= go with the one-argument form where(condition)")
+def where(c: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``c`` holds, else ``y`` (elementwise; a numeric ``c`` holds where nonzero, as numpy's)."""
     if isinstance(c, bool):
         c = np.bool_(c)
     for v in (c, x, y):

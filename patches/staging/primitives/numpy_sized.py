@@ -18,7 +18,8 @@ from ..core import get_aval
 from ..errors import fail
 from ..scalars import _is_py_scalar
 from ..types import mode_size
-from .elementwise import add, astype, eq, gt, ne, where
+from .elementwise import add, astype, eq, gt, ne
+from .elementwise import where as elementwise_where
 from .gather import take
 from .integer import floordiv, iota, mod
 from .logical import logical_and, logical_not
@@ -60,8 +61,8 @@ def _compacted(keep: Any, size: int) -> tuple:
     grid = (size, n)
     hit = logical_and(broadcast(keep, grid, (1,)), eq(broadcast(before, grid, (1,)), iota("i32", grid, 0)))
     zero = full((), 0, "i32")
-    positions = reduce_sum(where(hit, iota("i32", grid, 1), zero), (1,))
-    found = gt(reduce_max(where(hit, full((), 1, "i32"), zero), (1,)), 0)
+    positions = reduce_sum(elementwise_where(hit, iota("i32", grid, 1), zero), (1,))
+    found = gt(reduce_max(elementwise_where(hit, full((), 1, "i32"), zero), (1,)), 0)
     return positions, found
 
 
@@ -96,7 +97,7 @@ def nonzero(a: Any, *, size: Any = None, fill_value: Any = None) -> tuple:
     out, stride = [], 1
     for d in reversed(range(t.rank)):
         c = mod(floordiv(positions, stride), ext[d]) if t.rank > 1 else positions
-        out.append(where(found, c, full((), fills[d], "i32")))
+        out.append(elementwise_where(found, c, full((), fills[d], "i32")))
         stride *= ext[d]
     return tuple(reversed(out))
 
@@ -106,7 +107,7 @@ def flatnonzero(a: Any, *, size: Any = None, fill_value: Any = None) -> Any:
     """numpy's ``flatnonzero`` with JAX's static ``size``: the row-major flat indices of the first ``size`` nonzero
     elements, padded with ``fill_value`` (0)."""
     t, positions, found = _nonzero_flat("flatnonzero", a, size)
-    return where(found, positions, full((), _fills("flatnonzero", fill_value, 1, t)[0], "i32"))
+    return elementwise_where(found, positions, full((), _fills("flatnonzero", fill_value, 1, t)[0], "i32"))
 
 
 @_named("argwhere")
@@ -144,13 +145,13 @@ def _unique(name: str, ar: Any, size: Any, fill_value: Any, axis: Any = None, eq
     positions, found = _compacted(first, k)
     run = add(cumsum(astype(first, "i32")), -1)                      # each sorted element's unique value index
     fill = getitem(s, (0,)) if fill_value is None else full((), _fill_number(name, fill_value, t), t.dtype)
-    values = where(found, take(s, positions, 0), fill)
+    values = elementwise_where(found, take(s, positions, 0), fill)
     zero = full((), 0, "i32")
     grid = (k, n)
-    counts = reduce_sum(where(eq(broadcast(run, grid, (1,)), iota("i32", grid, 0)), full((), 1, "i32"), zero), (1,))
+    counts = reduce_sum(elementwise_where(eq(broadcast(run, grid, (1,)), iota("i32", grid, 0)), full((), 1, "i32"), zero), (1,))
     # each element's unique index: the run of its place in the sorted order (order's inverse, by its own argsort)
     inverse = take(run, argsort(order), 0)
-    return {"values": values, "index": where(found, take(order, positions, 0), zero), "counts": counts,
+    return {"values": values, "index": elementwise_where(found, take(order, positions, 0), zero), "counts": counts,
             "inverse": inverse if t.rank == 1 else _reshaped(inverse, t)}
 
 
@@ -214,3 +215,18 @@ ONE_TENSOR = ["argwhere", "flatnonzero", "nonzero", "unique", "unique_all", "uni
               "unique_values"]
 MORE_ARGS: list = []
 __all__ = ONE_TENSOR + MORE_ARGS
+
+
+_NOTHING = object()
+
+
+def where(condition: Any, x: Any = _NOTHING, y: Any = _NOTHING, *, size: Any = None, fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (elementwise ``where``); with ``condition`` alone its nonzero
+    positions, ``nonzero(condition, size=, fill_value=)``, as numpy's and JAX's one-argument form."""
+    if x is _NOTHING and y is _NOTHING:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is _NOTHING or y is _NOTHING:
+        raise fail("where", "takes a condition alone (its nonzero positions) or a condition, x and y")
+    if size is not None or fill_value is not None:
+        raise fail("where", "size= and fill_value= go with the one-argument form where(condition)")
+    return elementwise_where(condition, x, y)
