@@ -13,6 +13,7 @@ from .staging.primitives.linalg import (
     vecdot,
     vector_norm,
 )
+from .staging.primitives.numpy_index_tricks import matrix_power
 
-__all__ = ["cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer",
-           "slogdet", "solve", "solve_triangular", "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm", "matrix_power", "matrix_transpose",
+           "norm", "outer", "slogdet", "solve", "solve_triangular", "tensordot", "trace", "vecdot", "vector_norm"]

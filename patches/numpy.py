@@ -4,6 +4,7 @@ and ``ndim``/``shape``/``size`` as functions."""
 
 from typing import Any as _Any
 
+from .autodiff.batching import vectorize  # noqa: F401 (in __all__)
 from .staging.core import get_aval as _aval
 from .staging.primitives import *  # noqa: F403
 from .staging.primitives import NUMPY_MULTI_ARG_OPS as _MULTI
@@ -12,6 +13,8 @@ from .staging.primitives import OPS as _OPS
 from .staging.primitives import cumsum as cumulative_sum  # noqa: F401 (in __all__)
 from .staging.primitives import dtype_queries as _dq
 from .staging.primitives.numpy_extra import numpy_tile as tile  # noqa: F401 (in __all__)
+from .staging.primitives.numpy_index_tricks import *  # noqa: F403
+from .staging.primitives.numpy_index_tricks import __all__ as _tricks
 from .staging.primitives.special_functions import select  # noqa: F401 (in __all__)
 from .staging.types import mode_size as _mode_size
 from .staging.types import modes_of as _modes_of
@@ -35,4 +38,5 @@ def size(a: _Any) -> _Any:
     return n
 
 
-__all__ = sorted({*_ONE, *_MULTI, *_OPS, *_dq.__all__, "cumulative_sum", "ndim", "select", "shape", "size", "tile"})
+__all__ = sorted({*_ONE, *_MULTI, *_OPS, *_dq.__all__, *_tricks, "cumulative_sum", "ndim", "select", "shape", "size",
+                  "tile", "vectorize"})

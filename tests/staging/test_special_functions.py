@@ -72,3 +72,30 @@ def test_shared_names_dispatch_on_layouts_and_tensors():
     assert pt.size(lay) == 24 and pt.rank(lay) == 2 and pt.size(lay, 1) == 12 and pt.size((2, 3)) == 6
     picked = pt.select(pt.make_layout((2, 3, 4)), (0, 2))           # CuTe's: modes 0 and 2
     assert pt.rank(picked) == 2 and pt.size(picked) == 8
+
+
+def test_index_tricks_and_vectorize():
+    i = np.array([0, 5, 11], np.int32)
+    for got, want in zip(pt.unravel_index(i, (3, 4)), np.unravel_index(i, (3, 4))):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    idx = (np.array([0, 2, 5], np.int32), np.array([1, 3, 1], np.int32))
+    np.testing.assert_array_equal(np.asarray(pt.ravel_multi_index(idx, (3, 4), mode="clip")),
+                                  np.ravel_multi_index(idx, (3, 4), mode="clip"))
+    np.testing.assert_array_equal(np.asarray(pt.column_stack([np.arange(3.0), np.ones((3, 2))])),
+                                  np.column_stack([np.arange(3.0), np.ones((3, 2))]))
+    assert pt.dstack([np.ones((2, 3)), np.ones((2, 3))]).shape == (2, 3, 2)
+    np.testing.assert_allclose(np.asarray(pt.logspace(0, 2, 3)), [1, 10, 100], rtol=1e-6)
+    m = np.array([[1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(np.asarray(pt.linalg.matrix_power(m, 5)), np.linalg.matrix_power(m, 5))
+    np.testing.assert_array_equal(np.asarray(pt.linalg.matrix_power(m, 0)), np.eye(2))
+    np.testing.assert_allclose(np.asarray(pt.linalg.matrix_power(m, -2)), np.linalg.matrix_power(m, -2), atol=1e-12)
+    v = np.array([np.inf, -np.inf, 1.0])
+    assert np.asarray(pt.isposinf(v)).tolist() == [True, False, False]
+    assert np.asarray(pt.isneginf(v)).tolist() == [False, True, False]
+    a, b = np.array([1, 5, 1, 4, 3, 4, 4]), np.array([9, 4, 0, 4, 0, 2, 1])
+    np.testing.assert_array_equal(np.asarray(pt.lexsort((a, b))), np.lexsort((a, b)))
+    f = pt.numpy.vectorize(lambda x, y: pt.where(x > y, x - y, x + y))
+    np.testing.assert_array_equal(np.asarray(f(np.arange(4.0), np.array([1.0]))), [1.0, 2.0, 1.0, 2.0])
+    assert np.asarray(pt.jit(pt.vectorize(lambda x: x * 2))(np.ones((2, 3)))).shape == (2, 3)
+    with pytest.raises(pt.StagingError, match="signature"):
+        pt.vectorize(lambda x: x, signature="(n)->()")
