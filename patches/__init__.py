@@ -50,13 +50,14 @@ from .staging.kernel import (
 from .staging.primitives import *  # noqa: F403
 from .staging.primitives.numpy_index_tricks import *  # noqa: F403 (numpy's index arithmetic and stacking)
 from .staging.primitives.numpy_index_tricks import __all__ as _tricks
+from .staging.shapes import ShapeDtypeStruct, eval_shape
 from .tree_util import tree_map
 
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
                                  *_ops,
                                  "checkpoint", "checkpoint_policies", "remat", "linalg", "nn", "numpy", "ops", "scipy",
-                                 "tree", "tree_util", "tree_map", "vectorize", *_tricks,
+                                 "tree", "tree_util", "tree_map", "vectorize", *_tricks, "ShapeDtypeStruct", "eval_shape",
                                  "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
                                  "jvp", "lax", "scan", "switch", "while_loop", "linearize", "value_and_grad", "vjp", "vmap",
                                  "lower", "LoweringError", "TileConfig", "split_matmuls",

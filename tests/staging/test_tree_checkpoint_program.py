@@ -112,3 +112,15 @@ def test_none_is_an_empty_pytree():
     _, aux = pt.grad(lambda v: (pt.sum(v), None), has_aux=True)(x)
     assert aux is None
     assert pt.tree.structure(None).num_leaves == 0 and repr(pt.tree.structure([None])) == "[None]"
+
+
+def test_eval_shape_and_shape_dtype_struct():
+    s = pt.eval_shape(lambda x, w: {"y": pt.relu(x @ w), "n": pt.sum(x)}, pt.ShapeDtypeStruct((8, 4), "float32"),
+                      np.ones((4, 3), np.float32))
+    assert s == {"y": pt.ShapeDtypeStruct((8, 3), np.float32), "n": pt.ShapeDtypeStruct((), "f32")}
+    assert s["y"].dtype == np.float32 and s["y"].ndim == 2 and repr(s["n"]) == "ShapeDtypeStruct(shape=(), dtype=float32)"
+    out = pt.eval_shape(lambda x, *, s: (x.astype("bf16")[:2] * s, None), pt.ShapeDtypeStruct((5,), np.float32), s=2.0)
+    assert out == (pt.ShapeDtypeStruct((2,), "bf16"), None)
+    assert pt.stage(lambda x: x * 2, pt.ShapeDtypeStruct((3,), "f32").type).out_types[0] == pt.tensor("f32", 3)
+    with pytest.raises(pt.StagingError, match="arguments are arrays"):
+        pt.eval_shape(lambda x: x, "x")
