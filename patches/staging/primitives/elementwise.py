@@ -340,15 +340,22 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001 (numpy's name)
             and is_tensor_like(x) and dtypes.is_int(get_aval(x).dtype):
         if y < 0:
             raise fail("pow", f"integers to negative integer powers are not allowed (got ** {int(y)})", get_aval(x))
-        out, base, n = None, x, int(y)
-        while n:
-            if n & 1:
-                out = base if out is None else mul(out, base)
-            n >>= 1
-            if n:
-                base = mul(base, base)
+        out = by_squaring(x, int(y), mul)
         return out if out is not None else add(mul(x, 0), 1)         # x ** 0 is 1 (of x's dtype and shape)
     return _pow(x, y)
+
+
+def by_squaring(x: Any, n: int, times: Any) -> Any:
+    """``x`` to the power ``n >= 0`` under the product ``times`` (elementwise ``mul``, ``matmul``), by repeated
+    squaring: about 2 log2(n) products; None for ``n = 0`` (the caller's identity)."""
+    out, base = None, x
+    while n:
+        if n & 1:
+            out = base if out is None else times(out, base)
+        n >>= 1
+        if n:
+            base = times(base, base)
+    return out
 
 
 def div(x: Any, y: Any) -> Any:

@@ -23,6 +23,7 @@ from .. import primitives as P
 from ..core import get_aval, is_tensor_like
 from ..errors import fail, flag, is_option
 from ..types import mode_size, modes_of
+from .elementwise import by_squaring
 from .reductions import tensor_arg
 from .scan import associative_scan
 
@@ -331,13 +332,7 @@ def integer_pow(x: Any, y: Any) -> Any:
     n = _int("integer_pow", y, "y")
     if n < 0 and (dtypes.is_int(t.dtype) or t.dtype == "bool"):
         raise fail("integer_pow", f"a negative power {n} of an integer tensor", t)
-    acc, base, k = None, x, builtins.abs(n)
-    while k:
-        if k & 1:
-            acc = base if acc is None else P.mul(acc, base)
-        k >>= 1
-        if k:
-            base = P.mul(base, base)
+    acc = by_squaring(x, builtins.abs(n), P.mul)
     if acc is None:
         return P.full(tuple(_sizes(t)), 1, t.dtype)
     return P.divide(1, acc) if n < 0 else acc

@@ -15,6 +15,7 @@ from .. import primitives as P
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
+from .elementwise import by_squaring
 from .reductions import tensor_arg
 
 
@@ -93,13 +94,7 @@ def matrix_power(a: Any, n: Any) -> Any:
     if n < 0:
         from .linalg import inv
         return matrix_power(inv(x), -int(n))
-    acc, base, k = None, x, int(n)
-    while k:
-        if k & 1:
-            acc = base if acc is None else P.matmul(acc, base)
-        k >>= 1
-        if k:
-            base = P.matmul(base, base)
+    acc = by_squaring(x, int(n), P.matmul)
     return acc if acc is not None else P.broadcast_to(P.eye(sizes[-1], dtype=t.dtype), tuple(sizes))
 
 
