@@ -1,6 +1,6 @@
 """patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
 
-from . import lax, linalg, nn, numpy, ops, scipy, tree_util
+from . import lax, linalg, nn, numpy, ops, random, scipy, tree_util
 from . import tree_util as tree
 from .autodiff import (
     checkpoint,
@@ -29,6 +29,7 @@ from .lower import LoweringError, TileConfig, lower, split_matmuls
 from .overloads import rank, select, size  # noqa: F401 (CuTe's, and numpy's for tensors)
 from .staging import OPS as _ops
 from .staging import Array, Program, StagingError, TensorType, bind, evaluate, jit, stage, tensor
+from .staging.dtypes import numpy_dtype_promotion
 from .staging.kernel import (
     GMEM,
     RMEM,
@@ -56,8 +57,9 @@ from .tree_util import tree_map
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
                                  *_ops,
-                                 "checkpoint", "checkpoint_policies", "remat", "linalg", "nn", "numpy", "ops", "scipy",
-                                 "tree", "tree_util", "tree_map", "vectorize", *_tricks, "ShapeDtypeStruct", "eval_shape",
+                                 "checkpoint", "checkpoint_policies", "remat", "linalg", "nn", "numpy", "ops", "random", "scipy",
+                                 "tree", "tree_util", "tree_map", "vectorize", "numpy_dtype_promotion", *_tricks,
+                                 "ShapeDtypeStruct", "eval_shape",
                                  "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
                                  "jvp", "lax", "scan", "switch", "while_loop", "linearize", "value_and_grad", "vjp", "vmap",
                                  "lower", "LoweringError", "TileConfig", "split_matmuls",

@@ -49,6 +49,9 @@ def _check(spec: SimtSpec, name: str) -> None:
     """Refuse what the rewrite cannot express, naming it."""
     if spec.float_dtype != "f32":
         raise _refuse(name, f"its floats are computed in {spec.float_dtype} (the rewrite replays steps in f32)")
+    if spec.int_dtype != "i32":
+        raise _refuse(name, f"its integers are computed in {spec.int_dtype} (i64 or u32 values; the rewrite replays "
+                            "integer steps in i32)")
     for st in spec.steps:
         if st.gather:
             raise _refuse(name, f"{st.note}: an embed is a gather, which a BlockSpec does not express")

@@ -40,7 +40,7 @@ from .simt_domains import (
 from .simt_views import ACCESS_VIEWS, embed_flat, embed_gather, leaf_sizes, view_access
 
 DTYPES = ("bf16", "f16", "f32", "f64", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64")
-INT_DTYPES = ("i8", "u8", "i16", "u16", "i32", "i64")   # computed exactly in Int32 or Int64 (u32 values do not fit)
+INT_DTYPES = ("i8", "u8", "i16", "u16", "i32", "u32", "i64")   # computed exactly in Int32, or Int64 (u32 needs it)
 INT_OPS = {"add", "sub", "mul", "neg", "abs", "relu", "maximum", "minimum", "floordiv", "mod", "where", "copy", "astype",
            *BITS}
 NARROW_INTS = ("i8", "u8", "i16", "u16")
@@ -209,25 +209,19 @@ def _take_step(e: Any, src: dict, source: Any, read: Any, value: Any, out_classe
 
 def compute_dtypes(prog: Program) -> tuple:
     """(float, int) dtypes a SIMT kernel computes in: f64 where any parameter, output or intermediate value is f64
-    (f32 arithmetic would lose what f64 keeps), else f32; i64 where any is i64, else i32."""
+    (f32 arithmetic would lose what f64 keeps), else f32; i64 where any is i64 or u32 (u32 values held in Int64,
+    wrapped back to 32 bits after each step), else i32."""
     held = {v.type.dtype for v in (*prog.params, *(o for e in prog.eqns for o in e.outputs))}
-    return ("f64" if "f64" in held else "f32"), ("i64" if "i64" in held else "i32")
+    return ("f64" if "f64" in held else "f32"), ("i64" if held & {"i64", "u32"} else "i32")
 
 
 def _check_u32(e: Any) -> None:
-    """u32 values pass through the kernel only by conversion to or from a float (f32 holds them inexactly and Int32
-    arithmetic would compare and convert them as signed): anything else is refused, not computed wrongly."""
+    """A u32 value converted to bf16 goes through f32 in the kernel, rounding twice (the interpreter rounds once):
+    refused, with the way out."""
     dts = [x.type.dtype for x in e.inputs if not isinstance(x, Literal)] + [e.outputs[0].type.dtype]
-    if "u32" not in dts:
-        return
-    if dts == ["u32", "bf16"]:         # through f32 it would round twice (the interpreter rounds once)
+    if dts == ["u32", "bf16"]:
         raise LoweringError(f"equation astype({e.inputs[0].type}) to bf16: a u32 value reaches bf16 through f32 in the "
                             "SIMT kernel, rounding twice; convert it to f32 first (astype('f32').astype('bf16'))")
-    if e.prim.name == "astype" and len(dts) == 2 and all(d == "u32" or d in ("bf16", "f16", "f32") for d in dts):
-        return
-    raise LoweringError(f"equation {e.prim.name}({', '.join(str(x.type) for x in e.inputs)}): u32 values are not "
-                        "computed exactly by the SIMT kernel (f32 and Int32 arithmetic); convert to or from a float, or "
-                        "write the computation as a pt.kernel, whose lowering computes u32 exactly")
 
 
 def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str, carrier: Any) -> tuple:
@@ -381,9 +375,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
     fdt, idt = compute_dtypes(prog)
 
     def narrow(dt: str) -> bool:
-        """Whether integers of ``dt`` are narrower than the kernel's (i8 in Int32; i32 too in Int64): its wrapping
+        """Whether integers of ``dt`` are narrower than the kernel's (i8 in Int32; i32 and u32 too in Int64): its wrapping
         results are wrapped back into its range."""
-        return dt in NARROW_INTS or dt == "i32" and idt == "i64"
+        return dt in NARROW_INTS or dt in ("i32", "u32") and idt == "i64"
 
     for e in prog.eqns:
         nm = e.prim.name

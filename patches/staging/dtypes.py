@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -236,3 +239,45 @@ def of_python_scalar(x: Any) -> str:
     if isinstance(x, int):
         return DEFAULT_INT
     return DEFAULT_FLOAT
+
+
+# JAX's type lattice (64-bit types enabled): each dtype's next wider ones. The join of two dtypes is their least
+# common upper bound: i32 and f16 give f16, f16 and bf16 give f32, i8 and u8 give i16, u64 and a signed int a float.
+_UP = {"bool": ("u8", "i8"), "u8": ("u16", "i16"), "u16": ("u32", "i32"), "u32": ("u64", "i64"), "u64": ("f16", "bf16"),
+       "i8": ("i16",), "i16": ("i32",), "i32": ("i64",), "i64": ("f16", "bf16"), "f16": ("f32",), "bf16": ("f32",),
+       "f32": ("f64",), "f64": ()}
+
+
+@cache
+def _above(a: str) -> frozenset:
+    return frozenset({a}).union(*(_above(b) for b in _UP[a]))
+
+
+def join(*names: str) -> str:
+    """The smallest dtype all of ``names`` convert to in JAX's lattice (``jnp.promote_types`` folded); u64 with a
+    signed integer meets only in the floats, where JAX's 64-bit mode gives f64."""
+    out = short(names[0])
+    for b in names[1:]:
+        common = _above(out) & _above(short(b))
+        least = [c for c in common if common <= _above(c)]
+        out = least[0] if least else "f64"
+    return out
+
+
+# How operands of different dtypes meet: "standard" converts them to their join (JAX's default), "strict" leaves
+# them as they are, so the operation refuses them (JAX's jax_numpy_dtype_promotion="strict").
+PROMOTION = ["standard"]
+
+
+@contextmanager
+def numpy_dtype_promotion(mode: str) -> Iterator[None]:
+    """JAX's ``jax.numpy_dtype_promotion``: within the block, operands of different dtypes are converted to their
+    join in JAX's lattice (``"standard"``, the default) or refused (``"strict"``: convert explicitly)."""
+    if mode not in ("standard", "strict"):
+        raise fail("numpy_dtype_promotion", f"mode must be 'standard' or 'strict', got {mode!r:.80}")
+    before = PROMOTION[0]
+    PROMOTION[0] = mode
+    try:
+        yield
+    finally:
+        PROMOTION[0] = before

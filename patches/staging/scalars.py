@@ -120,14 +120,27 @@ def _bools_meeting_numbers(xs: tuple) -> tuple:
     return tuple(_CAST[0](x, want) if not _is_py_scalar(x) and get_aval(x).dtype == "bool" else x for x in xs)
 
 
+def promote(name: str, *xs: Any) -> tuple:
+    """Strong operands (tensors, numpy values) of different dtypes converted to their join in JAX's lattice, as
+    jnp's operations do (``x * pt.arange(n)`` is f32, bf16 with f16 is f32, i8 with u8 is i16); Python numbers and
+    weak values are left to take the result. Under ``numpy_dtype_promotion("strict")`` nothing is converted (the
+    operation then refuses the mix by name)."""
+    strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]
+    if len(set(strong)) < 2 or dtypes.PROMOTION[0] == "strict":
+        return xs
+    want = dtypes.join(*strong)
+    return tuple(_CAST[0](x, want) if not _is_py_scalar(x) and not _weak(x) and get_aval(x).dtype != want else x
+                 for x in xs)
+
+
 def coerce(name: str, *xs: Any) -> list:
     """Give Python scalars the dtype of the first tensor operand (JAX's weak types), and weak tracers (Python scalar
     arguments of ``jit``, ``grad``, ...) too where no value is lost. numpy's default scalars (np.float64, np.int64)
-    beside a tensor are Python numbers; other numpy scalars keep their dtype (strong, as in JAX and numpy), and one
-    that differs from a tensor's is refused with a way out. Bool tensors meeting a Python int or
+    beside a tensor are Python numbers; other numpy scalars keep their dtype (strong, as in JAX and numpy) and meet a
+    tensor of another dtype in their join (refused with a way out under strict promotion). Bool tensors meeting a Python int or
     float become i32 or f32 first, as in JAX (``mask + 1`` is 2 where the mask holds; ``mask > 0`` compares numbers),
-    integer tensors meeting a Python float become floats (``i * 2.5``), and bool tensors meeting numeric tensors take
-    their dtype (``x * mask``)."""
+    integer tensors meeting a Python float become floats (``i * 2.5``), bool tensors meeting numeric tensors take
+    their dtype (``x * mask``), and other strong operands of different dtypes meet in their join (``promote``)."""
     if any(type(x) in _DEFAULT_NP for x in xs) and any(not _is_py_scalar(x) and type(x) not in _DEFAULT_NP for x in xs):
         xs = tuple(x.item() if type(x) in _DEFAULT_NP else x for x in xs)
     numbers = [x for x in xs if _is_py_scalar(x) and not isinstance(x, bool)]
@@ -140,6 +153,7 @@ def coerce(name: str, *xs: Any) -> list:
         xs = tuple(x if _is_py_scalar(x) else _CAST[0](x, want) for x in xs)
     xs = _ints_meeting_floats(xs)
     xs = _bools_meeting_numbers(xs)
+    xs = promote(name, *xs)
     if any(_weak(x) for x in xs):
         strong = [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x) and not _is_np_scalar(x)]
         strong = strong or [get_aval(x).dtype for x in xs if not _is_py_scalar(x) and not _weak(x)]

@@ -109,9 +109,13 @@ def test_numpy_scalars_keep_their_dtype():
     np.int64: ``np.sqrt(d)``, ``np.prod(shape)``) beside a tensor are the Python numbers they stand for."""
     x = np.ones(4, np.float32)
     assert pt.mul(x, np.float32(0.5)).dtype == "f32"
-    for bad in (lambda: pt.Array.from_numpy(x) * np.float16(0.5), lambda: np.float16(0.5) * pt.Array.from_numpy(x),
-                lambda: pt.stage(lambda v: v * np.float16(0.5), pt.tensor("f32", 4))):
-        with pytest.raises(pt.StagingError, match="numpy scalar.*f16.*Python number"):
+    mixed = (lambda: pt.Array.from_numpy(x) * np.float16(0.5), lambda: np.float16(0.5) * pt.Array.from_numpy(x),
+             lambda: pt.stage(lambda v: v * np.float16(0.5), pt.tensor("f32", 4)).out_types[0])
+    for join in mixed:                               # JAX's promotion: the strong f16 scalar meets f32 in f32
+        assert join().dtype == "f32"
+    assert (pt.Array.from_numpy(x.astype(np.float16)) * np.float32(0.5)).dtype == "f32"
+    for bad in mixed:
+        with pt.numpy_dtype_promotion("strict"), pytest.raises(pt.StagingError, match="numpy scalar.*f16.*Python number"):
             bad()
     for ok in (lambda: pt.Array.from_numpy(x) * np.float64(0.5), lambda: np.float64(0.5) * pt.Array.from_numpy(x),
                lambda: pt.Array.from_numpy(x) / np.sqrt(4), lambda: pt.Array.from_numpy(x) / np.prod((2, 2))):
@@ -122,11 +126,16 @@ def test_numpy_scalars_keep_their_dtype():
 
 
 def test_eager_ops_check_dtypes_as_staged_ones_do():
-    """An i32 array plus an f64 array was computed eagerly and cast to i32 (0 + 0.5 -> 0)."""
-    with pytest.raises(pt.StagingError, match="different dtypes"):
-        pt.add(np.arange(4, dtype=np.int32), np.full(4, 0.5))
-    with pytest.raises(pt.StagingError, match="different dtypes"):
-        pt.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float16))
+    """An i32 array plus an f64 array was computed eagerly and cast to i32 (0 + 0.5 -> 0): both meet in their join
+    now, as staged ones do, and strict promotion refuses both."""
+    got = pt.add(np.arange(4, dtype=np.int32), np.full(4, 0.5))
+    assert got.dtype == "f64" and got.tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert pt.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float16)).dtype == "f32"
+    with pt.numpy_dtype_promotion("strict"):
+        with pytest.raises(pt.StagingError, match="different dtypes"):
+            pt.add(np.arange(4, dtype=np.int32), np.full(4, 0.5))
+        with pytest.raises(pt.StagingError, match="different dtypes"):
+            pt.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float16))
 
 
 @pytest.mark.parametrize("dtype, value", [("i32", 2 ** 40), ("u8", -1), ("i8", 128), ("i64", 2 ** 64),

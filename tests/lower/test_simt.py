@@ -195,10 +195,10 @@ def test_a_value_read_along_two_of_its_modes_is_not_its_diagonal(name, f, shapes
     s.verify()
 
 
-def test_narrow_integer_arithmetic_wraps_as_numpys_and_u32_is_refused_not_rounded():
+def test_narrow_integer_arithmetic_wraps_as_numpys_and_u32_is_exact():
     """i8 + i8 is i8 (it was computed in Int32 and never wrapped: (a + a).astype("i32") gave 200 for 100 + 100),
-    i16 products and u8 sums before a comparison or a max wrap too; u32 arithmetic, which the SIMT kernel held in
-    f32 (2**31 + 1 rounded), is refused by name."""
+    i16 products and u8 sums before a comparison or a max wrap too; u32 arithmetic, which the SIMT kernel once held
+    in f32 (2**31 + 1 rounded) and then refused, is held in Int64 and wrapped to 32 bits after each step."""
     cases = [("i8", lambda a: (a + a).astype("i32"), [100, -100, 1, 127]),
              ("u8", lambda a: ((a + a) > 100).astype("i32"), [200, 130, 3, 60]),
              ("i16", lambda a: (a * 3).astype("f32"), [30000, 5, -20000, 7]),
@@ -211,8 +211,14 @@ def test_narrow_integer_arithmetic_wraps_as_numpys_and_u32_is_refused_not_rounde
         np.testing.assert_array_equal(np.asarray(s.simulate_kernels(x), np.float64), np.asarray(prog(x), np.float64))
         s.verify()
     x = np.array([2 ** 31, 2 ** 32 - 2, 3000000001, 7], np.uint32)
-    with pytest.raises(LoweringError, match="u32 values are not computed exactly"):
-        pt.lower(pt.stage(lambda a: a + 1, pt.tensor("u32", make_layout(4, 1))))
+    for f in (lambda a: a + 1, lambda a: a * a + a, lambda a: (a > np.uint32(2 ** 31)).astype("i32"),
+              lambda a: (a << 7) ^ (a >> 3), lambda a: ~a % np.uint32(1000003), lambda a: -a,
+              lambda a: pt.maximum(a, np.uint32(3000000000)), lambda a: (a.astype("i32") + 1).astype("u32")):
+        prog = pt.stage(f, pt.tensor("u32", make_layout(4, 1)))
+        s = pt.lower(prog)
+        assert "cutlass.Int64" in s.kernels[0].module.source
+        np.testing.assert_array_equal(np.asarray(s.simulate_kernels(x)), np.asarray(prog(x)))
+        s.verify()
     prog = pt.stage(lambda a: pt.exp(a.astype("f32") * 1e-9), pt.tensor("u32", make_layout(4, 1)))
     np.testing.assert_allclose(pt.lower(prog).simulate_kernels(x), prog(x), rtol=1e-6)
     t = pt.tensor("i32", make_layout((8, 8), (8, 1)))        # verify draws nonzero integers (a // b divides)
@@ -321,11 +327,13 @@ def test_zero_d_outputs_compile():
         assert all(e.resources["spills"] == 0 for e in s.compile().executables)
 
 
-def test_unsigned_sums_are_exact_or_refused():
-    """A u32 reduction is refused (f32 would round it, Int32 compare it as signed); narrow unsigned sums widen to
-    i32 while staging and lower exactly."""
-    with pytest.raises(LoweringError, match="u32 values are not computed exactly"):
-        pt.lower(pt.stage(lambda x: pt.reduce_sum(x), pt.tensor("u32", 16)))
+def test_unsigned_sums_are_exact():
+    """A u32 reduction (once refused: f32 would round it, Int32 compare it as signed) sums in Int64 and wraps as
+    numpy's u32 sum; narrow unsigned sums widen to i32 while staging and lower exactly."""
+    big = pt.stage(lambda x: pt.reduce_sum(x), pt.tensor("u32", 16))
+    u = np.full(16, 2 ** 31 + 5, np.uint32)
+    assert int(np.asarray(pt.lower(big).simulate_kernels(u))) == int(np.sum(u, dtype=np.uint32))
+    pt.lower(big).verify()
     prog = pt.stage(lambda x: pt.sum(x), pt.tensor("u8", 1000))
     x = np.full(1000, 200, np.uint8)
     assert int(np.asarray(pt.lower(prog).simulate_kernels(x))) == 200000

@@ -65,9 +65,13 @@ def central_difference(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
 
 def assert_refused(call, name: str, message: str) -> None:
-    """``call()`` raises a StagingError naming op ``name`` first, its message matching ``message``."""
-    with pytest.raises(StagingError, match=f"^{name}: .*{message}"):
-        call()
+    """``call()`` raises a StagingError naming op ``name`` first, its message matching ``message``. Operands of
+    different dtypes are refused under strict promotion (the standard one converts them to their join)."""
+    import patches as pt
+
+    with pt.numpy_dtype_promotion("strict" if "different dtypes" in message else "standard"):
+        with pytest.raises(StagingError, match=f"^{name}: .*{message}"):
+            call()
 
 
 def assert_tensor_arguments_named(one_tensor: list, calls: dict, bad) -> None:

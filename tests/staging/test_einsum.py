@@ -141,11 +141,14 @@ def test_bad_subscripts_name_the_problem():
             ("...i...", (a,), "2 ellipses"), ("ij->i->j", (a,), "at most one '->'"),
             ("ij,jk->iz", (a, np.ones((4, 2))), "appears in no operand"), ("ij,jk", (a,), "names 2 operands, got 1"),
             ("ijk->", (a,), "'ijk' names 3 modes of operand 0, which has 2"), (3, (a,), "must be a string"),
-            ("i1->", (np.ones(3),), "ASCII letters"), ("i,j,k", (np.ones(3), np.ones(3), np.ones(3, np.float32)),
-                                                        "different dtypes"), ("->", (), "at least one operand"),
+            ("i1->", (np.ones(3),), "ASCII letters"), ("->", (), "at least one operand"),
             ("ij", ("x",), "expects a tensor")]:
         with pytest.raises(pt.StagingError, match=f"einsum: .*{msg}"):
             pt.einsum(spec, *ops)
+    mixed = (np.ones(3), np.ones(3), np.ones(3, np.float32))
+    assert pt.einsum("i,j,k", *mixed).dtype == "f64"                       # JAX's promotion: their join
+    with pt.numpy_dtype_promotion("strict"), pytest.raises(pt.StagingError, match="einsum: .*different dtypes"):
+        pt.einsum("i,j,k", *mixed)
 
 
 @st.composite

@@ -169,10 +169,14 @@ def test_python_scalars_are_weak_and_tensor_dtypes_must_agree():
     assert pt.einsum("...,...", 3, np.float16(2)).dtype == "f16"
     prog = pt.stage(lambda v: pt.einsum(",ij,->j", 0.5, v, 2), pt.tensor("bf16", (2, 3)))
     assert str(prog.out_types[0]).startswith("bf16")
-    for ops, msg in [((x, x.astype(np.float64)), r"different dtypes \(f32 operand 0, f64 operand 1\)"),
-                     ((x, np.float16(2.0)), "numpy scalars keep their dtype")]:
-        with pytest.raises(pt.StagingError, match=f"einsum: .*{msg}"):
-            pt.einsum("ij,->ij" if np.ndim(ops[1]) == 0 else "ij,ij", *ops)
+    for ops, msg, join in [((x, x.astype(np.float64)), r"different dtypes \(f32 operand 0, f64 operand 1\)", "f64"),
+                           ((x, np.float16(2.0)), "numpy scalars keep their dtype", "f32")]:
+        spec = "ij,->ij" if np.ndim(ops[1]) == 0 else "ij,ij"
+        out = pt.einsum(spec, *ops)                             # JAX's promotion: numpy scalars are strong
+        assert out.dtype == join
+        np.testing.assert_array_equal(out.logical(), np.einsum(spec, *ops))
+        with pt.numpy_dtype_promotion("strict"), pytest.raises(pt.StagingError, match=f"einsum: .*{msg}"):
+            pt.einsum(spec, *ops)
 
 
 def test_preferred_element_type_accumulates_wide():

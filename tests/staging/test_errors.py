@@ -29,8 +29,13 @@ def test_shape_mismatch_names_primitive_types_and_line():
 
 
 def test_dtype_mismatch():
-    msg = str(raises(lambda x, y: x + y, T34, pt.tensor("f64", (3, 4)), match="add: operands have different dtypes"))
+    assert pt.stage(lambda x, y: x + y, T34, pt.tensor("f64", (3, 4))).out_types[0].dtype == "f64"   # the join
+    with pt.numpy_dtype_promotion("strict"):
+        msg = str(raises(lambda x, y: x + y, T34, pt.tensor("f64", (3, 4)), match="add: operands have different dtypes"))
     assert "f64[(3,4):(1,3)]" in msg
+    with pytest.raises(pt.StagingError, match="numpy_dtype_promotion: mode must be"):
+        with pt.numpy_dtype_promotion("loose"):
+            pass
 
 
 def test_float_only_primitives_refuse_integers():

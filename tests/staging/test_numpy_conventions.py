@@ -153,12 +153,13 @@ def test_python_scalar_arguments_are_weakly_typed():
     p, t = pt.jvp(lambda s, v: v * s, (2.0, x), (1.0, np.zeros(3, np.float16)))
     assert p.dtype == t.dtype == np.float16 and np.all(t == 1)
     assert pt.vmap(lambda v, s: v * s, in_axes=(0, None))(np.ones((2, 3), np.float16), 2.0).dtype == np.float16
-    with pytest.raises(StagingError, match="different dtypes"):                  # a strong (numpy) scalar
+    assert pt.jit(lambda v, s: v * s)(x, np.float32(2)).dtype == np.float32       # a strong (numpy) scalar: the join
+    with pt.numpy_dtype_promotion("strict"), pytest.raises(StagingError, match="different dtypes"):
         pt.jit(lambda v, s: v * s)(x, np.float32(2))
     f = pt.jit(lambda v, s: v * s)               # weak and strong arguments of one type are staged apart
     assert f(np.ones(3, np.float32), 2.0).dtype == np.float32
-    with pytest.raises(StagingError):
-        f(x, np.asarray(2.0, np.float32))
+    assert f(x, 2.0).dtype == np.float16                                    # weak: takes x's f16
+    assert f(x, np.asarray(2.0, np.float32)).dtype == np.float32            # strong: the join, not the weak staging
 
 
 def test_weak_int_arguments_narrow_when_their_value_fits():

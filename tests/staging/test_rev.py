@@ -117,7 +117,8 @@ def test_two_ellipses_are_refused_with_negative_steps_too():
 
 
 def test_a_numpy_float_scalar_meeting_an_int_tensor_names_both_dtypes():
-    with pytest.raises(pt.StagingError, match="is f32 and the tensor i32"):
+    assert pt.jit(lambda i: i * np.float32(2.5))(np.arange(3, dtype=np.int32)).tolist() == [0, 2.5, 5]  # f32: the join
+    with pt.numpy_dtype_promotion("strict"), pytest.raises(pt.StagingError, match="is f32 and the tensor i32"):
         pt.jit(lambda i: i * np.float32(2.5))(np.arange(3, dtype=np.int32))
     out = pt.jit(lambda i: i * np.float64(2.5))(np.arange(3, dtype=np.int32))    # numpy's default float: a Python one
     assert out.dtype == np.float32 and list(out) == [0.0, 2.5, 5.0]

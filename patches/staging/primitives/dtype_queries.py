@@ -101,32 +101,12 @@ def iinfo(x: Any) -> Any:
     return np.iinfo(dtypes.to_numpy(a))
 
 
-# JAX's type lattice (with 64-bit types enabled): each dtype's next wider ones; the join of two is their least
-# common upper bound.
-_UP = {"bool": ("u8", "i8"), "u8": ("u16", "i16"), "u16": ("u32", "i32"), "u32": ("u64", "i64"), "u64": ("f16", "bf16"),
-       "i8": ("i16",), "i16": ("i32",), "i32": ("i64",), "i64": ("f16", "bf16"), "f16": ("f32",), "bf16": ("f32",),
-       "f32": ("f64",), "f64": ()}
-
-
-def _above(a: str) -> set:
-    seen, todo = {a}, [a]
-    while todo:
-        for b in _UP[todo.pop()]:
-            if b not in seen:
-                seen.add(b)
-                todo.append(b)
-    return seen
-
-
 def promote_types(a: Any, b: Any) -> dtypes.DTypeName:
     """``jnp.promote_types``: the smallest dtype both convert to without loss in JAX's lattice (``i32`` and ``f16``
-    give ``f16``, ``f16`` and ``bf16`` give ``f32``, ``u64`` and ``i64`` a float): the target of an explicit
-    ``astype``, since operands of different dtypes are not converted here implicitly (JAX's lattice with 64-bit
-    types: ``u64`` with a signed integer gives ``f64``)."""
-    x, y = _name(a, "promote_types"), _name(b, "promote_types")
-    common = _above(x) & _above(y)
-    least = [c for c in common if common <= _above(c)]
-    return dtypes.NAMES[least[0] if least else "f64"]     # (u64 with a signed int: JAX's weak float, f64 with x64)
+    give ``f16``, ``f16`` and ``bf16`` give ``f32``, ``u64`` and ``i64`` a float): what operands of different
+    dtypes are converted to in an operation (JAX's lattice with 64-bit types: ``u64`` with a signed integer gives
+    ``f64``)."""
+    return dtypes.NAMES[dtypes.join(_name(a, "promote_types"), _name(b, "promote_types"))]
 
 
 def result_type(*args: Any) -> dtypes.DTypeName:

@@ -19,6 +19,7 @@ from .. import dtypes
 from ..array import Array
 from ..core import bind, get_aval
 from ..errors import fail
+from ..scalars import promote
 from ..types import TensorType, compact, modes_of, same_mode, same_modes, shape_of_modes
 from .registry import primitive
 
@@ -91,6 +92,7 @@ def matmul(a: Any, b: Any, preferred_element_type: Any = None) -> Any:
     """
     from .views import broadcast, broadcast_to, getitem, transpose
 
+    a, b = promote("matmul", a, b)
     ta, tb = get_aval(a), get_aval(b)
     if ta.rank < 1 or tb.rank < 1:
         raise fail("matmul", "operands must have rank >= 1 (multiply rank-0 values with *)", ta, tb)

@@ -39,7 +39,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, get_aval
 from ..errors import StagingError, fail, is_option
-from ..scalars import _is_py_scalar
+from ..scalars import _is_py_scalar, promote
 from ..types import mode_size, same_mode, shape_of_modes
 from .elementwise import (
     abs,
@@ -120,7 +120,8 @@ def _floats(name: str, *xs: Any) -> list:
     ds = [get_aval(x).dtype for x in xs if not _is_py_scalar(x)]
     fl = [d for d in ds if dtypes.is_float(d)]
     want = fl[0] if fl else "f64" if any(d in ("i64", "u64") for d in ds) else dtypes.DEFAULT_FLOAT
-    out = [x if _is_py_scalar(x) or dtypes.is_float(get_aval(x).dtype) else astype(x, want) for x in xs]
+    out = list(promote(name, *(x if _is_py_scalar(x) or dtypes.is_float(get_aval(x).dtype) else astype(x, want)
+                               for x in xs)))
     _same(name, out)
     return out
 

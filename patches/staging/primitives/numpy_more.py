@@ -41,7 +41,7 @@ import numpy as np
 from .. import dtypes
 from ..core import get_aval, is_tensor_like
 from ..errors import fail, is_option
-from ..scalars import _is_py_scalar
+from ..scalars import _is_py_scalar, promote
 from ..types import mode_size, same_mode, shape_of_modes
 from .elementwise import abs, add, astype, div, eq, exp2, le, maximum, minimum, mul, ne, pow, sub, trunc, where
 from .elementwise import round as _round
@@ -82,16 +82,13 @@ POWERS_MAX = 4096           # columns of vander, each a staged product
 
 
 def _common(name: str, *xs: Any) -> list:
-    """Tensors of one dtype: integers and bools take the float operand's dtype, else numpy's integer promotion;
-    Python numbers are left to take the tensors' dtype. Tensors of two float dtypes are refused."""
+    """Tensors of one dtype, their join in JAX's lattice (``promote``); Python numbers are left to take the
+    tensors' dtype. Under strict promotion, tensors of different dtypes are refused."""
     xs = tuple(x if _is_py_scalar(x) else tensor_arg(name, x) for x in xs)
-    ds = [get_aval(x).dtype for x in xs if not _is_py_scalar(x)]
-    fl = sorted({d for d in ds if dtypes.is_float(d)})
-    if len(fl) > 1:
-        raise fail(name, "operands have different float dtypes (convert one with astype)",
-                   *[get_aval(x) for x in xs if not _is_py_scalar(x)])
-    want = fl[0] if fl else dtypes.canonical(np.result_type(*[dtypes.to_numpy(d) for d in ds])) if ds else None
-    return [x if _is_py_scalar(x) or get_aval(x).dtype == want else astype(x, want) for x in xs]
+    ts = [get_aval(x) for x in xs if not _is_py_scalar(x)]
+    if len({t.dtype for t in ts}) > 1 and dtypes.PROMOTION[0] == "strict":
+        raise fail(name, "operands have different dtypes (convert one with astype)", *ts)
+    return list(promote(name, *xs))
 
 
 def _float(x: Any) -> bool:

@@ -20,7 +20,7 @@ from ...layouts import Layout
 from .. import dtypes
 from ..core import get_aval, is_tensor_like
 from ..errors import fail, flag
-from ..scalars import _is_py_scalar, weak_scalar
+from ..scalars import _is_py_scalar, promote, weak_scalar
 from ..types import mode_size, modes_of, same_mode, shape_of_modes
 from .einsum import einsum
 from .elementwise import astype, div, eq, floor, ge, le, lt, mul, ne, sub, where
@@ -98,7 +98,7 @@ def _pair(name: str, a: Any, b: Any) -> tuple:
     if _is_py_scalar(a) != _is_py_scalar(b):
         d = get_aval(tensor_arg(name, b if _is_py_scalar(a) else a)).dtype
         a, b = (weak_scalar(name, v, d) if _is_py_scalar(v) else v for v in (a, b))
-    return tensor_arg(name, a), tensor_arg(name, b)
+    return promote(name, tensor_arg(name, a), tensor_arg(name, b))
 
 
 def _sequence(name: str, xs: Any) -> list:
@@ -110,7 +110,7 @@ def _sequence(name: str, xs: Any) -> list:
     if not isinstance(xs, (tuple, list)) or not xs:
         raise fail(name, f"expects a non-empty sequence of tensors, got {type(xs).__name__} {xs!r:.80}")
     d = next((get_aval(tensor_arg(name, x)).dtype for x in xs if not _is_py_scalar(x)), None)
-    return [weak_scalar(name, x, d) if _is_py_scalar(x) else tensor_arg(name, x) for x in xs]
+    return list(promote(name, *(weak_scalar(name, x, d) if _is_py_scalar(x) else tensor_arg(name, x) for x in xs)))
 
 
 def _join(name: str, xs: list, axis: int) -> Any:

@@ -20,7 +20,7 @@ from .. import dtypes
 from ..array import Array
 from ..core import CAPPED, Tracer, bind, get_aval, mark_weak
 from ..errors import fail
-from ..scalars import _is_py_scalar
+from ..scalars import _is_py_scalar, promote
 from ..types import TensorType, compact, mode_size, modes_of, same_mode, shape_of_modes
 from .elementwise import _abstract, _impl, astype
 from .reductions import tensor_arg
@@ -118,7 +118,7 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
         raise fail("concatenate", f"expects a non-empty sequence of tensors, got {type(xs).__name__}")
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise fail("concatenate", f"axis must be an int, got {axis!r}")
-    xs = [tensor_arg("concatenate", x) for x in xs]
+    xs = list(promote("concatenate", *(tensor_arg("concatenate", x) for x in xs)))
     types = [get_aval(x) for x in xs]
     r = types[0].rank
     axis = int(axis)

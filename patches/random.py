@@ -1,0 +1,33 @@
+"""``patches.random``: ``jax.random``'s keys and draws (``PRNGKey``, ``split``, ``fold_in``, ``uniform``,
+``normal``, ``randint``, ``bernoulli``, ``categorical``, ``permutation``, ``choice``, ...), Threefry-2x32 bits as
+JAX computes them (``staging.primitives.threefry``, ``distributions``)."""
+
+from .staging.primitives.distributions import (
+    bernoulli,
+    categorical,
+    cauchy,
+    choice,
+    exponential,
+    geometric,
+    gumbel,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    multivariate_normal,
+    normal,
+    pareto,
+    permutation,
+    rademacher,
+    randint,
+    rayleigh,
+    truncated_normal,
+    uniform,
+    weibull_min,
+)
+from .staging.primitives.threefry import PRNGKey, bits, fold_in, key, key_data, split, threefry_2x32, wrap_key_data
+
+__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "exponential", "fold_in", "geometric",
+           "gumbel", "key", "key_data", "laplace", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+           "pareto", "permutation", "rademacher", "randint", "rayleigh", "split", "threefry_2x32", "truncated_normal",
+           "uniform", "weibull_min", "wrap_key_data"]

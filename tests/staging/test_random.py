@@ -1,0 +1,177 @@
+"""``pt.random``: Threefry-2x32 checked against Random123's known answers and JAX's published split, the keys and
+bits as JAX's partitionable scheme defines them, and each distribution against its defining statistics; draws
+stage, batch over keys with vmap, and lower (u32 arithmetic in the SIMT kernel)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import patches as pt
+from patches.staging.primitives.threefry import threefry_2x32
+
+R = pt.random
+K = R.PRNGKey(0)
+
+
+def _hash(k: tuple, c0: np.ndarray, c1: np.ndarray) -> tuple:
+    a, b = threefry_2x32(np.uint32(k[0]), np.uint32(k[1]), pt.asarray(np.asarray(c0, np.uint32)),
+                         pt.asarray(np.asarray(c1, np.uint32)))
+    return np.asarray(a), np.asarray(b)
+
+
+def test_threefry_gives_random123_s_known_answers():
+    for key, ctr, want in [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+                           ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+                           ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]:
+        assert tuple(int(v) for v in _hash(key, *ctr)) == want
+    a, b = _hash((0, 0), [0, 1], [2, 3])        # JAX's classic split(PRNGKey(0)): counters 0..3 as two halves
+    assert [a.tolist(), b.tolist()] == [[4146024105, 967050713], [2718843009, 1272950319]]
+
+
+def test_keys_split_fold_in_and_bits_follow_the_partitionable_scheme():
+    assert np.asarray(R.PRNGKey(42)).tolist() == [0, 42] and np.asarray(R.PRNGKey(-1)).tolist() == [0, 2 ** 32 - 1]
+    assert np.asarray(R.PRNGKey(2 ** 40 + 3)).tolist() == [256, 3]
+    k = R.PRNGKey(7)
+    ks = np.asarray(R.split(k, 5))
+    assert ks.shape == (5, 2) and ks.dtype == np.uint32 and len({tuple(r) for r in ks.tolist()}) == 5
+    h0, h1 = _hash((0, 7), np.zeros(5), np.arange(5))
+    np.testing.assert_array_equal(ks, np.stack([h0, h1], 1))
+    assert np.asarray(R.split(k, (2, 3))).shape == (2, 3, 2)
+    f0, f1 = _hash((0, 7), [0], [123])
+    np.testing.assert_array_equal(np.asarray(R.fold_in(k, 123)), [f0[0], f1[0]])
+    b = np.asarray(R.bits(k, (3, 4)))
+    c0, c1 = _hash((0, 7), np.zeros(12), np.arange(12))
+    np.testing.assert_array_equal(b, (c0 ^ c1).reshape(3, 4))               # element i hashes its row-major index
+    b64 = np.asarray(R.bits(k, (4,), "u64"))
+    np.testing.assert_array_equal(b64, (c0[:4].astype(np.uint64) << np.uint64(32)) | c1[:4].astype(np.uint64))
+    assert np.asarray(R.bits(k, (4,), "u8")).dtype == np.uint8
+    traced = pt.jit(lambda s: R.PRNGKey(s))(np.int32(9))
+    np.testing.assert_array_equal(np.asarray(traced), np.asarray(R.PRNGKey(9)))
+
+
+@pytest.mark.parametrize("dtype, nmant", [("f32", 23), ("f64", 52), ("f16", 10), ("bf16", 7)])
+def test_uniform_is_the_top_mantissa_bits_exactly(dtype, nmant):
+    u = np.asarray(R.uniform(K, (4096,), dtype), np.float64)
+    assert (u >= 0).all() and (u < 1).all()
+    assert np.all(u * 2.0 ** nmant == np.floor(u * 2.0 ** nmant))            # exactly k * 2**-nmant
+    if dtype == "f32":
+        c0, c1 = _hash((0, 0), np.zeros(4096), np.arange(4096))
+        np.testing.assert_array_equal(u, ((c0 ^ c1) >> 9).astype(np.float64) * 2.0 ** -23)
+    assert abs(u.mean() - 0.5) < 0.02 and abs(u.var() - 1 / 12) < 0.01
+    lo = np.asarray(R.uniform(K, (1000,), dtype, -3.0, 5.0), np.float64)
+    assert lo.min() >= -3.0 and lo.max() < 5.0
+
+
+def _ks(samples: np.ndarray, cdf) -> float:
+    """The Kolmogorov-Smirnov distance of ``samples`` from ``cdf``."""
+    x = np.sort(samples)
+    n = len(x)
+    c = cdf(x)
+    return float(max(np.max(np.arange(1, n + 1) / n - c), np.max(c - np.arange(n) / n)))
+
+
+def test_continuous_distributions_match_their_cdfs():
+    n = 4000
+    erf = np.vectorize(math.erf)
+    cases = [(R.normal(K, (n,)), lambda x: 0.5 * (1 + erf(x / math.sqrt(2)))),
+             (R.exponential(K, (n,)), lambda x: 1 - np.exp(-x)),
+             (R.laplace(K, (n,)), lambda x: np.where(x < 0, 0.5 * np.exp(x), 1 - 0.5 * np.exp(-x))),
+             (R.logistic(K, (n,)), lambda x: 1 / (1 + np.exp(-x))),
+             (R.gumbel(K, (n,)), lambda x: np.exp(-np.exp(-x))),
+             (R.cauchy(K, (n,)), lambda x: 0.5 + np.arctan(x) / math.pi),
+             (R.rayleigh(K, 2.0, (n,)), lambda x: 1 - np.exp(-x ** 2 / 8)),
+             (R.truncated_normal(K, -1.0, 0.5, (n,)),
+              lambda x: (erf(x / math.sqrt(2)) - math.erf(-1 / math.sqrt(2))) /
+              (math.erf(0.5 / math.sqrt(2)) - math.erf(-1 / math.sqrt(2))))]
+    for draws, cdf in cases:
+        x = np.asarray(draws, np.float64)
+        assert np.isfinite(x).all()
+        assert _ks(x, cdf) < 1.63 / math.sqrt(n) * 1.2, cdf          # about the 1% critical value
+    t = np.asarray(R.truncated_normal(K, -1.0, 0.5, (n,)))
+    assert t.min() >= -1.0 and t.max() <= 0.5
+
+
+def test_discrete_draws():
+    n = 6000
+    r = np.asarray(R.randint(K, (n,), 3, 10))
+    assert r.dtype == np.int32 and r.min() == 3 and r.max() == 9
+    counts = np.bincount(r - 3, minlength=7)
+    assert ((counts - n / 7) ** 2 / (n / 7)).sum() < 22.5                        # chi-square, 6 dof, 0.1%
+    assert (np.asarray(R.randint(K, (5,), 4, 4)) == 4).all()                      # an empty span gives minval
+    top = np.asarray(R.randint(K, (2000,), -2 ** 31, 2 ** 31 - 1))
+    assert top.min() < -2 ** 30 and top.max() > 2 ** 30
+    b = np.asarray(R.bernoulli(K, 0.3, (n,)))
+    assert b.dtype == np.bool_ and abs(b.mean() - 0.3) < 0.02
+    assert set(np.asarray(R.rademacher(K, (100,))).tolist()) == {-1, 1}
+    logits = np.log(np.array([0.1, 0.2, 0.7], np.float32))
+    c = np.asarray(R.categorical(K, logits, shape=(n,)))
+    np.testing.assert_allclose(np.bincount(c, minlength=3) / n, [0.1, 0.2, 0.7], atol=0.02)
+    rows = np.asarray(R.categorical(K, np.log(np.array([[0.999, 0.001], [0.001, 0.999]], np.float32)), axis=1))
+    assert rows.tolist() == [0, 1]
+    g = np.asarray(R.geometric(K, 0.25, (n,)))
+    assert g.min() >= 1 and abs(g.mean() - 4) < 0.2
+
+
+def test_permutations_and_choices():
+    p = np.asarray(R.permutation(K, 50))
+    assert sorted(p.tolist()) == list(range(50)) and p.tolist() != list(range(50))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    rows = np.asarray(R.permutation(K, x))
+    assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, x.tolist()))
+    cols = np.asarray(R.permutation(K, x, axis=1, independent=True))
+    assert all(sorted(r) == sorted(s) for r, s in zip(cols.tolist(), x.tolist()))
+    c = np.asarray(R.choice(K, 10, (6,), replace=False))
+    assert len(set(c.tolist())) == 6 and c.max() < 10
+    w = np.array([0.0, 0.5, 0.0, 0.5], np.float32)
+    assert set(np.asarray(R.choice(K, 4, (200,), p=w)).tolist()) <= {1, 3}
+    assert set(np.asarray(R.choice(K, 4, (2,), replace=False, p=w)).tolist()) == {1, 3}
+    picked = np.asarray(R.choice(K, x, (5,)))
+    assert picked.shape == (5, 3) and all(r in x.tolist() for r in picked.tolist())
+
+
+def test_multivariate_normal_has_the_given_moments():
+    cov = np.array([[2.0, 0.6], [0.6, 1.0]], np.float32)
+    z = np.asarray(R.multivariate_normal(K, np.array([1.0, -1.0], np.float32), cov, (8000,)), np.float64)
+    np.testing.assert_allclose(z.mean(0), [1, -1], atol=0.06)
+    np.testing.assert_allclose(np.cov(z.T), cov, atol=0.08)
+
+
+def test_draws_stage_batch_over_keys_and_differentiate_through_their_use():
+    keys = R.split(R.PRNGKey(1), 4)
+    batched = np.asarray(pt.vmap(lambda k: R.normal(k, (3,)))(keys))
+    one_by_one = np.stack([np.asarray(R.normal(np.asarray(keys)[i], (3,))) for i in range(4)])
+    np.testing.assert_array_equal(batched, one_by_one)
+    np.testing.assert_array_equal(np.asarray(pt.jit(lambda k: R.uniform(k, (6,)))(K)), np.asarray(R.uniform(K, (6,))))
+
+    def dropout_loss(w, k):
+        keep = R.bernoulli(k, 0.8, (16,))
+        return pt.sum(pt.where(keep, w / 0.8, 0.0) ** 2)
+    w = np.linspace(-1, 1, 16).astype(np.float32)
+    g = np.asarray(pt.grad(dropout_loss)(w, K))
+    keep = np.asarray(R.bernoulli(K, 0.8, (16,)))
+    np.testing.assert_allclose(g, np.where(keep, 2 * w / 0.64, 0), rtol=1e-6)
+
+
+def test_a_dropout_program_lowers_with_exact_u32_hashing():
+    prog = pt.stage(lambda k, x: pt.where(R.bernoulli(k, 0.9, (256,)), x / 0.9, 0.0), pt.tensor("u32", 2),
+                    pt.tensor("f32", 256))
+    sched = pt.lower(prog)
+    assert sched.verify().ok
+    for seed in (0, 5, 2 ** 31 + 11):
+        args = (np.asarray(R.PRNGKey(seed)), np.linspace(1, 2, 256).astype(np.float32))
+        np.testing.assert_array_equal(np.asarray(sched.simulate(*args)), np.asarray(pt.evaluate(prog, *args)))
+
+
+def test_bad_keys_and_arguments_are_refused_by_name():
+    for call, name in [(lambda: R.uniform(np.zeros(2, np.int32), (3,)), "uniform"),
+                       (lambda: R.normal(R.split(K, 3), (3,)), "normal"),
+                       (lambda: R.split(K, -1), "split"), (lambda: R.uniform(K, (3,), "i32"), "uniform"),
+                       (lambda: R.randint(K, (3,), 0, 5, "f32"), "randint"), (lambda: R.PRNGKey(1.5), "PRNGKey"),
+                       (lambda: R.choice(K, 3, (5,), replace=False), "choice"),
+                       (lambda: R.categorical(K, np.zeros(3, np.float32), axis=2), "categorical"),
+                       (lambda: R.bits(K, (2,), "i32"), "bits")]:
+        with pytest.raises(pt.StagingError, match=f"^{name}: "):
+            call()
