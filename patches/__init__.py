@@ -1,6 +1,6 @@
 """patches: a layout algebra (CuTe's), staged layout-typed programs, their derivatives, and Hopper kernels from them."""
 
-from . import lax, linalg, nn, numpy, ops, random, scipy, tree_util
+from . import debug, flatten_util, lax, linalg, nn, numpy, ops, random, scipy, tree_util
 from . import tree_util as tree
 from .autodiff import (
     checkpoint,
@@ -57,7 +57,8 @@ from .tree_util import tree_map
 __version__ = "0.1.0"
 __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType", "bind", "evaluate", "jit", "stage", "tensor",
                                  *_ops,
-                                 "checkpoint", "checkpoint_policies", "remat", "linalg", "nn", "numpy", "ops", "random", "scipy",
+                                 "checkpoint", "checkpoint_policies", "remat", "debug", "flatten_util", "linalg", "nn",
+                                 "numpy", "ops", "random", "scipy",
                                  "tree", "tree_util", "tree_map", "vectorize", "numpy_dtype_promotion", *_tricks,
                                  "ShapeDtypeStruct", "eval_shape",
                                  "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",

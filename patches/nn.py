@@ -1,5 +1,5 @@
 """``patches.nn``: the ``jax.nn`` spellings in one namespace (``pt.nn.relu``, ``pt.nn.softmax(x, where=m)``,
-``pt.nn.dot_product_attention``), for code written against JAX; most are also ``pt.<name>``."""
+``pt.nn.dot_product_attention``, ``pt.nn.initializers``), for code written against JAX; most are also ``pt.<name>``."""
 
 from .staging.primitives import (
     celu,
@@ -10,6 +10,7 @@ from .staging.primitives import (
     hard_silu,
     hard_swish,
     hard_tanh,
+    initializers,
     leaky_relu,
     log_sigmoid,
     mish,
@@ -27,5 +28,5 @@ from .staging.primitives import (
 from .staging.primitives.nn_extra import dot_product_attention, log_softmax, logsumexp, soft_sign, softmax
 
 __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
-           "hard_tanh", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot", "relu", "relu6",
-           "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "squareplus", "standardize", "swish"]
+           "hard_tanh", "initializers", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot", "relu",
+           "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "squareplus", "standardize", "swish"]

@@ -144,3 +144,11 @@ def test_strict_promotion_refuses_by_name_and_is_scoped():
     with pytest.raises(ZeroDivisionError), pt.numpy_dtype_promotion("strict"):
         raise ZeroDivisionError
     assert (x * i).dtype == "f32"                                         # restored after an exception
+
+
+def test_softmax_family_takes_integers_as_the_float_functions_do():
+    i = pt.arange(3)
+    want = np.exp(np.arange(3)) / np.exp(np.arange(3)).sum()
+    np.testing.assert_allclose(np.asarray(pt.nn.softmax(i)), want, rtol=1e-6)
+    assert pt.nn.softmax(i).dtype == "f32" and pt.nn.log_softmax(i > 0).dtype == "f32"
+    np.testing.assert_allclose(float(pt.nn.logsumexp(i)), np.log(np.exp(np.arange(3)).sum()), rtol=1e-6)

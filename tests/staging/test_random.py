@@ -168,10 +168,32 @@ def test_a_dropout_program_lowers_with_exact_u32_hashing():
 def test_bad_keys_and_arguments_are_refused_by_name():
     for call, name in [(lambda: R.uniform(np.zeros(2, np.int32), (3,)), "uniform"),
                        (lambda: R.normal(R.split(K, 3), (3,)), "normal"),
-                       (lambda: R.split(K, -1), "split"), (lambda: R.uniform(K, (3,), "i32"), "uniform"),
+                       (lambda: R.split(K, -1), "split"), (lambda: R.uniform(K, (0, 3)), "uniform"),
+                       (lambda: R.uniform(K, (3,), "i32"), "uniform"),
                        (lambda: R.randint(K, (3,), 0, 5, "f32"), "randint"), (lambda: R.PRNGKey(1.5), "PRNGKey"),
                        (lambda: R.choice(K, 3, (5,), replace=False), "choice"),
                        (lambda: R.categorical(K, np.zeros(3, np.float32), axis=2), "categorical"),
                        (lambda: R.bits(K, (2,), "i32"), "bits")]:
         with pytest.raises(pt.StagingError, match=f"^{name}: "):
             call()
+
+
+def test_initializers_draw_with_jax_s_fans_and_variances():
+    init = pt.nn.initializers
+    k = R.PRNGKey(3)
+    w = np.asarray(init.glorot_uniform()(k, (100, 60)), np.float64)
+    bound = math.sqrt(6 / 160)
+    assert w.shape == (100, 60) and np.abs(w).max() <= bound and abs(w.var() - 2 / 160) < 8e-4
+    h = np.asarray(init.he_normal()(k, (3, 3, 16, 64)), np.float64)             # fan_in = 3 * 3 * 16
+    assert abs(h.std() - math.sqrt(2 / 144)) < 0.005 and np.abs(h).max() <= 2 * math.sqrt(2 / 144) / 0.8796 + 1e-6
+    n = np.asarray(init.normal(0.5)(k, (4000,)), np.float64)
+    assert abs(n.std() - 0.5) < 0.03
+    v = np.asarray(init.variance_scaling(1.0, "fan_out", "normal")(k, (50, 400)), np.float64)
+    assert abs(v.var() - 1 / 400) < 2e-4
+    assert np.asarray(init.zeros(k, (2, 3))).tolist() == [[0] * 3] * 2 and init.ones(k, 2, "bf16").dtype == "bf16"
+    assert np.asarray(init.constant(7.0)(k, (2,))).tolist() == [7.0, 7.0]
+    assert init.lecun_normal()(k, (8, 8), "f16").dtype == "f16"
+    with pytest.raises(pt.StagingError, match="variance_scaling: cannot compute fan-in"):
+        init.glorot_normal()(k, (8,))
+    with pytest.raises(pt.StagingError, match="variance_scaling: mode must be"):
+        init.variance_scaling(1.0, "fan", "normal")

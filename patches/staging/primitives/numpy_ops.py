@@ -361,8 +361,9 @@ def _shifted(name: str, x: Any, axis: Any, guard: bool = False) -> tuple:
     """(x - m, m, axes): m the maximum over ``axis`` kept as extent-1 modes, without derivative (as JAX: only
     logsumexp ``guard``s against an all -inf slice; softmax of one is NaN there too)."""
     x = _tensor(name, x)
-    if not dtypes.is_float(get_aval(x).dtype):
-        raise fail(name, "expects a floating-point operand", get_aval(x))
+    d = get_aval(x).dtype
+    if not dtypes.is_float(d):            # integers and bools as the float functions take them (JAX's promotion)
+        x = astype(x, "f64" if d in ("i64", "u64") else "f32")
     axes = normalize_axes(x, axis, name)
     m = stop_gradient(reduce_max(x, axes, keepdims=True))
     if guard:

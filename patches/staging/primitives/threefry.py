@@ -74,8 +74,9 @@ def _counters(name: str, shape: tuple) -> tuple:
     n = math.prod(shape)
     if n >= 1 << 32:
         raise fail(name, f"a draw of {n} elements needs 64-bit counters; draw at most 2**32 - 1 elements at a time")
-    lo = reshape(iota("u32", max(n, 1)), shape) if n else iota("u32", 0)
-    return np.uint32(0), lo
+    if n == 0:
+        raise fail(name, f"a draw of shape {shape} has no elements (empty tensors have no layout here)")
+    return np.uint32(0), reshape(iota("u32", n), shape)
 
 
 def PRNGKey(seed: Any) -> Any:  # noqa: N802 (JAX's name)
