@@ -22,7 +22,7 @@ from .autodiff import (
     vmap,
     while_loop,
 )
-from .autodiff.batching import vectorize
+from .autodiff.vectorize import vectorize
 from .layouts import *  # noqa: F403
 from .layouts import __all__ as _layout_names
 from .lower import LoweringError, TileConfig, lower, split_matmuls

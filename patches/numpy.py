@@ -4,7 +4,7 @@ and ``ndim``/``shape``/``size`` as functions."""
 
 from typing import Any as _Any
 
-from .autodiff.batching import vectorize  # noqa: F401 (in __all__)
+from .autodiff.vectorize import vectorize  # noqa: F401 (in __all__)
 from .staging.core import get_aval as _aval
 from .staging.primitives import *  # noqa: F403
 from .staging.primitives import NUMPY_MULTI_ARG_OPS as _MULTI

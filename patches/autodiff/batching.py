@@ -152,22 +152,3 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
 
     batched.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"
     return batched
-
-
-def vectorize(pyfunc: Callable, *, excluded: Any = frozenset(), signature: Any = None) -> Callable:
-    """numpy's (and JAX's) ``vectorize`` for functions of scalars: ``pyfunc`` mapped by ``vmap`` over every mode of
-    its broadcast arguments (``signature`` with core dimensions and ``excluded`` are not supported)."""
-    check_callable("vectorize", pyfunc, None, "pyfunc")
-    if signature is not None:
-        raise fail("vectorize", "signature= (core dimensions) is not supported; vmap the function over the loop modes")
-    if excluded:
-        raise fail("vectorize", "excluded= is not supported; close over those arguments instead")
-
-    def mapped(*args: Any) -> Any:
-        xs = P.broadcast_arrays(*args)
-        f = pyfunc
-        for _ in range(get_aval(xs[0]).rank):
-            f = vmap(f)
-        return f(*xs)
-    mapped.__name__ = f"vectorize_{getattr(pyfunc, '__name__', 'f')}"
-    return mapped

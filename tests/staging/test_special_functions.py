@@ -97,5 +97,28 @@ def test_index_tricks_and_vectorize():
     f = pt.numpy.vectorize(lambda x, y: pt.where(x > y, x - y, x + y))
     np.testing.assert_array_equal(np.asarray(f(np.arange(4.0), np.array([1.0]))), [1.0, 2.0, 1.0, 2.0])
     assert np.asarray(pt.jit(pt.vectorize(lambda x: x * 2))(np.ones((2, 3)))).shape == (2, 3)
-    with pytest.raises(pt.StagingError, match="signature"):
-        pt.vectorize(lambda x: x, signature="(n)->()")
+    with pytest.raises(pt.StagingError, match="vectorize: signature 'n->' is not of numpy's form"):
+        pt.vectorize(lambda x: x, signature="n->")
+
+
+def test_vectorize_with_core_modes_and_excluded_arguments():
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((5, 3, 4)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+    mv = pt.vectorize(lambda m, v: m @ v, signature="(m,n),(n)->(m)")
+    np.testing.assert_allclose(np.asarray(mv(a, b)), a @ b, rtol=1e-5)
+    dots = pt.numpy.vectorize(lambda u, v: (u * v).sum(), signature="(n),(n)->()")
+    np.testing.assert_allclose(np.asarray(dots(a, b)), (a * b).sum(-1), rtol=1e-5)            # loop modes broadcast
+    both = pt.vectorize(lambda v: (v.min(), v.max()), signature="(n)->(),()")
+    lo, hi = both(a)
+    np.testing.assert_array_equal(np.asarray(lo), a.min(-1))
+    np.testing.assert_array_equal(np.asarray(hi), a.max(-1))
+    scaled = pt.vectorize(lambda x, k, *, shift: x * k + shift, excluded={1, "shift"})
+    np.testing.assert_array_equal(np.asarray(scaled(np.arange(3.0), 2.0, shift=1.0)), [1.0, 3.0, 5.0])
+    g = pt.grad(lambda m: dots(m, b).sum())(a)
+    np.testing.assert_allclose(np.asarray(g), np.broadcast_to(b, a.shape), rtol=1e-6)
+    for call, msg in [(lambda: mv(a, np.ones(5, np.float32)), "core mode 'n' has extents 4 and 5"),
+                      (lambda: dots(a), "names 2 arguments, got 1"),
+                      (lambda: pt.vectorize(lambda v: v, signature="(n)->()")(a), "an output of rank 1"),
+                      (lambda: scaled(np.arange(3.0), 2.0, shift=1.0, other=2), "keyword argument 'other'")]:
+        with pytest.raises(pt.StagingError, match=f"vectorize: .*{msg}"):
+            call()
