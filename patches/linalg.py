@@ -7,6 +7,7 @@ from .staging.primitives.linalg import (
     det,
     inv,
     matrix_norm,
+    qr,
     slogdet,
     solve,
     solve_triangular,
@@ -16,4 +17,4 @@ from .staging.primitives.linalg import (
 from .staging.primitives.numpy_index_tricks import matrix_power
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm", "matrix_power", "matrix_transpose",
-           "norm", "outer", "slogdet", "solve", "solve_triangular", "tensordot", "trace", "vecdot", "vector_norm"]
+           "norm", "outer", "qr", "slogdet", "solve", "solve_triangular", "tensordot", "trace", "vecdot", "vector_norm"]

@@ -16,6 +16,7 @@ from .staging.primitives.distributions import (
     maxwell,
     multivariate_normal,
     normal,
+    orthogonal,
     pareto,
     permutation,
     rademacher,
@@ -29,5 +30,5 @@ from .staging.primitives.threefry import PRNGKey, bits, fold_in, key, key_data, 
 
 __all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "exponential", "fold_in", "geometric",
            "gumbel", "key", "key_data", "laplace", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
-           "pareto", "permutation", "rademacher", "randint", "rayleigh", "split", "threefry_2x32", "truncated_normal",
-           "uniform", "weibull_min", "wrap_key_data"]
+           "orthogonal", "pareto", "permutation", "rademacher", "randint", "rayleigh", "split", "threefry_2x32",
+           "truncated_normal", "uniform", "weibull_min", "wrap_key_data"]

@@ -94,3 +94,41 @@ def test_a_lowered_solve_matches_lapack():
     mod.verify()
     np.testing.assert_allclose(np.asarray(mod.simulate_kernels(a, b)), np.linalg.solve(a.astype(np.float64),
                                b[..., None])[..., 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 6), (2, 5, 4), (1, 1)], ids=str)
+def test_qr_is_lapack_s_householder(shape):
+    """Q and R equal numpy's (LAPACK's geqrf signs), in every mode; a zero column below the diagonal is no
+    reflection (tau 0), as dlarfg."""
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    q, r = pt.linalg.qr(a)
+    nq, nr = np.linalg.qr(a)
+    np.testing.assert_allclose(np.asarray(q), nq, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(r), nr, atol=1e-12)
+    cq, cr = pt.linalg.qr(a, mode="complete")
+    np.testing.assert_allclose(np.asarray(cq), np.linalg.qr(a, mode="complete")[0], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(cq) @ np.asarray(cr), a, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(pt.linalg.qr(a, mode="r")), np.linalg.qr(a, mode="r"), atol=1e-12)
+    res = pt.linalg.qr(np.array([[0.0, 1.0], [0.0, 2.0]]))
+    assert np.asarray(res.Q).tolist() == [[1, 0], [0, 1]] and np.asarray(res.R).tolist() == [[0, 1], [0, 2]]
+
+
+def test_qr_gradient_and_orthogonal_draws():
+    a = np.random.default_rng(7).standard_normal((4, 3))
+    f = lambda m: (pt.linalg.qr(m).R * np.arange(12.0).reshape(3, 4)[:, :3]).sum() + pt.linalg.qr(m).Q[0].sum()  # noqa: E731
+    g = np.asarray(pt.grad(f)(a))
+    fd, fj = np.zeros_like(a), pt.jit(f)
+    for i in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[i] = 1e-6
+        fd[i] = (float(fj(a + e)) - float(fj(a - e))) / 2e-6
+    np.testing.assert_allclose(g, fd, atol=1e-6)
+    o = np.asarray(pt.random.orthogonal(pt.random.PRNGKey(1), 6, (3,)), np.float64)
+    np.testing.assert_allclose(o @ o.swapaxes(-1, -2), np.broadcast_to(np.eye(6), (3, 6, 6)), atol=1e-5)
+    w = np.asarray(pt.nn.initializers.orthogonal(2.0)(pt.random.PRNGKey(2), (3, 8)), np.float64)
+    np.testing.assert_allclose(w @ w.T, 4 * np.eye(3), atol=1e-5)
+    assert pt.nn.initializers.orthogonal(column_axis=0)(pt.random.PRNGKey(2), (6, 2, 2)).shape == (6, 2, 2)
+    with pytest.raises(pt.StagingError, match="qr: mode must be"):
+        pt.linalg.qr(a, mode="full")
+    with pytest.raises(pt.StagingError, match="qr: unrolls over a static matrix size of at most 64"):
+        pt.linalg.qr(np.ones((65, 2)))

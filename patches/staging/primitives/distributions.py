@@ -22,9 +22,9 @@ from .elementwise import abs, astype, exp, log, log1p, maximum, sign, sqrt, tan,
 from .gather import take
 from .jax_extra import top_k
 from .lax_forms import erf_inv, sort_key_val
-from .linalg import cholesky
+from .linalg import cholesky, qr
 from .numpy_ops import argmax, reshape
-from .numpy_shape import expand_dims
+from .numpy_shape import diagonal, expand_dims
 from .numpy_sort import searchsorted
 from .reductions import tensor_arg
 from .scan import cumsum
@@ -352,3 +352,15 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
         _shape("multivariate_normal", shape)
     z = _normal("multivariate_normal", key, (*s, dm[-1]), d)
     return m + einsum("...ij,...j->...i", cholesky(c), z)
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = "f32") -> Any:
+    """``jax.random.orthogonal``: n x n orthogonal matrices uniform in Haar measure, the ``Q`` of a normal draw's QR
+    with its columns signed by ``R``'s diagonal (so ``n`` at most ``linalg.MAX_N``)."""
+    d = _float("orthogonal", dtype)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise fail("orthogonal", f"n must be a positive int, got {n!r:.40}")
+    z = _normal("orthogonal", key, (*_shape("orthogonal", shape), int(n), int(n)), d)
+    q, r = qr(z)
+    return q * expand_dims(sign(diagonal(r, 0, -2, -1)), -2)
+

@@ -9,9 +9,14 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import fail
+from .distributions import _normal as _named_normal
 from .distributions import normal as _normal
 from .distributions import truncated_normal as _truncated_normal
 from .distributions import uniform as _uniform
+from .elementwise import sign
+from .linalg import qr
+from .numpy_ops import reshape
+from .numpy_shape import diagonal, expand_dims, moveaxis
 from .threefry import _shape
 from .views import full
 
@@ -95,6 +100,27 @@ def variance_scaling(scale: float, mode: str, distribution: str, in_axis: Any = 
     return init
 
 
+def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype: Any = "f32") -> Any:
+    """``jax.nn.initializers.orthogonal``: the shape as a matrix of ``shape[column_axis]`` columns whose columns (or
+    rows, for a wide one) are orthonormal, times ``scale`` (the matrix at most ``linalg.MAX_N`` on its short side
+    and long side)."""
+    def init(key: Any, shape: Any, dtype: Any = dtype) -> Any:
+        s = _shape("orthogonal", shape)
+        if len(s) < 2:
+            raise fail("orthogonal", f"needs a shape of at least 2 modes, got {s}")
+        cols = s[column_axis]
+        rows = math.prod(s) // cols
+        n, m = max(rows, cols), min(rows, cols)
+        z = _named_normal("orthogonal", key, (n, m), dtypes.canonical(dtype, "orthogonal"))
+        q, r = qr(z)
+        q = q * expand_dims(sign(diagonal(r, 0, -2, -1)), -2)
+        if rows < cols:
+            q = q.T
+        rest = tuple(d for i, d in enumerate(s) if i != column_axis % len(s))
+        return moveaxis(reshape(q, (*rest, cols)), -1, column_axis) * scale
+    return init
+
+
 def _named(scale: float, mode: str, distribution: str, doc: str) -> Any:
     def make(in_axis: Any = -2, out_axis: Any = -1, batch_axis: Any = (), dtype: Any = "f32") -> Any:
         return variance_scaling(scale, mode, distribution, in_axis, out_axis, batch_axis, dtype)
@@ -110,5 +136,5 @@ he_uniform = kaiming_uniform = _named(2.0, "fan_in", "uniform", "``jax.nn.initia
 he_normal = kaiming_normal = _named(2.0, "fan_in", "truncated_normal", "``jax.nn.initializers.he_normal``.")
 
 __all__ = ["constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
-           "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "truncated_normal", "uniform",
+           "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "orthogonal", "truncated_normal", "uniform",
            "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]

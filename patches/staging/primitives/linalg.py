@@ -12,7 +12,7 @@ as JAX's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -176,6 +176,59 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False, unit_di
     out = _substitute(u, n)
     out = P.flip(out, -2) if lo else out
     return _back(P.squeeze(out, (-1,)) if vector else out, dt)
+
+
+class QRResult(NamedTuple):
+    """``jnp.linalg.qr``'s result: ``Q`` with orthonormal columns and upper triangular ``R``."""
+
+    Q: Any
+    R: Any
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """``jnp.linalg.qr``: Householder reflections as LAPACK's ``geqrf`` chooses them (``R``'s diagonal of the sign
+    opposite to the column's leading entry, no reflection where the column below is zero), so ``Q`` and ``R`` are
+    numpy's and JAX's; unrolled over ``min(m, n)`` columns of a static (..., m, n) matrix. ``mode`` ``"reduced"``
+    (``Q`` m x k, ``R`` k x n), ``"complete"`` (``Q`` m x m) or ``"r"`` (``R`` only)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise fail("qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r:.40}")
+    x = tensor_arg("qr", a)
+    t = get_aval(x)
+    if t.rank < 2:
+        raise fail("qr", "takes a matrix (or a stack of them in the last two modes)", t)
+    if not dtypes.is_float(t.dtype) or t.dtype in ("bf16", "f16"):
+        x = P.astype(x, "f64" if t.dtype in ("i64", "u64") else "f32")
+    m, n = _sizes(x)[-2:]
+    if type(m) is not int or type(n) is not int or max(m, n) > MAX_N:
+        raise fail("qr", f"unrolls over a static matrix size of at most {MAX_N}, got {m} x {n}", t)
+    fdt = get_aval(x).dtype
+    batch = tuple(_sizes(x)[:-2])
+    rows, rr, rc = P.iota("i32", (m,), 0), P.iota("i32", (m, n), 0), P.iota("i32", (m, n), 1)
+    q = P.broadcast_to(P.eye(m, dtype=fdt), (*batch, m, m))
+    r = x
+    for j in range(min(m, n)):
+        col = P.getitem(r, (Ellipsis, slice(None), j))                                # (..., m)
+        below = P.where(P.gt(rows, j), col, 0)
+        alpha = P.getitem(col, (Ellipsis, slice(j, j + 1)))                            # (..., 1)
+        xnorm = P.sqrt(P.sum(P.mul(below, below), axis=-1, keepdims=True))
+        norm = P.sqrt(P.add(P.mul(alpha, alpha), P.mul(xnorm, xnorm)))
+        none = P.eq(xnorm, 0)                                   # nothing below: no reflection (tau 0), as dlarfg
+        beta = P.where(none, alpha, P.where(P.ge(alpha, 0), P.neg(norm), norm))
+        tau = P.where(none, 0, P.div(P.sub(beta, alpha), P.where(none, 1, beta)))
+        v = P.where(P.eq(rows, j), 1, P.div(below, P.where(none, 1, P.sub(alpha, beta))))   # (..., m)
+        vr = P.sum(P.mul(P.expand_dims(v, -1), r), axis=-2)                            # v^T r: (..., n)
+        r = P.sub(r, P.mul(P.expand_dims(P.mul(tau, v), -1), P.expand_dims(vr, -2)))
+        at = P.eq(rc, j)
+        r = P.where(P.logical_and(at, P.gt(rr, j)), 0, P.where(P.logical_and(at, P.eq(rr, j)),
+                                                                 P.expand_dims(beta, -1), r))
+        qv = P.sum(P.mul(q, P.expand_dims(v, -2)), axis=-1)                           # q v: (..., m)
+        q = P.sub(q, P.mul(P.expand_dims(P.mul(tau, qv), -1), P.expand_dims(v, -2)))
+    k = min(m, n)
+    if mode == "r":
+        return _back(P.getitem(r, (Ellipsis, slice(0, k), slice(None))), t.dtype)
+    if mode == "reduced":
+        q, r = P.getitem(q, (Ellipsis, slice(0, k))), P.getitem(r, (Ellipsis, slice(0, k), slice(None)))
+    return QRResult(_back(q, t.dtype), _back(r, t.dtype))
 
 
 def vector_norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A002
