@@ -5,6 +5,7 @@ from . import tree_util as tree
 from .autodiff import (
     checkpoint,
     checkpoint_policies,
+    custom_gradient,
     custom_jvp,
     custom_vjp,
     grad,
@@ -61,7 +62,7 @@ __all__ = list(_layout_names) + ["Array", "Program", "StagingError", "TensorType
                                  "numpy", "ops", "random", "scipy",
                                  "tree", "tree_util", "tree_map", "vectorize", "numpy_dtype_promotion", *_tricks,
                                  "ShapeDtypeStruct", "eval_shape",
-                                 "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
+                                 "custom_gradient", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacobian", "jacrev",
                                  "jvp", "lax", "scan", "switch", "while_loop", "linearize", "value_and_grad", "vjp", "vmap",
                                  "lower", "LoweringError", "TileConfig", "split_matmuls",
                                  "BlockSpec", "GMEM", "KernelError", "MemorySpace", "RMEM", "Ref", "RefType", "SMEM",

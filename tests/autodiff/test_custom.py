@@ -163,3 +163,32 @@ def test_custom_rules_inside_a_kernel_body():
     want = 3 / (1 + np.exp(-x)) + 5 * np.cos(x) * x + np.sin(x)
     np.testing.assert_allclose(pt.grad(lambda x: pt.sum(make("f64")(x)))(x), want, rtol=1e-12)
     check_against_interpreter(pt.stage(make("f32"), pt.tensor("f32", (64,))), atol=1e-5)
+
+
+def test_custom_gradient_uses_the_returned_vjp():
+    """``jax.custom_gradient``: the value from the function, the gradient from the vjp it returns (here a clipped
+    and a scaled one), eagerly, under jit, in a vmap and for several arguments; a malformed return is named."""
+    @pt.custom_gradient
+    def clip_grad(x):
+        return x * 1.0, lambda g: (pt.clip(g, -1.0, 1.0),)
+
+    x = np.linspace(-2, 2, 5).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(pt.grad(lambda v: (clip_grad(v) * 5.0).sum())(x)), np.ones(5))
+    np.testing.assert_array_equal(np.asarray(clip_grad(x)), x)
+
+    @pt.custom_gradient
+    def mul(a, b):
+        return a * b, lambda g: (g * b * 10, g * a)
+
+    da, db = pt.grad(mul, argnums=(0, 1))(2.0, 3.0)
+    assert (float(da), float(db)) == (30.0, 2.0)
+    assert float(pt.jit(pt.grad(lambda a: mul(a, 3.0)))(2.0)) == 30.0
+    np.testing.assert_array_equal(np.asarray(pt.vmap(pt.grad(lambda a: mul(a, 3.0)))(np.ones(3, np.float32))),
+                                  [30.0] * 3)
+
+    @pt.custom_gradient
+    def bad(a):
+        return a
+
+    with pytest.raises(pt.StagingError, match="custom_gradient: bad must return a pair"):
+        pt.grad(bad)(1.0)
