@@ -390,3 +390,39 @@ def test_partition_refuses_a_bad_kth():
         pt.partition(a, 3)
     with pytest.raises(pt.StagingError, match="^argpartition: kth must be an int"):
         pt.argpartition(a, 1.5)
+
+
+@pytest.mark.parametrize("n", [257, 600])
+def test_long_lines_sort_by_the_bitonic_network_stably(n):
+    """Lines of BITONIC_FROM elements or more take the O(n log^2 n) network: the same stable permutation as
+    numpy's (ties by position, NaNs last or first, -0.0 tied with 0.0, padding to a power of two never seen), so
+    sort, argsort, top_k, median, quantile and their gradients are unchanged."""
+    assert n >= numpy_sort.BITONIC_FROM
+    rng = np.random.default_rng(n)
+    x = rng.integers(-20, 20, (3, n)).astype(np.float32)                  # many ties
+    x[0, ::7], x[1, 3], x[1, 4], x[2, 5] = np.nan, -0.0, 0.0, np.inf
+    np.testing.assert_array_equal(np.asarray(pt.argsort(x)), np.argsort(x, kind="stable"))
+    np.testing.assert_array_equal(np.asarray(pt.sort(x, axis=-1)), np.sort(x, axis=-1))
+    desc = np.asarray(pt.argsort(x, descending=True))
+    for row, idx in zip(x, desc):
+        key = [(0 if np.isnan(v) else 1, -v if not np.isnan(v) else 0, i) for i, v in enumerate(row)]
+        assert idx.tolist() == [k[2] for k in sorted(key)]
+    ints = rng.integers(0, 5, (2, n)).astype(np.int8)
+    np.testing.assert_array_equal(np.asarray(pt.argsort(ints, axis=1)), np.argsort(ints, axis=1, kind="stable"))
+    np.testing.assert_array_equal(np.asarray(pt.argsort(x.T, axis=0)), np.argsort(x.T, axis=0, kind="stable"))
+    vals, idx = pt.lax.top_k(x[1], 7)
+    np.testing.assert_array_equal(np.asarray(idx), np.argsort(-x[1], kind="stable")[:7])
+    y = rng.standard_normal(n)
+    assert float(pt.median(y)) == np.median(y)
+    np.testing.assert_allclose(float(pt.quantile(y, 0.3)), np.quantile(y, 0.3), rtol=1e-12)
+    w = np.arange(n, dtype=np.float64)
+    g = np.asarray(pt.grad(lambda v: (pt.sort(v) * w).sum())(y))
+    np.testing.assert_array_equal(g[np.argsort(y, kind="stable")], w)          # each output's weight goes home
+    np.testing.assert_array_equal(np.asarray(pt.jit(pt.sort)(y)), np.sort(y))
+
+
+def test_a_bitonic_sort_lowers():
+    prog = pt.stage(lambda v: pt.sort(v, axis=-1), pt.tensor("f32", (2, 260)))
+    x = np.random.default_rng(1).standard_normal((2, 260)).astype(np.float32)
+    sched = pt.lower(prog)
+    np.testing.assert_array_equal(np.asarray(sched.simulate(x)), np.sort(x, axis=-1))

@@ -8,7 +8,7 @@ own: derivatives, batching and lowering come from the primitives they bind).
 * ``jax.lax``: ``dynamic_slice``, ``dynamic_update_slice`` (and their ``_in_dim`` forms, ``dynamic_index_in_dim``,
   ``dynamic_update_index_in_dim``) with traced start indices, wrapped when negative and clamped as XLA clamps them
   (``start = clamp(start, 0, n - size)``), built from ``take`` (a gather) of ``iota``-offset indices and ``where``;
-  ``top_k`` from the stable descending ranks of ``sort`` (O(n^2) per line).
+  ``top_k`` from the stable descending order of ``sort``.
 * ``jax.numpy``: ``put_along_axis`` (functional, as JAX's), a comparison with an ``iota``, a ``max`` and a ``gather``.
 
 Where they differ from JAX:
@@ -42,7 +42,7 @@ from .numpy_extra import _floats, _named, _same
 from .numpy_math import silu, softplus
 from .numpy_ops import mean, reshape, rsqrt
 from .numpy_shape import _arg, _axis, _int, _modes, _take, expand_dims, ravel, swapaxes
-from .numpy_sort import _positions, _ranks
+from .numpy_sort import BITONIC_FROM, _positions, _ranks, sort_order
 from .reductions import normalize_axes, reduce_max, tensor_arg
 from .special import stop_gradient
 from .views import broadcast_to, getitem
@@ -397,8 +397,8 @@ def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: Any
 @_named("top_k")
 def top_k(operand: Any, k: Any, *, axis: Any = -1) -> tuple:
     """JAX's ``lax.top_k``: (values, ``i32`` indices) of the ``k`` largest entries along ``axis``, largest first,
-    equal entries by lower index first, NaNs first; from the stable descending ranks ``sort`` counts (O(n^2)
-    comparisons per line), the positions of ranks ``0..k-1``, and a ``take_along_axis``."""
+    equal entries by lower index first, NaNs first; the first ``k`` of the stable descending order ``sort`` finds
+    (counted ranks, or the bitonic network for long lines), and a ``take_along_axis``."""
     x, t = _arg("top_k", operand)
     if t.rank == 0:
         raise fail("top_k", "needs at least one mode", t)
@@ -409,7 +409,8 @@ def top_k(operand: Any, k: Any, *, axis: Any = -1) -> tuple:
         raise fail("top_k", f"k must be in [1, {n}] (a static extent; tensors have at least one element), got {k}", t)
     last = t.rank - 1
     moved = x if ax == last else swapaxes(x, ax, last)
-    idx = _positions(_ranks(moved, True), range(k))
+    idx = _positions(_ranks(moved, True), range(k)) if n < BITONIC_FROM else \
+        getitem(sort_order(moved, True), (..., slice(0, k)))
     vals = take_along_axis(moved, idx, -1)
     if ax != last:
         vals, idx = swapaxes(vals, ax, last), swapaxes(idx, ax, last)

@@ -10,10 +10,11 @@ gradient flows back through gather's transpose (a scatter-add) to the element ea
 compositions (comparisons, ``where``, ``iota``, ``reduce_sum``, ``gather``), they need no rules of their own:
 derivatives, batching and lowering come from the primitives they bind.
 
-Work: O(n^2) comparisons and additions per sorted line of n elements (and O(n^2) memory for the comparisons),
-fine for the short lines of attention masks, top-k style selections and tests, not for sorting long arrays;
-``searchsorted`` is O(len(a)) per value searched; ``median`` and ``quantile`` rank once (O(n^2)) and pick the
-order statistics they need (O(n) each).
+Work: lines shorter than ``BITONIC_FROM`` (257) elements count ranks, O(n^2) comparisons (few equations: the
+short lines of attention masks and top-k selections); longer lines run Batcher's bitonic network on (value,
+position) pairs, O(n log^2 n) comparisons in log2(N) (log2(N) + 1) / 2 rounds for N the next power of two (78
+rounds for 4096 elements), which find the same stable permutation. ``searchsorted`` is O(len(a)) per value
+searched; ``median`` and ``quantile`` order each line once and pick the order statistics they need.
 
 Where they differ from numpy:
 
@@ -44,17 +45,19 @@ from ..core import get_aval, is_tensor_like
 from ..errors import fail, is_option
 from ..scalars import _is_py_scalar
 from ..types import mode_size
-from .elementwise import add, astype, div, eq, lt, mul, sub, where
+from .bitwise import bitwise_and, bitwise_not
+from .elementwise import add, astype, div, eq, lt, mul, ne, neg, sub, where
 from .gather import take_along_axis
 from .integer import iota
-from .logical import logical_not
+from .logical import logical_and, logical_not, logical_or
 from .numpy_extra import _named, _same
 from .numpy_math import any as _any
 from .numpy_math import isnan
 from .numpy_ops import reshape
 from .numpy_shape import _arg, _axis, _modes, _pair, expand_dims, moveaxis, ravel, stack
 from .reductions import _check_keepdims, normalize_axes, reduce_sum
-from .views import getitem
+from .special import concatenate
+from .views import full, getitem
 
 _KINDS = (None, "stable", "mergesort", "quicksort", "heapsort")
 
@@ -95,6 +98,61 @@ def _positions(rank: Any, ks: Any = None) -> Any:
     return stack([reduce_sum(where(eq(rank, k), i, 0), (r - 1,)) for k in ks], axis=-1)
 
 
+BITONIC_FROM = 257      # lines this long or longer sort by the bitonic network (O(n log^2 n)), shorter by ranks
+
+
+def _bitonic(x: Any, descending: bool) -> Any:
+    """The stable sorting permutation (``i32``) of ``x``'s last mode by Batcher's bitonic network: (key, tag)
+    pairs padded to a power of two N, then log2(N) (log2(N) + 1) / 2 rounds of compare-exchanges between positions
+    i and i + j (a reshape to (..., N / 2j, 2, j) pairs them), each pair ordered up or down by bit k of its block.
+    The key is the value in the order sought (negated, or bit-inverted for integers, when ``descending``; NaN as
+    an infinity) and the tag its position, moved past N for a NaN (after the infinities; before them, by -N, when
+    descending) and past 2N for the padding: the order is total, so the network sorts stably, in O(n log^2 n)."""
+    t = get_aval(x)
+    batch = tuple(mode_size(m) for m in _modes(t)[:-1])
+    n = mode_size(_modes(t)[-1])
+    big = 1 << (n - 1).bit_length()
+    pos = iota("i32", (*batch, n), len(batch))
+    d = t.dtype
+    if dtypes.is_float(d):
+        nan = isnan(x)
+        key = where(nan, -math.inf if descending else math.inf, neg(x) if descending else x)
+        tag = add(pos, where(nan, -big if descending else big, 0))
+        top = math.inf
+    else:
+        key = (logical_not(x) if d == "bool" else bitwise_not(x)) if descending else x
+        tag = pos
+        top = True if d == "bool" else int(np.iinfo(dtypes.to_numpy(d)).max)
+    if big != n:
+        key = concatenate([key, full((*batch, big - n), top, d)], -1)
+        tag = concatenate([tag, add(iota("i32", (*batch, big - n), len(batch)), 2 * big + n)], -1)
+    k = 2
+    while k <= big:
+        j = k // 2
+        while j >= 1:
+            blocks = big // (2 * j)
+            shape = (*batch, blocks, 2, j)
+            kk, tt = reshape(key, shape), reshape(tag, shape)
+            ka, kb = getitem(kk, (..., 0, slice(None))), getitem(kk, (..., 1, slice(None)))
+            ta, tb = getitem(tt, (..., 0, slice(None))), getitem(tt, (..., 1, slice(None)))
+            a_first = logical_or(lt(ka, kb), logical_and(eq(ka, kb), lt(ta, tb)))
+            up = ((np.arange(blocks) * 2 * j) & k == 0).reshape(blocks, 1)           # the pair's direction
+            swap = ne(a_first, up)                # up: swap where b comes first; down: where a does
+            key = reshape(stack([where(swap, kb, ka), where(swap, ka, kb)], -2), (*batch, big))
+            tag = reshape(stack([where(swap, tb, ta), where(swap, ta, tb)], -2), (*batch, big))
+            j //= 2
+        k *= 2
+    perm = bitwise_and(tag, big - 1)                                              # the position back
+    return perm if big == n else getitem(perm, (..., slice(0, n)))
+
+
+def sort_order(x: Any, descending: bool) -> Any:
+    """The stable sorting permutation (``i32``) of ``x``'s last mode: counted ranks for short lines (O(n^2), few
+    equations), the bitonic network from ``BITONIC_FROM`` elements on."""
+    n = mode_size(_modes(get_aval(x))[-1])
+    return _bitonic(x, descending) if type(n) is int and n >= BITONIC_FROM else _positions(_ranks(x, descending))
+
+
 def _options(name: str, t: Any, kind: Any, order: Any, stable: Any, descending: Any) -> bool:
     if not (kind is None or isinstance(kind, str)) or kind not in _KINDS:
         raise fail(name, f"kind must be one of {', '.join(map(repr, _KINDS))} (every sort here is stable), got "
@@ -117,8 +175,7 @@ def _argsort(name: str, a: Any, axis: Any, options: tuple) -> tuple:
     else:
         ax = _axis(name, axis, t.rank, t)
     last = get_aval(x).rank - 1
-    rank = _ranks(moveaxis(x, ax, -1) if ax != last else x, descending)
-    idx = _positions(rank)
+    idx = sort_order(moveaxis(x, ax, -1) if ax != last else x, descending)
     return x, (moveaxis(idx, -1, ax) if ax != last else idx), ax
 
 
@@ -126,8 +183,8 @@ def _argsort(name: str, a: Any, axis: Any, options: tuple) -> tuple:
 def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = True,
             descending: Any = False) -> Any:
     """numpy's ``argsort``: the indices (``i32``) that sort ``a`` along ``axis`` (None: of the row-major
-    ``ravel``), stably (equal elements keep their order; NaNs last, or first when ``descending``). O(n^2) work
-    per sorted line of n elements: pairwise comparisons count each element's rank."""
+    ``ravel``), stably (equal elements keep their order; NaNs last, or first when ``descending``): counted ranks for
+    short lines, the bitonic network for long ones."""
     return _argsort("argsort", a, axis, (kind, order, stable, descending))[1]
 
 
@@ -137,7 +194,7 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable:
     """numpy's ``sort``: ``a`` sorted along ``axis`` (None: the row-major ``ravel``), ascending with NaNs last
     (``descending``: the reverse order, NaNs first, equal elements still in their order), as
     ``take_along_axis(a, argsort(a))``: the values moved exactly, the gradient scattered back to where each came
-    from. O(n^2) work per sorted line of n elements."""
+    from."""
     x, idx, ax = _argsort("sort", a, axis, (kind, order, stable, descending))
     return take_along_axis(x, idx, ax)
 
@@ -227,7 +284,12 @@ def _float_of(y: Any) -> Any:
 
 def _picked(y: Any, ks: list) -> Any:
     """The elements of ranks ``ks`` along ``y``'s last mode (stacked along a new last mode; exact values)."""
-    idx = _positions(_ranks(y, False), ks)
+    n = mode_size(_modes(get_aval(y))[-1])
+    if n >= BITONIC_FROM:
+        line = sort_order(y, False)
+        idx = stack([getitem(line, (..., k)) for k in ks], -1)
+    else:
+        idx = _positions(_ranks(y, False), ks)
     return take_along_axis(y, idx, get_aval(y).rank - 1)
 
 
@@ -243,7 +305,7 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: Any = Fal
     """numpy's ``median`` over ``axis`` (an int, a tuple, or None for all modes): the middle element, or the mean
     ``(lo + hi) / 2`` of the two middle ones, of each line as sorted; NaN where the line holds a NaN. Integers and
     bools compute in ``f32`` (``f64`` from 64-bit integers), ``f16``/``bf16`` in ``f32`` rounded once (numpy's
-    mean). O(n^2) work per line."""
+    mean)."""
     if out is not None:
         raise fail("median", "out= is not supported (results are new tensors)")
     y, n, keep = _lines("median", a, axis, keepdims)
@@ -326,8 +388,7 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
              keepdims: Any = False, *, weights: Any = None) -> Any:
     """numpy's ``quantile`` with the default ``method="linear"``: for each static ``q`` in [0, 1], the element at
     the virtual index ``(n - 1) q`` of each sorted line, interpolated as numpy's ``_lerp`` (``lo + (hi - lo) t``,
-    or ``hi - (hi - lo)(1 - t)`` for ``t >= 0.5``); NaN where the line holds a NaN. The modes of ``q`` come first.
-    O(n^2) work per line."""
+    or ``hi - (hi - lo)(1 - t)`` for ``t >= 0.5``); NaN where the line holds a NaN. The modes of ``q`` come first."""
     return _quantile("quantile", a, q, axis, out, method, keepdims, weights, 1)
 
 
