@@ -149,7 +149,7 @@ def _embed(spec: SimtSpec, j: int, indent: str) -> list[str]:
         parts = [f"e{j}_{q} * {code(step)}" for q, (kk, step, _, _, _) in enumerate(y_leaves) if kk == k]
         rebuilt = " + ".join(parts) if parts else "0"
         lines.append(f"{indent}ok{j} = ok{j} * {R.as_number(f'{xs[k]} == {code(start)} + {rebuilt}')}")
-    F = spec.float_dtype
+    F = spec.int_dtype if spec.steps[j].kind == "i" else spec.float_dtype        # the step's kind
     if isinstance(r, tuple):                       # a constant placed by the map
         lines.append(f"{indent}v{j} = {R.select(R.truth(f'ok{j}'), R.lit(r[1], F), R.lit(0, F), F)}")
         return lines
@@ -188,11 +188,11 @@ def _embed_flat(spec: SimtSpec, j: int, indent: str) -> list[str]:
     colexicographic index, in range, decomposed greedily (largest stride first) into the operand's leaf coordinates,
     present when every digit is in range and nothing is left over."""
     r, _, offset, n, leaves, out_leaves, y_modes = spec.steps[j].gather
+    F = spec.int_dtype if spec.steps[j].kind == "i" else spec.float_dtype        # the step's kind
     terms = [f"{split_index(None if c is None else f'd{c}', lv)[pos]} * {w}" for c, lv, pos, w in out_leaves]
     lines = [f"{indent}i{j} = {' + '.join(terms) or '0'} - {offset}",
              f"{indent}ok{j} = {R.as_number(f'i{j} >= 0')} * {R.as_number(f'i{j} < {n}')}",
              f"{indent}ic{j} = cutlass.max(cutlass.min(i{j}, {n - 1}), 0)"]
-    F = spec.float_dtype
     parts = []
     for q, (st, ln, wt) in enumerate(leaves):     # the map's digits, largest stride first
         lines += [f"{indent}c{j}_{q} = ic{j} // {st}",

@@ -170,7 +170,8 @@ class Kernel:
         # interpreter leaves NaN may then be exact numbers (docs/kernels.md, "From kernel to GPU").
         padded_tma = bool(getattr(self.spec, "zero_filled", ()))
         for g, w in zip(got, want):
-            err = _error(np.asarray(g, np.float64), np.asarray(w, np.float64), padded_tma)
+            integral = np.asarray(w).dtype.kind in "iub"            # integers: absolute error, so 2**31 + 1 counts
+            err = _error(np.asarray(g, np.float64), np.asarray(w, np.float64), padded_tma, integral)
             worst = max(worst, err)
         if worst > 2e-2:
             raise LoweringError(f"kernel {self.name} differs from its program by {worst:.3g} (relative)")
@@ -237,18 +238,18 @@ def _evaluate(prog: Program, args: list, syms: dict) -> list:
     return [o.numpy() for o in run(prog, arrays, env)]
 
 
-def _error(got: np.ndarray, want: np.ndarray, nan_free: bool = False) -> float:
-    """The relative error (to max(1, |want|)) that all but 0.1% of the elements stay within: a fused kernel
-    rounds once where the program rounds per step, so a comparison next to a rounding step may flip. With
-    ``nan_free``, where ``want`` is NaN ``got`` may be anything (a zero-filled padded read); elsewhere the two
-    must be finite at the same places."""
+def _error(got: np.ndarray, want: np.ndarray, nan_free: bool = False, integral: bool = False) -> float:
+    """The relative error (to max(1, |want|); for ``integral`` outputs the absolute error, so an integer rounded
+    through f32 counts) that all but 0.1% of the elements stay within: a fused kernel rounds once where the
+    program rounds per step, so a comparison next to a rounding step may flip. With ``nan_free``, where ``want`` is
+    NaN ``got`` may be anything (a zero-filled padded read); elsewhere the two must be finite at the same places."""
     fin = np.isfinite(want)
     free = np.isnan(want) if nan_free else np.zeros(want.shape, bool)
     if not np.array_equal(fin[~free], np.isfinite(got)[~free]):
         return float("inf")
     if not fin.any():
         return 0.0
-    scale = max(1.0, float(np.abs(want[fin]).max()))
+    scale = 1.0 if integral else max(1.0, float(np.abs(want[fin]).max()))
     err = np.sort(np.abs(got[fin] - want[fin]).ravel()) / scale
     return float(err[min(len(err) - 1, int(len(err) * 0.999))])
 

@@ -427,7 +427,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             else:
                 p, _, acc = src[id(x)]
                 r = read(p, (acc[0] if acc else 0, y_lay), ())
-            steps.append(Step("embed", (), "", _note(e), (r, *gather)))
+            kind = "i" if x.type.dtype in INT_DTYPES else "f"          # integers placed exactly, never via f32
+            steps.append(Step("embed", (), "", _note(e), (r, *gather), kind=kind))
             ref[id(out)] = ("v", len(steps) - 1)
             continue
         if nm == "gather":

@@ -167,15 +167,18 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
 
     def gather(st: Any) -> np.ndarray:
         zero = np.zeros((rows, cols), np.int64)
+        VT = np.int64 if st.kind == "i" else FT             # integers placed exactly (the step's kind)
         if isinstance(st.gather[0], tuple):           # a constant placed by the map
-            rd, y = None, np.full((1,) * 8, FT(st.gather[0][1]))
+            rd, y = None, np.full((1,) * 8, VT(st.gather[0][1]))
         else:
             rd = spec.reads[st.gather[0]]
             y = accessed(args[rd.param], rd, env=env)
             if rd.dtype in ("bf16", "f16", "f32"):
                 y = round_to(np.asarray(y, FT), rd.dtype, FT)
+            elif st.kind == "i":
+                y = np.asarray(y, np.int64)
         if st.gather[1] == "flat":
-            return gather_flat(st.gather, y, zero)
+            return gather_flat(st.gather, y, zero, VT)
         _, y_leaves, out_leaves = substitute(st.gather, env) if env else st.gather     # symbols bound
         xs = [split_numpy(zero if c is None else d[c], leaves)[pos] for c, leaves, pos, _ in out_leaves]
         js = [(np.maximum(xs[k] - out_leaves[k][3], 0) // step) % n for k, step, n, _, _ in y_leaves]
@@ -184,10 +187,10 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
             rebuilt = sum((j * step for j, (kk, step, _, _, _) in zip(js, y_leaves) if kk == k), zero)
             ok &= xs[k] == start + rebuilt
         if rd is None:
-            return np.where(ok, y.reshape(()), FT(0)).astype(FT)
+            return np.where(ok, y.reshape(()), VT(0)).astype(VT)
         coords = tuple(sum((j * w for j, (_, _, _, md, w) in zip(js, y_leaves) if md == mode), zero)
                        for mode in range(len(rd.split)))
-        return np.where(ok, y[coords] if coords else y, FT(0)).astype(FT)
+        return np.where(ok, y[coords] if coords else y, VT(0)).astype(VT)
 
     def take(st: Any, vals: list) -> np.ndarray:
         """A gather step: the read at the domain coordinates, its gathered mode at the clamped index."""
@@ -201,7 +204,7 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
         picked = x[tuple(i if m == q else 0 if k is None else d[k] for m, k in enumerate(rd.coords))]
         return np.asarray(picked, np.int64 if st.kind == "i" else FT)
 
-    def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    def gather_flat(g: tuple, y: np.ndarray, zero: np.ndarray, VT: Any) -> np.ndarray:
         _, _, offset, n, leaves, out_leaves, y_modes = g
         i = sum((split_numpy(zero if c is None else d[c], leaves_)[pos] * w for c, leaves_, pos, w in out_leaves),
                 zero) - offset
@@ -218,8 +221,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
             coords.append(jj // prefix if mode == len(y_modes) - 1 else (jj // prefix) % ext)
             prefix *= ext
         if coords and y.ndim != len(coords):
-            return np.where(ok, y.reshape(()), FT(0)).astype(FT)
-        return np.where(ok, y[tuple(coords)] if coords else y, FT(0)).astype(FT)
+            return np.where(ok, y.reshape(()), VT(0)).astype(VT)
+        return np.where(ok, y[tuple(coords)] if coords else y, VT(0)).astype(VT)
 
     def evaluate_ref(ref: tuple, want: str | None = "f") -> np.ndarray:
         need: set = set()

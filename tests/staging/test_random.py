@@ -197,3 +197,26 @@ def test_initializers_draw_with_jax_s_fans_and_variances():
         init.glorot_normal()(k, (8,))
     with pytest.raises(pt.StagingError, match="variance_scaling: mode must be"):
         init.variance_scaling(1.0, "fan", "normal")
+
+
+def test_draws_equal_jax_s():
+    """Values JAX 0.10.2 gives for PRNGKey(0) (threefry, partitionable): bits, keys and integer draws exactly, the
+    float draws to f32 rounding (``erf_inv``, ``log`` are not XLA's bit for bit)."""
+    k = R.PRNGKey(0)
+    assert np.asarray(R.split(k)).tolist() == [[1797259609, 2579123966], [928981903, 3453687069]]
+    assert np.asarray(R.bits(k, (4,))).tolist() == [4070199207, 4202968722, 1427181096, 2012915765]
+    np.testing.assert_array_equal(np.asarray(R.uniform(k, (4,))),
+                                  np.float32([0.9476670026779175, 0.9785798788070679, 0.33229148387908936,
+                                              0.46866846084594727]))
+    np.testing.assert_allclose(np.asarray(R.normal(k, (4,))), [1.622642159461975, 2.0252647399902344,
+                                                                -0.4335944354534149, -0.07861734926700592], rtol=1e-6)
+    assert np.asarray(R.randint(k, (6,), 0, 10)).tolist() == [9, 0, 2, 3, 1, 7]
+    assert np.asarray(R.permutation(k, 10)).tolist() == [0, 1, 8, 5, 6, 4, 3, 2, 7, 9]
+    assert np.asarray(R.choice(k, 10, (4,), replace=False)).tolist() == [0, 1, 8, 5]
+    assert np.asarray(R.geometric(k, 0.3, (10,))).tolist() == [1, 1, 4, 3, 2, 6, 4, 2, 1, 5]
+    # narrow dtypes draw in i32 (JAX >= 0.8); a maxval one past the dtype's top, or above it, reaches the top
+    assert np.asarray(R.randint(k, (6,), -1000, 1000, "i16")).tolist() == [-211, -1000, -288, 373, -229, 347]
+    assert np.asarray(R.randint(k, (5,), 0, 256, "u8")).tolist() == [101, 80, 200, 61, 3]
+    assert np.asarray(R.randint(k, (5,), 0, 65536, "u16")).tolist() == [869, 8528, 24520, 27197, 3]
+    assert np.asarray(R.randint(k, (6,), 0, np.array(200), "i8")).tolist() == [101, 80, 72, 61, 3, 83]
+    assert np.asarray(R.randint(k, (6,), 0, np.array(300), "u8")).tolist() == [101, 80, 200, 61, 3, 211]

@@ -18,12 +18,13 @@ from ..errors import fail
 from ..scalars import _is_py_scalar
 from ..types import modes_of
 from .einsum import einsum
-from .elementwise import abs, astype, exp, log, log1p, maximum, sign, sqrt, tan, where  # noqa: A004
+from .elementwise import abs, astype, exp, floor, log, log1p, maximum, sign, sqrt, tan, where  # noqa: A004
 from .gather import take
 from .jax_extra import top_k
 from .lax_forms import erf_inv, sort_key_val
 from .linalg import cholesky, qr
-from .numpy_ops import argmax, reshape
+from .logical import logical_and
+from .numpy_ops import argmax, clip, reshape
 from .numpy_shape import diagonal, expand_dims
 from .numpy_sort import searchsorted
 from .reductions import tensor_arg
@@ -132,34 +133,57 @@ def rademacher(key: Any, shape: Any = (), dtype: Any = "i32") -> Any:
 
 
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = "i32") -> Any:
-    """``jax.random.randint``: integers in [minval, maxval), JAX's method (two draws, reduced modulo the span with
-    a 2**(bits/2) multiplier to shrink the bias; ``maxval <= minval`` gives minval)."""
+    """``jax.random.randint``: integers in [minval, maxval), JAX's method: two draws reduced modulo the span with a
+    2**(bits/2) multiplier to shrink the bias; the bounds clipped into the dtype (a maxval one past its top still
+    reaches the top); ``maxval <= minval`` gives minval. 8- and 16-bit dtypes draw in i32 and convert, as JAX
+    does since 0.8."""
     d = _int("randint", dtype)
+    s = _shape("randint", shape)
+    lo, hi = _bound("randint", minval), _bound("randint", maxval)
     info = np.iinfo(dtypes.to_numpy(d))
-    bits = int(d[1:])
-    ud = f"u{bits}"
+    if info.bits < 32:                 # JAX samples narrow dtypes in i32: minval clipped to the dtype, maxval past it
+        lo = clip(astype(lo, "i32"), int(info.min), int(info.max))
+        hi = clip(astype(hi, "i32"), int(info.min), int(info.max) + 1)
+        return astype(_randint(key, lo, hi, s, "i32"), d)
+    return _randint(key, lo, hi, s, d)
 
-    def bound(v: Any) -> Any:
-        if _is_py_scalar(v):
-            if isinstance(v, float):
-                v = int(v)
-            return np.asarray(min(max(int(v), int(info.min)), int(info.max)), dtypes.to_numpy(d)), int(v) > info.max
-        x = tensor_arg("randint", v)
-        if not dtypes.is_int(get_aval(x).dtype):
-            x = astype(x, "i32")
-        return astype(x, d), False
-    lo, _ = bound(minval)
-    hi, past_top = bound(maxval)
-    s = _batch("randint", shape, lo, hi)
-    k1, k2 = getitem(split(key), 0), getitem(split(key), 1)
-    higher, lower = random_bits("randint", k1, bits, s), random_bits("randint", k2, bits, s)
-    span = astype(hi - lo, ud)
-    span = where(hi <= lo, np.asarray(1, dtypes.to_numpy(ud)), span)
-    if past_top:                                 # one past the dtype's top: the span is one larger
-        span = where(hi > lo, span + np.asarray(1, dtypes.to_numpy(ud)), span)
-    mult = np.asarray(2 ** (bits // 2), dtypes.to_numpy(ud)) % span
-    mult = (mult * mult) % span
-    offset = ((higher % span) * mult + lower % span) % span
+
+def _bound(name: str, v: Any) -> Any:
+    """A bound as an integer tensor: a Python number as i64 (so 256 stays 256 beside u8), a float tensor as i32."""
+    if _is_py_scalar(v):
+        return np.asarray(int(v), np.int64)
+    x = tensor_arg(name, v)
+    return x if dtypes.is_int(get_aval(x).dtype) else astype(x, "i32")
+
+
+def _clipped(x: Any, d: str) -> Any:
+    """``x`` converted to the integer dtype ``d``, clipped into its range rather than wrapped."""
+    have, want = np.iinfo(dtypes.to_numpy(get_aval(x).dtype)), np.iinfo(dtypes.to_numpy(d))
+    lo, hi = max(int(want.min), int(have.min)), min(int(want.max), int(have.max))
+    return astype(clip(x, np.asarray(lo, have.dtype), np.asarray(hi, have.dtype)), d)
+
+
+def _rem(x: Any, n: Any) -> Any:
+    """XLA's unsigned remainder: ``x`` where ``n`` is 0 (a span that wrapped: the full range)."""
+    zero = n == 0
+    return where(zero, x, x % where(zero, np.asarray(1, dtypes.to_numpy(get_aval(x).dtype)), n))
+
+
+def _randint(key: Any, minval: Any, maxval: Any, shape: tuple, d: str) -> Any:
+    bits = int(np.iinfo(dtypes.to_numpy(d)).bits)
+    ud = dtypes.to_numpy(f"u{bits}")
+    have = np.iinfo(dtypes.to_numpy(get_aval(maxval).dtype))
+    past_top = maxval > np.asarray(min(int(np.iinfo(dtypes.to_numpy(d)).max), int(have.max)), have.dtype)
+    lo, hi = _clipped(minval, d), _clipped(maxval, d)
+    keys = split(key)
+    higher = random_bits("randint", getitem(keys, 0), bits, shape)
+    lower = random_bits("randint", getitem(keys, 1), bits, shape)
+    span = astype(hi - lo, f"u{bits}")
+    span = where(hi <= lo, np.asarray(1, ud), span)
+    span = where(logical_and(past_top, hi > lo), span + np.asarray(1, ud), span)
+    mult = _rem(np.asarray(2 ** (bits // 2), ud), span)
+    mult = _rem(mult * mult, span)
+    offset = _rem(_rem(higher, span) * mult + _rem(lower, span), span)
     return lo + astype(offset, d)
 
 
@@ -255,11 +279,11 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = "f32") -> Any:
 
 
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = "i32") -> Any:
-    """``jax.random.geometric``: trials to the first success, ``floor(log1p(-u) / log1p(-p)) + 1``."""
+    """``jax.random.geometric``: trials to the first success, ``floor(log(u) / log1p(-p)) + 1``."""
     d = _int("geometric", dtype)
     q = _param("geometric", p, "f32")
     u = _uniform("geometric", key, _batch("geometric", shape, q), "f32")
-    return astype(log1p(-u) / log1p(-q), d) + 1
+    return astype(floor(log(u) / log1p(-q)), d) + 1
 
 
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
