@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..staging.array import Array
+from ..staging.array import Array, to_array
 from ..staging.core import Tracer, get_aval, is_tensor_like
 from ..staging.errors import StagingError, check_callable, fail, flag
 from ..staging.kernel import cond, stage_while
@@ -94,8 +94,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: Any = None, reverse: bo
     check_callable("scan", f, 2, "f (called as f(carry, x))")
     n = _length(xs, length)
     before = _types(init, "scan")
+    init = tree_unflatten(*reversed(_tensors(tree_flatten(init))))
     carry, ys = init, [None] * n
-    x_leaves, x_tree = tree_flatten(xs) if xs is not None else ([], None)
+    x_leaves, x_tree = _tensors(tree_flatten(xs)) if xs is not None else ([], None)
     for i in (reversed(range(n)) if flag("scan", reverse, "reverse") else range(n)):
         x = tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves]) if xs is not None else None
         got = f(carry, x)
@@ -113,6 +114,13 @@ def scan(f: Callable, init: Any, xs: Any = None, length: Any = None, reverse: bo
         raise fail("scan", "f must return ys of one structure at every step")
     stacked = [stack([leaves[k] for leaves in y_leaves]) for k in range(len(y_leaves[0]))]
     return carry, tree_unflatten(y_tree, stacked)
+
+
+def _tensors(flat: tuple) -> tuple:
+    """(leaves, tree) with numpy arrays and scalars made tensors, so the body computes with this library's rules
+    (an f32 carry plus an i32 element is f32, as in JAX, not numpy's f64); Python numbers stay weak."""
+    leaves, tree = flat
+    return [to_array(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in leaves], tree
 
 
 def map(f: Callable, xs: Any, *, batch_size: Any = None) -> Any:  # noqa: A001 (JAX's name)

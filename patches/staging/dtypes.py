@@ -192,13 +192,13 @@ def cast(values: Any, name: str) -> np.ndarray:
     return np.asarray(values, dtype=to_numpy(name))
 
 
-SUM_DTYPES = {"bool": "i32", "i8": "i32", "i16": "i32", "u8": "i32", "u16": "i32"}
+SUM_DTYPES = {"bool": "i32", "i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32"}
 
 
 def sum_dtype(name: str) -> str:
     """The dtype a sum or product of ``name`` values is computed in: narrow integers and booleans widen to 32 bits
-    (as ``jnp.sum``: an i8 sum of 100 values of 100 is 10000, not a wrapped 16). Narrow unsigned ones widen to i32,
-    not JAX's u32: the kernels compute i32 exactly, u32 they do not."""
+    (as ``jnp.sum``: an i8 sum of 100 values of 100 is 10000, not a wrapped 16), unsigned ones to u32 (JAX's: a
+    product of two u16 60000s is 3600000000)."""
     name = short(name)
     return SUM_DTYPES.get(name, name)
 

@@ -7,6 +7,7 @@ from .. import scalars as _scalars
 from ..core import get_aval
 from ..errors import fail
 from ..types import mode_size, modes_of
+from . import bitwise as _bitwise
 from . import (
     dtype_queries,
     index_update,
@@ -20,6 +21,7 @@ from . import (
     numpy_sized,
     numpy_stats,
 )
+from . import elementwise as _elementwise
 from .bitwise import (
     BITWISE,
     bitwise_and,
@@ -354,6 +356,7 @@ def _numpy_kwargs(name: str, kw: dict, taken: tuple = ()) -> dict:
 
 
 _scalars._CAST[0] = astype               # weak tracers meeting tensors convert through it (scalars.coerce)
+_elementwise.INT_POW[0] = _bitwise.int_pow       # integer ** integer tensors (elementwise.pow)
 _operators.install(ufunc=_ufunc, numpy_kwargs=_numpy_kwargs, neg=neg, abs=abs, add=add, sub=sub, mul=mul, div=div,
                    pow=pow, matmul=matmul, lt=lt, le=le, gt=gt, ge=ge, eq=eq, ne=ne, getitem=getitem,
                    transpose=transpose, astype=astype, reduce_sum=reduce_sum,

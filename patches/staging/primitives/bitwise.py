@@ -16,7 +16,7 @@ from ..core import bind, get_aval
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce
 from ..types import TensorType
-from .elementwise import broadcast_operands, elementwise_layout
+from .elementwise import add, astype, broadcast_operands, elementwise_layout, lt, mul, ne, where
 from .logical import logical_and, logical_not, logical_or, logical_xor
 from .reductions import tensor_arg
 from .registry import primitive
@@ -102,3 +102,18 @@ invert = bitwise_not
 
 __all__ = ["BITWISE", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_prims", "bitwise_xor", "invert",
            "left_shift", "right_shift"]
+
+
+def int_pow(x: Any, y: Any) -> Any:
+    """Integer tensors to integer tensor powers (``**`` and ``power`` of integers), as JAX computes them: binary
+    exponentiation over the exponent's low 6 bits (any more would overflow for |x| > 1), 0 for a negative
+    exponent; bools as i8 (numpy's)."""
+    if get_aval(x).dtype == "bool":
+        x, y = astype(x, "i8"), astype(y, "i8")
+    zero = mul(x, 0)
+    acc = where(lt(y, 0), zero, add(zero, 1))                 # (of x's dtype and shape)
+    for _ in range(6):
+        acc = where(ne(bitwise_and(y, 1), 0), mul(acc, x), acc)
+        x = mul(x, x)
+        y = right_shift(y, 1)
+    return acc

@@ -115,7 +115,17 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     a = erf(astype(tensor_arg("truncated_normal", lo), d) / r2)
     b = erf(astype(tensor_arg("truncated_normal", hi), d) / r2)
     out = r2 * erf_inv(_uniform("truncated_normal", key, s, d, a, b))
+    lo, hi = _inside(lo, d, math.inf), _inside(hi, d, -math.inf)
     return where(out < lo, lo, where(out > hi, hi, out))
+
+
+def _inside(v: Any, d: str, towards: float) -> Any:
+    """A Python bound moved to the next float of ``d`` towards ``towards`` (JAX clips into the open interval);
+    tensors and bf16 bounds stay (closed)."""
+    if not _is_py_scalar(v) or d == "bf16":
+        return v
+    t = dtypes.to_numpy(d).type
+    return float(np.nextafter(t(v), t(towards)))
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None) -> Any:
@@ -347,6 +357,8 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             ind = reshape(getitem(_shuffle(key, iota("i32", n), 0), slice(0, draws)), s)
     else:
         pr = tensor_arg("choice", p)
+        if not dtypes.is_float(get_aval(pr).dtype):          # integer weights: as floats (JAX's)
+            pr = astype(pr, "f32")
         if get_aval(pr).rank != 1 or int(modes_of(get_aval(pr).shape)[0]) != n:
             raise fail("choice", f"p must be a vector of {n} probabilities", get_aval(pr))
         if replace:

@@ -19,7 +19,7 @@ from ...layouts import Layout, UndecidableError
 from ...layouts import check as layout_check
 from ...layouts import inttuple as it
 from .. import dtypes
-from ..array import Array
+from ..array import Array, to_array
 from ..core import CAPPED, Tracer, bind, get_aval, is_tensor_like, mark_weak
 from ..errors import fail
 from ..scalars import _is_py_scalar, coerce, weak_scalar  # noqa: F401 (re-exported)
@@ -258,6 +258,9 @@ def broadcast_operands(name: str, xs: list) -> list:
     return out
 
 
+_INTEGRAL = ("floor", "ceil", "round", "trunc")
+
+
 def _unary_op(name: str) -> Any:
     p = prims[name]
     floats = UNARY[name][1] == "float"
@@ -269,6 +272,8 @@ def _unary_op(name: str) -> Any:
         elif not is_tensor_like(x):
             raise fail(name, f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                              f"{type(x).__name__} {x!r:.80}")
+        elif name in _INTEGRAL and not dtypes.is_float(get_aval(x).dtype):
+            return x if isinstance(x, (Tracer, Array)) else to_array(x)     # JAX's: an integer is its own round
         elif floats and not dtypes.is_float(d := get_aval(x).dtype):   # numpy's and JAX's: ints and bools as floats
             weak = _weak_value(x)
             x = astype(x, "f64" if d in ("i64", "u64") else dtypes.DEFAULT_FLOAT)
@@ -342,7 +347,13 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001 (numpy's name)
             raise fail("pow", f"integers to negative integer powers are not allowed (got ** {int(y)})", get_aval(x))
         out = by_squaring(x, int(y), mul)
         return out if out is not None else add(mul(x, 0), 1)         # x ** 0 is 1 (of x's dtype and shape)
+    tensors = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v) and is_tensor_like(v)]
+    if tensors and not any(dtypes.is_float(d) for d in tensors) and not any(isinstance(v, float) for v in (x, y)):
+        return INT_POW[0](*broadcast_operands("pow", coerce("pow", x, y)))
     return _pow(x, y)
+
+
+INT_POW: list = [None]          # bitwise.int_pow (a floor above this one), installed by the primitives package
 
 
 def by_squaring(x: Any, n: int, times: Any) -> Any:
@@ -362,12 +373,12 @@ def div(x: Any, y: Any) -> Any:
     """True division (numpy's ``/``): integer tensors are divided as floats (the other operand's float dtype, else
     f32, f64 for 64-bit integers, as JAX gives); Python scalars take the tensors' dtype; shapes broadcast."""
     kinds = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v) and is_tensor_like(v)]
-    ints = [d for d in kinds if dtypes.is_int(d)]
+    ints = [d for d in kinds if not dtypes.is_float(d)]                # integers and bools
     if ints:
         floats = [d for d in kinds if dtypes.is_float(d)]        # an integer meets a float tensor: its dtype
         wide = floats[0] if floats else "f64" if any(d in ("i64", "u64") for d in ints) else "f32"
-        x, y = ((astype(v, wide) if not _is_py_scalar(v) and is_tensor_like(v) and dtypes.is_int(get_aval(v).dtype)
-                 else v) for v in (x, y))
+        x, y = ((astype(v, wide) if not _is_py_scalar(v) and is_tensor_like(v) and
+                 not dtypes.is_float(get_aval(v).dtype) else v) for v in (x, y))
     return _true_div(x, y)
 eq, ne, lt, le, gt, ge = (_binary_op(n) for n in COMPARE)
 

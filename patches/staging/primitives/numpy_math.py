@@ -81,8 +81,11 @@ def floor_divide(x: Any, y: Any) -> Any:
 
 
 def logaddexp(x: Any, y: Any) -> Any:
-    """``log(exp(x) + exp(y))`` without overflow, as numpy computes it."""
-    x, y = _operands("logaddexp", x, y)
+    """``log(exp(x) + exp(y))`` without overflow, as numpy computes it; integers and bools as floats first (an
+    unsigned difference would wrap)."""
+    x, y = (v if isinstance(v, (bool, int, float)) or dtypes.is_float(get_aval(v).dtype) else
+            astype(v, "f64" if get_aval(v).dtype in ("i64", "u64") else "f32")
+            for v in _operands("logaddexp", x, y))
     m = maximum(x, y)
     tie = eq(x, y)
     # at a tie the value is written symmetrically, so each side's derivative is 1/2 (softplus'(0) = 0.5); the other

@@ -305,6 +305,8 @@ def ldexp(x1: Any, x2: Any) -> Any:
     e = tensor_arg("ldexp", x2)
     if not dtypes.is_int(get_aval(e).dtype):
         raise fail("ldexp", "the exponent x2 must be integers", get_aval(e))
+    if get_aval(e).dtype not in ("i32", "i64"):           # (narrow and unsigned exponents: the clamp below in i32)
+        e = astype(e, "i64" if get_aval(e).dtype in ("u32", "u64") else "i32")
     (x,) = _floats("ldexp", tensor_arg("ldexp", x1))
     d = get_aval(x).dtype
     emax, mant = {"f16": (15, 10), "bf16": (127, 7), "f32": (127, 23), "f64": (1023, 52)}[d]

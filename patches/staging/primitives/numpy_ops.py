@@ -82,9 +82,9 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False, *, dtype: Any = None, 
     """numpy's ``sum``: over ``axis`` (an int, a tuple, or None for all modes); booleans are counted, narrow
     integers summed in 32 bits (``dtypes.sum_dtype``); ``dtype`` converts first, ``where=`` sums only where the mask
     holds, ``initial=`` is added."""
-    if dtype is not None:
+    if dtype is not None:                         # the dtype asked for is the one summed in, even a narrower one
         x = astype(_tensor("sum", x), dtype)
-    if is_tensor_like(x) and dtypes.sum_dtype(get_aval(x).dtype) != get_aval(x).dtype:
+    elif is_tensor_like(x) and dtypes.sum_dtype(get_aval(x).dtype) != get_aval(x).dtype:
         x = astype(x, dtypes.sum_dtype(get_aval(x).dtype))
     x = masked("sum", x, where, 0, out)
     return _initial("sum", reduce(reduce_sum_p, "sum", x, axis, keepdims), initial, lambda r, v: r + v)
