@@ -214,6 +214,9 @@ def test_draws_equal_jax_s():
     assert np.asarray(R.permutation(k, 10)).tolist() == [0, 1, 8, 5, 6, 4, 3, 2, 7, 9]
     assert np.asarray(R.choice(k, 10, (4,), replace=False)).tolist() == [0, 1, 8, 5]
     assert np.asarray(R.geometric(k, 0.3, (10,))).tolist() == [1, 1, 4, 3, 2, 6, 4, 2, 1, 5]
+    lg = np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]], np.float32))
+    assert np.asarray(R.categorical(k, lg, axis=1, shape=(3, 2), replace=False)).tolist() == [[1, 0], [0, 3], [3, 2]]
+    assert np.asarray(R.categorical(k, lg[0], shape=(4,), replace=False)).tolist() == [1, 0, 3, 2]
     # narrow dtypes draw in i32 (JAX >= 0.8); a maxval one past the dtype's top, or above it, reaches the top
     assert np.asarray(R.randint(k, (6,), -1000, 1000, "i16")).tolist() == [-211, -1000, -288, 373, -229, 347]
     assert np.asarray(R.randint(k, (5,), 0, 256, "u8")).tolist() == [101, 80, 200, 61, 3]

@@ -25,7 +25,7 @@ from .lax_forms import erf_inv, sort_key_val
 from .linalg import cholesky, qr
 from .logical import logical_and
 from .numpy_ops import argmax, clip, reshape
-from .numpy_shape import diagonal, expand_dims
+from .numpy_shape import diagonal, expand_dims, moveaxis
 from .numpy_sort import searchsorted
 from .reductions import tensor_arg
 from .scan import cumsum
@@ -197,15 +197,23 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: tuple, d: str) -> Any:
     return lo + astype(offset, d)
 
 
-def gumbel(key: Any, shape: Any = (), dtype: Any = "f32") -> Any:
-    """``jax.random.gumbel``: ``-log(-log(u))`` of a uniform u in [tiny, 1)."""
-    d = _float("gumbel", dtype)
-    return -log(-log(_uniform("gumbel", key, shape, d, _TINY[d], 1.0)))
+def gumbel(key: Any, shape: Any = (), dtype: Any = "f32", mode: Any = None) -> Any:
+    """``jax.random.gumbel``: ``-log(-log(u))`` of a uniform u in [tiny, 1) (JAX's ``mode="low"``, its default)."""
+    return _gumbel("gumbel", key, shape, dtype, mode)
 
 
-def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any:
+def _gumbel(name: str, key: Any, shape: Any, dtype: Any, mode: Any) -> Any:
+    if mode not in (None, "low"):
+        raise fail(name, f"only mode='low' (JAX's default) is provided, got mode={mode!r:.40}")
+    d = _float(name, dtype)
+    return -log(-log(_uniform(name, key, shape, d, _TINY[d], 1.0)))
+
+
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replace: bool = True,
+                mode: Any = None) -> Any:
     """``jax.random.categorical``: indices drawn with probabilities ``softmax(logits)`` along ``axis`` (the Gumbel
-    argmax); ``shape`` may add leading batch modes."""
+    argmax); ``shape`` may add leading batch modes, which ``replace=False`` fills with distinct categories (the
+    Gumbel top-k)."""
     x = tensor_arg("categorical", logits)
     t = get_aval(x)
     if not dtypes.is_float(t.dtype) or t.rank == 0:
@@ -219,10 +227,17 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any
     if tuple(s[len(s) - len(batch):]) != tuple(batch) if batch else False:
         raise fail("categorical", f"shape {s} must end with the logits' batch shape {tuple(batch)}", t)
     prefix = s[:len(s) - len(batch)]
+    if not replace:
+        k = math.prod(prefix)
+        if k > dims[axis]:
+            raise fail("categorical", f"{k} draws without replacement exceed the {dims[axis]} categories", t)
+        g = moveaxis(x + _gumbel("categorical", key, tuple(dims), t.dtype, mode), axis, -1)
+        idx = top_k(g, k)[1]                                                    # (*batch, k)
+        return reshape(moveaxis(idx, -1, 0), s)
     full = (*prefix, *batch[:axis], dims[axis], *batch[axis:])
     for _ in prefix:
         x = expand_dims(x, 0)
-    return argmax(gumbel(key, full, t.dtype) + x, axis=len(prefix) + axis)
+    return argmax(_gumbel("categorical", key, full, t.dtype, mode) + x, axis=len(prefix) + axis)
 
 
 def exponential(key: Any, shape: Any = (), dtype: Any = "f32") -> Any:
@@ -366,7 +381,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
             r = getitem(cum, -1) * (1.0 - _uniform("choice", key, s, get_aval(cum).dtype))
             ind = astype(searchsorted(cum, r), "i32")
         else:
-            g = gumbel(key, (n,), get_aval(pr).dtype) + log(pr)
+            g = _gumbel("choice", key, (n,), get_aval(pr).dtype, None) + log(pr)
             ind = reshape(astype(top_k(g, draws)[1], "i32"), s)
     return ind if arr is None else take(arr, ind, axis=axis)
 
