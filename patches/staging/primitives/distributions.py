@@ -20,6 +20,7 @@ from ..types import modes_of
 from .einsum import einsum
 from .elementwise import abs, astype, exp, floor, log, log1p, maximum, sign, sqrt, tan, where  # noqa: A004
 from .gather import take
+from .integer import iota
 from .jax_extra import top_k
 from .lax_forms import erf_inv, sort_key_val
 from .linalg import cholesky, qr
@@ -317,20 +318,23 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         if x < 0:
             raise fail("permutation", f"x must be a non-negative int or a tensor, got {x}")
-        from .integer import iota
         return _shuffle(key, iota("i32", int(x)), 0) if x else iota("i32", 0)
-    v = tensor_arg("permutation", x)
-    t = get_aval(v)
-    if t.rank == 0:
-        raise fail("permutation", "x must be an int or a tensor of rank >= 1", t)
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -t.rank <= axis < t.rank:
-        raise fail("permutation", f"axis={axis!r:.40} is out of range for rank {t.rank}", t)
-    axis %= t.rank
+    v, t, axis = _along("permutation", x, axis)
     if independent or t.rank == 1:
         return _shuffle(key, v, axis)
-    from .integer import iota
     n = int(modes_of(t.shape)[axis])
     return take(v, _shuffle(key, iota("i32", n), 0), axis=axis)
+
+
+def _along(name: str, x: Any, axis: Any) -> tuple:
+    """(x as a tensor of rank >= 1, its type, ``axis`` as a non-negative mode of it)."""
+    v = tensor_arg(name, x)
+    t = get_aval(v)
+    if t.rank == 0:
+        raise fail(name, "expects an int or a tensor of rank >= 1", t)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -t.rank <= axis < t.rank:
+        raise fail(name, f"axis={axis!r:.40} is out of range for rank {t.rank}", t)
+    return v, t, axis % t.rank
 
 
 def _shuffle(key: Any, x: Any, axis: int) -> Any:
@@ -353,13 +357,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
     if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
         n, arr = int(a), None
     else:
-        arr = tensor_arg("choice", a)
-        t = get_aval(arr)
-        if t.rank == 0:
-            raise fail("choice", "a must be an int or a tensor of rank >= 1", t)
-        if not isinstance(axis, int) or isinstance(axis, bool) or not -t.rank <= axis < t.rank:
-            raise fail("choice", f"axis={axis!r:.40} is out of range for rank {t.rank}", t)
-        axis %= t.rank
+        arr, t, axis = _along("choice", a, axis)
         n = int(modes_of(t.shape)[axis])
     draws = math.prod(s)
     if n <= 0 or not replace and draws > n:
@@ -368,8 +366,7 @@ def choice(key: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = Non
         if replace:
             ind = randint(key, s, 0, n)
         else:
-            from .integer import iota
-            ind = reshape(getitem(_shuffle(key, iota("i32", n), 0), slice(0, draws)), s)
+                ind = reshape(getitem(_shuffle(key, iota("i32", n), 0), slice(0, draws)), s)
     else:
         pr = tensor_arg("choice", p)
         if not dtypes.is_float(get_aval(pr).dtype):          # integer weights: as floats (JAX's)
