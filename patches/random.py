@@ -1,7 +1,9 @@
 """``patches.random``: ``jax.random``'s keys and draws (``PRNGKey``, ``split``, ``fold_in``, ``uniform``,
 ``normal``, ``randint``, ``bernoulli``, ``categorical``, ``permutation``, ``choice``, ...), Threefry-2x32 bits as
-JAX computes them (``staging.primitives.threefry``, ``distributions``)."""
+JAX computes them (``staging.primitives.threefry``, ``distributions``; the gamma family, which needs ``while_loop``
+and ``vmap``, in ``autodiff.gamma_draws``)."""
 
+from .autodiff.gamma_draws import beta, chisquare, dirichlet, f, gamma, loggamma, t
 from .staging.primitives.distributions import (
     bernoulli,
     categorical,
@@ -28,7 +30,8 @@ from .staging.primitives.distributions import (
 )
 from .staging.primitives.threefry import PRNGKey, bits, fold_in, key, key_data, split, threefry_2x32, wrap_key_data
 
-__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "exponential", "fold_in", "geometric",
-           "gumbel", "key", "key_data", "laplace", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
-           "orthogonal", "pareto", "permutation", "rademacher", "randint", "rayleigh", "split", "threefry_2x32",
-           "truncated_normal", "uniform", "weibull_min", "wrap_key_data"]
+__all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice", "dirichlet",
+           "exponential", "f", "fold_in", "gamma", "geometric", "gumbel", "key", "key_data", "laplace", "loggamma",
+           "logistic", "lognormal", "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto",
+           "permutation", "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "truncated_normal",
+           "uniform", "weibull_min", "wrap_key_data"]

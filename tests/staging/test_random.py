@@ -223,3 +223,27 @@ def test_draws_equal_jax_s():
     assert np.asarray(R.randint(k, (5,), 0, 65536, "u16")).tolist() == [869, 8528, 24520, 27197, 3]
     assert np.asarray(R.randint(k, (6,), 0, np.array(200), "i8")).tolist() == [101, 80, 72, 61, 3, 83]
     assert np.asarray(R.randint(k, (6,), 0, np.array(300), "u8")).tolist() == [101, 80, 200, 61, 3, 211]
+
+
+def test_the_gamma_family_draws_jax_s_values():
+    """Marsaglia-Tsang as JAX writes it (a key per element, nested while_loops, vmapped): JAX 0.10.2's draws for
+    PRNGKey(0) to f32 rounding, under jit and vmap too, with the gamma's mean and variance."""
+    k = R.PRNGKey(0)
+    cases = [(R.gamma(k, 2.0, (4,)), [1.5897877, 1.7599413, 1.1290071, 3.974334]),
+             (R.gamma(k, np.array([0.5, 1.0, 3.0, 10.0], np.float32)), [0.8845648, 0.7262849, 1.9683666, 14.303314]),
+             (R.loggamma(k, 0.5, (3,)), [-0.12265953, 0.02866279, -3.05603]),
+             (R.beta(k, 2.0, 3.0, (3,)), [0.23627362, 0.49045965, 0.68379486]),
+             (R.dirichlet(k, np.array([1.0, 2.0, 3.0], np.float32), (2,)),
+              [[0.14228562, 0.4048826, 0.4528318], [0.2847853, 0.35153106, 0.36368367]]),
+             (R.chisquare(k, 3.0, (3,)), [2.205084, 2.4899669, 1.4557135]),
+             (R.t(k, 5.0, (3,)), [0.7589499, -2.0559177, -1.2818335]),
+             (R.f(k, 3.0, 4.0, (3,)), [2.7039127, 0.22600973, 0.15839839])]
+    for got, want in cases:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(pt.jit(lambda kk: R.gamma(kk, 2.0, (4,)))(k)), cases[0][1], rtol=2e-6)
+    batched = np.asarray(pt.vmap(lambda kk: R.gamma(kk, 2.0, (2,)))(R.split(k, 3)))
+    np.testing.assert_array_equal(batched[1], np.asarray(R.gamma(np.asarray(R.split(k, 3))[1], 2.0, (2,))))
+    g = np.asarray(R.gamma(R.PRNGKey(1), 3.0, (3000,)), np.float64)
+    assert abs(g.mean() - 3) < 0.15 and abs(g.var() - 3) < 0.4
+    with pytest.raises(pt.StagingError, match="gamma: the parameter's shape"):
+        R.gamma(k, np.ones(3, np.float32), (2,))

@@ -1,0 +1,158 @@
+"""``jax.random``'s gamma family: ``gamma``, ``loggamma``, ``beta``, ``dirichlet``, ``chisquare``, ``t`` and ``f``,
+on Marsaglia and Tsang's rejection sampler as JAX writes it (one key per element from ``split``, a ``while_loop``
+drawing until acceptance, itself around a ``while_loop`` for a positive ``v``, ``vmap``ped over the elements), so
+draws equal JAX's up to the float rounding of ``normal``. It lives with the transformations because it needs
+``while_loop`` and ``vmap``. Reverse-mode derivatives with respect to the shape parameters are not provided (JAX
+has an implicit reparameterization rule; here ``grad`` meets the ``while_loop`` and is refused)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..staging import primitives as P
+from ..staging.core import get_aval
+from ..staging.errors import fail
+from ..staging.primitives.distributions import _float, _normal, _uniform
+from ..staging.primitives.threefry import _shape, split
+from ..staging.types import modes_of
+from .batching import vmap
+from .lax_control import while_loop
+
+
+def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
+    """One gamma draw of shape ``alpha`` (a scalar), JAX's ``_gamma_one``: a shape below 1 is boosted to
+    ``alpha + 1`` and the draw scaled by ``u ** (1 / alpha)`` (in log space: plus ``log(u) / alpha``)."""
+    d = get_aval(alpha).dtype
+    zero, one = P.astype(alpha * 0, d), P.astype(alpha * 0 + 1, d)
+    boost = alpha >= 1
+    a = P.where(boost, alpha, alpha + 1)
+    dd = a - 1.0 / 3.0
+    c = (1.0 / 3.0) / P.sqrt(dd)
+
+    def rejected(s: tuple) -> Any:
+        _, x2, v, u = s
+        return P.logical_and(u >= 1 - 0.0331 * (x2 * x2), P.log(u) >= x2 * 0.5 + dd * (1 - v + P.log(v)))
+
+    def draw(s: tuple) -> tuple:
+        keys = split(s[0], 3)
+
+        def positive(kxv: tuple) -> tuple:
+            ks = split(kxv[0])
+            x = _normal("gamma", P.getitem(ks, 1), (), d)
+            return P.getitem(ks, 0), x, 1 + x * c
+        _, x, v = while_loop(lambda kxv: kxv[2] <= 0, positive, (P.getitem(keys, 1), zero, -one))
+        return P.getitem(keys, 0), x * x, v * v * v, _uniform("gamma", P.getitem(keys, 2), (), d)
+
+    ks = split(key)
+    _, _, v, _ = while_loop(rejected, draw, (P.getitem(ks, 0), zero, one, one + one))
+    sub = P.getitem(ks, 1)
+    if log_space:
+        logs = P.log1p(-_uniform("loggamma", sub, (), d))                     # minus an exponential draw
+        extra = P.where(P.logical_or(boost, logs == 0), zero, logs * (1 / alpha))
+        return P.log(dd) + P.log(v) + extra
+    u = 1 - _uniform("gamma", sub, (), d)
+    return dd * v * P.where(boost, one, u ** (1 / alpha))
+
+
+def _draws(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool = False) -> Any:
+    d = _float(name, dtype)
+    x = P.astype(P.asarray(a), d)
+    have = tuple(int(v) for v in modes_of(get_aval(x).shape))
+    s = have if shape is None else _shape(name, shape)
+    try:
+        if np.broadcast_shapes(have, s) != s:
+            raise ValueError
+    except ValueError:
+        raise fail(name, f"the parameter's shape {have} does not broadcast to shape {s}") from None
+    if s != have:
+        x = P.broadcast_to(x, s)
+    n = math.prod(s)
+    if n == 0:
+        raise fail(name, f"a draw of shape {s} has no elements (empty tensors have no layout here)")
+    keys = split(key, n)
+    flat = P.reshape(x, (n,))
+    out = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, flat)
+    return P.reshape(out, s) if s else P.reshape(out, ())
+
+
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.gamma``: draws of shape parameter ``a`` (unit scale)."""
+    return _draws("gamma", key, a, shape, dtype)
+
+
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.loggamma``: the log of gamma draws, computed in log space (accurate for small ``a``)."""
+    return _draws("loggamma", key, a, shape, dtype, log_space=True)
+
+
+def _shape_of(name: str, shape: Any, *params: Any) -> tuple:
+    """The draw's shape: ``shape`` when given, else the parameters' broadcast shape."""
+    if shape is not None:
+        return _shape(name, shape)
+    shapes = [tuple(int(v) for v in modes_of(get_aval(P.asarray(x)).shape)) for x in params]
+    try:
+        return tuple(int(v) for v in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise fail(name, f"the parameters' shapes {shapes} do not broadcast together") from None
+
+
+def _param(x: Any, d: str, s: tuple) -> Any:
+    return P.broadcast_to(P.astype(P.asarray(x), d), s)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.beta``: ``x / (x + y)`` of gamma draws of shapes a and b, from log-gamma draws (JAX's)."""
+    d = _float("beta", dtype)
+    s = _shape_of("beta", shape, a, b)
+    ks = split(key)
+    la = loggamma(P.getitem(ks, 0), _param(a, d, s), s, d)
+    lb = loggamma(P.getitem(ks, 1), _param(b, d, s), s, d)
+    m = P.maximum(la, lb)
+    ea, eb = P.exp(la - m), P.exp(lb - m)
+    return ea / (ea + eb)
+
+
+def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.dirichlet``: the softmax of log-gamma draws along the last mode (JAX's)."""
+    d = _float("dirichlet", dtype)
+    al = P.astype(P.asarray(alpha), d)
+    t = get_aval(al)
+    if t.rank < 1:
+        raise fail("dirichlet", "alpha must have at least one mode", t)
+    dims = tuple(int(v) for v in modes_of(t.shape))
+    s = dims[:-1] if shape is None else _shape("dirichlet", shape)
+    lg = loggamma(key, P.broadcast_to(al, (*s, dims[-1])), (*s, dims[-1]), d)
+    e = P.exp(lg - P.stop_gradient(P.max(lg, axis=-1, keepdims=True)))
+    return e / P.sum(e, axis=-1, keepdims=True)
+
+
+def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.chisquare``: ``2 exp(loggamma(df / 2))`` (JAX's)."""
+    d = _float("chisquare", dtype)
+    s = _shape_of("chisquare", shape, df)
+    return P.exp(loggamma(key, _param(df, d, s) / 2, s, d)) * 2
+
+
+def t(key: Any, df: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.t``: Student's t, ``n * sqrt((df / 2) / g)`` of a normal n and a gamma g of shape df / 2."""
+    d = _float("t", dtype)
+    s = _shape_of("t", shape, df)
+    ks = split(key)
+    n = _normal("t", P.getitem(ks, 0), s, d)
+    half = _param(df, d, s) / 2
+    return n * P.sqrt(half / gamma(P.getitem(ks, 1), half, s, d))
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.f``: the ratio of two chi-squares over their degrees of freedom (JAX's)."""
+    d = _float("f", dtype)
+    s = _shape_of("f", shape, dfnum, dfden)
+    ks = split(key)
+    num, den = _param(dfnum, d, s), _param(dfden, d, s)
+    return (chisquare(P.getitem(ks, 1), num, s, d) / num) / (chisquare(P.getitem(ks, 0), den, s, d) / den)
+
+
+__all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "loggamma", "t"]
