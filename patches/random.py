@@ -1,9 +1,9 @@
 """``patches.random``: ``jax.random``'s keys and draws (``PRNGKey``, ``split``, ``fold_in``, ``uniform``,
 ``normal``, ``randint``, ``bernoulli``, ``categorical``, ``permutation``, ``choice``, ...), Threefry-2x32 bits as
 JAX computes them (``staging.primitives.threefry``, ``distributions``; the gamma family, which needs ``while_loop``
-and ``vmap``, in ``autodiff.gamma_draws``)."""
+and ``vmap``, in ``autodiff.rejection_draws``)."""
 
-from .autodiff.gamma_draws import beta, chisquare, dirichlet, f, gamma, loggamma, t
+from .autodiff.rejection_draws import beta, chisquare, dirichlet, f, gamma, loggamma, poisson, t
 from .staging.primitives.distributions import (
     bernoulli,
     categorical,
@@ -33,5 +33,5 @@ from .staging.primitives.threefry import PRNGKey, bits, fold_in, key, key_data, 
 __all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice", "dirichlet",
            "exponential", "f", "fold_in", "gamma", "geometric", "gumbel", "key", "key_data", "laplace", "loggamma",
            "logistic", "lognormal", "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto",
-           "permutation", "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "truncated_normal",
-           "uniform", "weibull_min", "wrap_key_data"]
+           "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32",
+           "truncated_normal", "uniform", "weibull_min", "wrap_key_data"]

@@ -245,5 +245,9 @@ def test_the_gamma_family_draws_jax_s_values():
     np.testing.assert_array_equal(batched[1], np.asarray(R.gamma(np.asarray(R.split(k, 3))[1], 2.0, (2,))))
     g = np.asarray(R.gamma(R.PRNGKey(1), 3.0, (3000,)), np.float64)
     assert abs(g.mean() - 3) < 0.15 and abs(g.var() - 3) < 0.4
+    assert np.asarray(R.poisson(k, 3.0, (8,))).tolist() == [0, 0, 4, 4, 1, 2, 2, 6]            # JAX 0.10.2's
+    assert np.asarray(R.poisson(k, np.array([0.0, 1.0, 5.0, 20.0, 100.0], np.float32))).tolist() == [0, 0, 5, 25, 90]
+    p = np.asarray(R.poisson(R.PRNGKey(2), 40.0, (2000,)), np.float64)
+    assert abs(p.mean() - 40) < 0.6 and abs(p.var() - 40) < 5
     with pytest.raises(pt.StagingError, match="gamma: the parameter's shape"):
         R.gamma(k, np.ones(3, np.float32), (2,))

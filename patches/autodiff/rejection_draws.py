@@ -1,9 +1,11 @@
-"""``jax.random``'s gamma family: ``gamma``, ``loggamma``, ``beta``, ``dirichlet``, ``chisquare``, ``t`` and ``f``,
-on Marsaglia and Tsang's rejection sampler as JAX writes it (one key per element from ``split``, a ``while_loop``
-drawing until acceptance, itself around a ``while_loop`` for a positive ``v``, ``vmap``ped over the elements), so
-draws equal JAX's up to the float rounding of ``normal``. It lives with the transformations because it needs
-``while_loop`` and ``vmap``. Reverse-mode derivatives with respect to the shape parameters are not provided (JAX
-has an implicit reparameterization rule; here ``grad`` meets the ``while_loop`` and is refused)."""
+"""``jax.random``'s draws by rejection loops. The gamma family (``gamma``, ``loggamma``, ``beta``, ``dirichlet``,
+``chisquare``, ``t``, ``f``) is Marsaglia and Tsang's rejection sampler as JAX writes it (one key per element from
+``split``, a ``while_loop`` drawing until acceptance around a ``while_loop`` for a positive ``v``, ``vmap``ped over
+the elements), so draws equal JAX's up to the float rounding of ``normal``; ``poisson`` is Knuth's product of
+uniforms below 10 and a transformed rejection above, each a ``while_loop`` over the whole draw. It lives with the
+transformations because it needs ``while_loop`` and ``vmap``. Reverse-mode derivatives with respect to the shape
+parameters are not provided (JAX has an implicit reparameterization rule; here ``grad`` meets the ``while_loop``
+and is refused)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import get_aval
 from ..staging.errors import fail
 from ..staging.primitives.distributions import _float, _normal, _uniform
+from ..staging.primitives.special_functions import gammaln
 from ..staging.primitives.threefry import _shape, split
 from ..staging.types import modes_of
 from .batching import vmap
@@ -155,4 +159,60 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = "f32") -
     return (chisquare(P.getitem(ks, 1), num, s, d) / num) / (chisquare(P.getitem(ks, 0), den, s, d) / den)
 
 
-__all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "loggamma", "t"]
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = "i32") -> Any:
+    """``jax.random.poisson``: counts of rate ``lam`` (JAX's: Knuth where ``lam < 10`` or NaN, the transformed
+    rejection otherwise, both drawn whole from the same key and selected; 0 where ``lam`` is 0)."""
+    d = dtypes.canonical(dtype, "poisson")
+    if not dtypes.is_int(d):
+        raise fail("poisson", f"dtype must be an integer dtype, got {d}")
+    s = _shape_of("poisson", shape, lam)
+    lam = _param(lam, "f32", s)
+    knuth = P.logical_or(P.isnan(lam), lam < 10)
+    top = int(np.iinfo(dtypes.to_numpy(d)).max)
+    small = _poisson_knuth(key, P.where(knuth, lam, 0.0), s, d, top)
+    large = _poisson_rejection(key, P.where(knuth, 1e5, lam), s, d, top)
+    out = P.where(knuth, small, large)
+    return P.where(lam == 0, P.astype(out * 0, d), out)
+
+
+def _poisson_knuth(key: Any, lam: Any, s: tuple, d: str, top: int) -> Any:
+    def body(c: tuple) -> tuple:
+        i, k, rng, lp = c
+        ks = split(rng)
+        k = P.where(lp > -lam, k + 1, k)
+        return i + 1, k, P.getitem(ks, 0), lp + P.log(_uniform("poisson", P.getitem(ks, 1), s, "f32"))
+
+    def more(c: tuple) -> Any:
+        return P.logical_and(P.any(c[3] > -lam), c[0] < top)
+    k = while_loop(more, body, (0, P.zeros(s, d), key, P.zeros(s, "f32")))[1]
+    return P.astype(k - 1, d)
+
+
+def _poisson_rejection(key: Any, lam: Any, s: tuple, d: str, top: int) -> Any:
+    log_lam = P.log(lam)
+    b = 0.931 + 2.53 * P.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body(c: tuple) -> tuple:
+        i, k_out, accepted, rng = c
+        ks = split(rng, 3)
+        u = _uniform("poisson", P.getitem(ks, 1), s, "f32") - 0.5
+        v = _uniform("poisson", P.getitem(ks, 2), s, "f32")
+        us = 0.5 - P.abs(u)
+        k = P.floor((2 * a / us + b) * u + lam + 0.43)
+        lhs = P.log(v * inv_alpha / (a / (us * us) + b))
+        rhs = -lam + k * log_lam - gammaln(k + 1)
+        accept1 = P.logical_and(us >= 0.07, v <= v_r)
+        reject = P.logical_or(k < 0, P.logical_and(us < 0.013, v > us))
+        accept = P.logical_or(accept1, P.logical_and(P.logical_not(reject), lhs <= rhs))
+        return i + 1, P.where(accept, k, k_out), P.logical_or(accepted, accept), P.getitem(ks, 0)
+
+    def more(c: tuple) -> Any:
+        return P.logical_and(P.any(P.logical_not(c[2])), c[0] < top)
+    init = (0, P.full(s, -1.0, "f32"), P.zeros(s, "bool"), key)
+    return P.astype(while_loop(more, body, init)[1], d)
+
+
+__all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "loggamma", "poisson", "t"]
