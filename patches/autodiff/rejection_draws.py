@@ -18,7 +18,7 @@ from ..staging import dtypes
 from ..staging import primitives as P
 from ..staging.core import get_aval
 from ..staging.errors import fail
-from ..staging.primitives.distributions import _float, _normal, _uniform
+from ..staging.primitives.distributions import _float, _normal, _uniform, rademacher
 from ..staging.primitives.special_functions import gammaln
 from ..staging.primitives.threefry import _shape, split
 from ..staging.types import modes_of
@@ -159,6 +159,31 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = "f32") -
     return (chisquare(P.getitem(ks, 1), num, s, d) / num) / (chisquare(P.getitem(ks, 0), den, s, d) / den)
 
 
+def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = "f32") -> Any:
+    """``jax.random.generalized_normal``: density proportional to ``exp(-|x|^p)``, a signed gamma draw of shape
+    ``1/p`` to the power ``1/p`` (JAX's)."""
+    d = _float("generalized_normal", dtype)
+    s = _shape("generalized_normal", shape)
+    ks = split(key)
+    g = gamma(P.getitem(ks, 0), _param(1 / P.astype(P.asarray(p), d), d, s), s, d)
+    r = P.astype(rademacher(P.getitem(ks, 1), s, "i32"), d)
+    return r * g ** (1 / P.astype(P.asarray(p), d))
+
+
+def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = "f32") -> Any:
+    """``jax.random.ball``: points uniform in the unit Lp ball of dimension ``d`` (Barthe, Guedon, Mendelson and
+    Naor's generalized normals over an exponential, JAX's)."""
+    dt = _float("ball", dtype)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
+        raise fail("ball", f"d must be a positive int, got {d!r:.40}")
+    s = _shape("ball", shape)
+    ks = split(key)
+    g = generalized_normal(P.getitem(ks, 0), p, (*s, int(d)), dt)
+    e = -P.log1p(-_uniform("ball", P.getitem(ks, 1), s, dt))
+    norm = (P.sum(P.abs(g) ** p, axis=-1) + e) ** (1 / p)
+    return g / P.expand_dims(norm, -1)
+
+
 def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = "i32") -> Any:
     """``jax.random.poisson``: counts of rate ``lam`` (JAX's: Knuth where ``lam < 10`` or NaN, the transformed
     rejection otherwise, both drawn whole from the same key and selected; 0 where ``lam`` is 0)."""
@@ -215,4 +240,4 @@ def _poisson_rejection(key: Any, lam: Any, s: tuple, d: str, top: int) -> Any:
     return P.astype(while_loop(more, body, init)[1], d)
 
 
-__all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "loggamma", "poisson", "t"]
+__all__ = ["ball", "beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "loggamma", "poisson", "t"]

@@ -249,5 +249,12 @@ def test_the_gamma_family_draws_jax_s_values():
     assert np.asarray(R.poisson(k, np.array([0.0, 1.0, 5.0, 20.0, 100.0], np.float32))).tolist() == [0, 0, 5, 25, 90]
     p = np.asarray(R.poisson(R.PRNGKey(2), 40.0, (2000,)), np.float64)
     assert abs(p.mean() - 40) < 0.6 and abs(p.var() - 40) < 5
+    for got, want in [(R.triangular(k, 0.0, 1.0, 3.0, (4,)), [2.4396448, 2.6415021, 0.998436, 1.2145059]),
+                      (R.wald(k, 2.0, (4,)), [0.533422, 0.59811544, 0.7254839, 0.442173]),
+                      (R.double_sided_maxwell(k, 1.0, 2.0, (3,)), [4.091442, 4.1482553, -3.165061]),
+                      (R.generalized_normal(k, 1.5, (4,)), [1.0603918, 0.08920828, -1.3751338, 0.5591429]),
+                      (R.ball(k, 3, 2, (2,)), [[0.91715974, 0.39274216, 0.0116535],
+                                               [-0.8613651, 0.31684825, -0.06285544]])]:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-7)
     with pytest.raises(pt.StagingError, match="gamma: the parameter's shape"):
         R.gamma(k, np.ones(3, np.float32), (2,))

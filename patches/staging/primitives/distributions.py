@@ -412,3 +412,37 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = "f32") -> Any:
     q, r = qr(z)
     return q * expand_dims(sign(diagonal(r, 0, -2, -1)), -2)
 
+
+
+def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.triangular``: the inverse CDF of the triangle on [left, right] peaking at ``mode``."""
+    d = _float("triangular", dtype)
+    lo, md, hi = (_param("triangular", v, d) for v in (left, mode, right))
+    s = _batch("triangular", shape, lo, md, hi)
+    u = _uniform("triangular", key, s, d)
+    fc = (md - lo) / (hi - lo)
+    return where(u < fc, lo + sqrt(u * (hi - lo) * (md - lo)), hi - sqrt((1 - u) * (hi - lo) * (hi - md)))
+
+
+def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.wald``: the inverse Gaussian of unit shape, Michael, Schucany and Haas's transformation."""
+    d = _float("wald", dtype)
+    m = _param("wald", mean, d)
+    s = _batch("wald", shape, m)
+    keys = split(key)
+    v = _normal("wald", getitem(keys, 0), s, d)
+    z = _uniform("wald", getitem(keys, 1), s, d)
+    y = v * v
+    x = m + m * m * y / 2 - m / 2 * sqrt(4 * m * y + m * m * (y * y))
+    return where(z <= m / (m + x), x, m * m / x)
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype: Any = "f32") -> Any:
+    """``jax.random.double_sided_maxwell``: a Maxwell draw with a random sign, scaled and shifted (the draw's shape
+    is ``shape`` followed by the parameters')."""
+    d = _float("double_sided_maxwell", dtype)
+    lc, sc = _param("double_sided_maxwell", loc, d), _param("double_sided_maxwell", scale, d)
+    s = (*_shape("double_sided_maxwell", shape), *_batch("double_sided_maxwell", None, lc, sc))
+    keys = split(key)
+    m = maxwell(getitem(keys, 0), s, d)
+    return astype(rademacher(getitem(keys, 1), s, "i32"), d) * m * sc + lc
