@@ -3,7 +3,20 @@
 JAX computes them (``staging.primitives.threefry``, ``distributions``; the gamma family, which needs ``while_loop``
 and ``vmap``, in ``autodiff.rejection_draws``)."""
 
-from .autodiff.rejection_draws import ball, beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, poisson, t
+from .autodiff.rejection_draws import (
+    ball,
+    beta,
+    binomial,
+    chisquare,
+    dirichlet,
+    f,
+    gamma,
+    generalized_normal,
+    loggamma,
+    multinomial,
+    poisson,
+    t,
+)
 from .staging.primitives.distributions import (
     bernoulli,
     categorical,
@@ -33,9 +46,9 @@ from .staging.primitives.distributions import (
 )
 from .staging.primitives.threefry import PRNGKey, bits, fold_in, key, key_data, split, threefry_2x32, wrap_key_data
 
-__all__ = ["ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice", "dirichlet",
-           "double_sided_maxwell", "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric",
-           "gumbel", "key", "key_data", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
-           "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson", "PRNGKey",
-           "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "triangular", "truncated_normal",
-           "uniform", "wald", "weibull_min", "wrap_key_data"]
+__all__ = ["ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice",
+           "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in", "gamma", "generalized_normal",
+           "geometric", "gumbel", "key", "key_data", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+           "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+           "PRNGKey", "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "triangular",
+           "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data"]

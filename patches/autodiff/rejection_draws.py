@@ -23,7 +23,7 @@ from ..staging.primitives.special_functions import gammaln
 from ..staging.primitives.threefry import _shape, split
 from ..staging.types import modes_of
 from .batching import vmap
-from .lax_control import while_loop
+from .lax_control import scan, while_loop
 
 
 def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
@@ -240,4 +240,115 @@ def _poisson_rejection(key: Any, lam: Any, s: tuple, d: str, top: int) -> Any:
     return P.astype(while_loop(more, body, init)[1], d)
 
 
-__all__ = ["ball", "beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "loggamma", "poisson", "t"]
+_STIRLING = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                      0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                      0.00925546218271273, 0.00833056343336287])
+
+
+def _stirling_tail(k: Any) -> Any:
+    """The tail of Stirling's series at ``k``: a table through 9, else the series, as JAX writes it (its series
+    evaluated at k clamped to 9, JAX's own choice, kept so the draws agree)."""
+    table = P.astype(np.asarray(_STIRLING), get_aval(k).dtype)
+    small = k <= 9
+    kc = P.clip(k, 0.0, 9.0)
+    sq = (kc + 1) * (kc + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / sq) / sq) / (kc + 1)
+    return P.where(small, P.take(table, P.astype(P.floor(kc), "i32")), approx)
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = "f32") -> Any:
+    """``jax.random.binomial``: successes in ``n`` trials of probability ``p``, as floats (JAX's): geometric
+    inversion where ``n q <= 10``, the BTRS transformed rejection otherwise, for ``q = min(p, 1 - p)``; NaN for a
+    negative or NaN ``n`` or an invalid ``p``, inf for an infinite ``n``."""
+    d = _float("binomial", dtype)
+    s = _shape_of("binomial", shape, n, p)
+    prob = _param(p, d, s)
+    count = _param(n, d, s)
+    low = prob < 0.5
+    q = P.where(low, prob, 1.0 - prob)
+    bad_count = P.logical_or(P.isnan(count), count < 0.0)
+    inf_count = P.isinf(count)
+    q_nan, q_neg = P.isnan(q), q < 0.0
+    q = P.where(P.logical_or(q_nan, q_neg), 0.01, q)
+    inversion = P.logical_or(bad_count, count * q <= 10.0)
+    count = P.floor(count)
+    out = P.where(inversion, _binomial_inversion(key, P.where(inversion, count, 0.0), q, s, d),
+                  _btrs(key, P.where(inversion, 1e4, count), P.where(inversion, 0.5, q), s, d))
+    invalid = P.logical_or(P.logical_or(q_neg, q_nan), bad_count)
+    out = P.where(invalid, math.nan, out)
+    out = P.where(P.logical_and(inf_count, P.logical_not(invalid)), math.inf, out)
+    keep = P.logical_or(P.logical_or(low, bad_count), P.logical_or(q_nan, inf_count))
+    return P.where(keep, out, count - out)
+
+
+def _binomial_inversion(key: Any, count: Any, q: Any, s: tuple, d: str) -> Any:
+    log1mq = P.log1p(-q)
+
+    def body(c: tuple) -> tuple:
+        i, num, total, rng = c
+        ks = split(rng)
+        num = P.where(total <= count, num + 1, num)
+        geom = P.ceil(P.log(_uniform("binomial", P.getitem(ks, 0), s, d)) / log1mq)
+        return i + 1, num, total + geom, P.getitem(ks, 1)
+
+    def more(c: tuple) -> Any:
+        return P.any(c[2] <= count)
+    k = while_loop(more, body, (0, P.zeros(s, d), P.zeros(s, d), key))[1]
+    return k - 1
+
+
+def _btrs(key: Any, count: Any, q: Any, s: tuple, d: str) -> Any:
+    sd = P.sqrt(count * q * (1 - q))
+    b = 1.15 + 2.53 * sd
+    a = -0.0873 + 0.0248 * b + 0.01 * q
+    c = count * q + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = q / (1 - q)
+    alpha = (2.83 + 5.1 / b) * sd
+    m = P.floor((count + 1) * q)
+
+    def body(cr: tuple) -> tuple:
+        i, k_out, accepted, rng = cr
+        ks = split(rng, 3)
+        u = _uniform("binomial", P.getitem(ks, 1), s, d) - 0.5
+        v = _uniform("binomial", P.getitem(ks, 2), s, d)
+        us = 0.5 - P.abs(u)
+        accept1 = P.logical_and(us >= 0.07, v <= v_r)
+        k = P.floor((2 * a / us + b) * u + c)
+        reject = P.logical_or(k < 0, k > count)
+        lv = P.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * P.log((m + 1) / (r * (count - m + 1))) + (count + 1) * P.log((count - m + 1) /
+              (count - k + 1)) + (k + 0.5) * P.log(r * (count - k + 1) / (k + 1)) + _stirling_tail(m) +
+              _stirling_tail(count - m) - _stirling_tail(k) - _stirling_tail(count - k))
+        accept = P.logical_or(accept1, P.logical_and(P.logical_not(reject), lv <= ub))
+        return i + 1, P.where(accept, k, k_out), P.logical_or(accepted, accept), P.getitem(ks, 0)
+
+    def more(cr: tuple) -> Any:
+        return P.any(P.logical_not(cr[2]))
+    return while_loop(more, body, (0, P.full(s, -1.0, d), P.zeros(s, "bool"), key))[1]
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = "f32", unroll: Any = 1) -> Any:
+    """``jax.random.multinomial``: counts of ``n`` draws over the categories of ``p``'s last mode, as floats: a
+    binomial per category on the remaining count, over a ``scan`` (JAX's)."""
+    d = _float("multinomial", dtype)
+    pr = P.astype(P.asarray(p), d)
+    s = tuple(int(v) for v in modes_of(get_aval(pr).shape)) if shape is None else _shape("multinomial", shape)
+    if not s:
+        raise fail("multinomial", "p must have a mode of categories", get_aval(pr))
+    total = _param(n, d, s[:-1])
+    pr = P.moveaxis(P.broadcast_to(pr, s), -1, 0)
+    remaining = P.flip(P.cumsum(P.flip(pr, 0), 0), 0)
+    ratios = pr / P.where(remaining == 0, 1, remaining)
+    keys = split(key, s[-1])
+
+    def step(rem: Any, rk: tuple) -> tuple:
+        ratio, k = rk
+        got = binomial(k, rem, P.clip(ratio, 0, 1), dtype=d)
+        return rem - got, got
+    _, counts = scan(step, total, (ratios, keys))
+    return P.moveaxis(counts, 0, -1)
+
+
+__all__ = ["ball", "beta", "binomial", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "loggamma",
+           "multinomial", "poisson", "t"]

@@ -256,5 +256,11 @@ def test_the_gamma_family_draws_jax_s_values():
                       (R.ball(k, 3, 2, (2,)), [[0.91715974, 0.39274216, 0.0116535],
                                                [-0.8613651, 0.31684825, -0.06285544]])]:
         np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-7)
+    assert np.asarray(R.binomial(k, 10.0, 0.3, (6,))).tolist() == [2, 2, 1, 2, 1, 4]
+    assert np.asarray(R.binomial(k, 100.0, 0.6, (4,))).tolist() == [67, 62, 66, 55]                # BTRS
+    assert np.asarray(R.binomial(k, np.array([5.0, 50.0, 500.0]), np.array([0.2, 0.5, 0.9]))).tolist() == [2, 27, 459]
+    assert np.asarray(R.multinomial(k, 20.0, np.array([0.2, 0.3, 0.5], np.float32))).tolist() == [1, 6, 13]
+    assert np.asarray(R.multinomial(k, 10.0, np.array([0.5, 0.5], np.float32), shape=(3, 2))).tolist() == \
+        [[7, 3], [3, 7], [4, 6]]
     with pytest.raises(pt.StagingError, match="gamma: the parameter's shape"):
         R.gamma(k, np.ones(3, np.float32), (2,))
