@@ -79,7 +79,7 @@ def _draws(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool 
     keys = split(key, n)
     flat = P.reshape(x, (n,))
     out = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, flat)
-    return P.reshape(out, s) if s else P.reshape(out, ())
+    return P.reshape(out, s)
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = "f32") -> Any:
