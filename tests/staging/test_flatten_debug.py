@@ -31,6 +31,10 @@ def test_debug_print_shows_values_eagerly_and_types_when_staged(capsys):
     assert capsys.readouterr().out == "x=3 y=[1. 1.]\n"
     out = pt.jit(lambda v: (pt.debug.print("v={}", v), v * 2)[1])(np.ones(3, np.float32))
     assert np.asarray(out).tolist() == [2, 2, 2] and capsys.readouterr().out.startswith("v=f32[3")
+    with pytest.raises(pt.StagingError, match="debug.print: the format '{} {}' does not fit its arguments"):
+        pt.debug.print("{} {}", 1)
+    with pytest.raises(pt.StagingError, match="debug.print: fmt must be a format string"):
+        pt.debug.print(3)
     seen = []
     pt.debug.callback(lambda a, b: seen.append((a.tolist(), b)), pt.arange(3), b=1)
     assert seen == [([0, 1, 2], 1)]

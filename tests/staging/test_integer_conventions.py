@@ -20,6 +20,8 @@ def test_integer_powers_are_jax_s():
     assert np.asarray(P.power(a, np.array([-1, -2, 0, 0, 1], np.int32))).tolist() == [0, 0, 1, 1, -2]
     assert np.asarray(2 ** P.arange(5)).tolist() == [1, 2, 4, 8, 16]
     assert np.asarray(P.power(np.array([2], np.int64), np.array([40], np.int64))).tolist() == [2 ** 40]
+    u = P.power(a, np.array([2, 4, 1, 3, 2], np.uint64))                  # i32 with u64 meet in f64: a float pow
+    assert u.dtype == "f64" and np.asarray(u).tolist() == [9, 1, 2, 125, 4]
     np.testing.assert_allclose(np.asarray(P.power(a[:4], 0.5)), np.sqrt(a[:4].astype(np.float32)), rtol=1e-6)
 
 
@@ -28,6 +30,7 @@ def test_integers_are_their_own_round_floor_ceil_trunc():
     for f in (P.round, P.floor, P.ceil, P.trunc, P.fix):
         r = f(x)
         assert r.dtype == "i8" and np.asarray(r).tolist() == [100, -7]
+    assert P.round(x, 2).dtype == "i8" and np.asarray(P.round(x, 2)).tolist() == [100, -7]
 
 
 def test_true_division_of_bools_and_sums_of_unsigned():

@@ -324,8 +324,8 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 (numpy's name)
     if not _is_py_scalar(x) and not is_tensor_like(x):
         raise fail("round", f"expects a tensor (a traced value, an Array, a numpy array or a number), got "
                             f"{type(x).__name__} {x!r:.80}")
-    if decimals == 0:
-        return _round(x)
+    if decimals == 0 or decimals > 0 and not _is_py_scalar(x) and not dtypes.is_float(get_aval(x).dtype):
+        return _round(x)                          # (an integer rounded to decimals >= 0 is itself, as JAX's)
     if not -340 <= decimals <= 340:      # past every float's last decimal, or every finite value to (signed) zero
         if _is_py_scalar(x):
             x = coerce("round", x, x)[0]
@@ -349,7 +349,9 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001 (numpy's name)
         return out if out is not None else add(mul(x, 0), 1)         # x ** 0 is 1 (of x's dtype and shape)
     tensors = [get_aval(v).dtype for v in (x, y) if not _is_py_scalar(v) and is_tensor_like(v)]
     if tensors and not any(dtypes.is_float(d) for d in tensors) and not any(isinstance(v, float) for v in (x, y)):
-        return INT_POW[0](*broadcast_operands("pow", coerce("pow", x, y)))
+        x, y = broadcast_operands("pow", coerce("pow", x, y))
+        if not dtypes.is_float(get_aval(x).dtype):           # (u64 with a signed int meets in f64: a float pow)
+            return INT_POW[0](x, y)
     return _pow(x, y)
 
 

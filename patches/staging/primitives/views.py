@@ -538,7 +538,7 @@ def full(shape: Any, value: Any, dtype: Any = None) -> Any:
     d = dtypes.canonical(dtype, "full") if dtype is not None else None
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         if isinstance(value, float) and d is not None and not dtypes.is_float(d):      # jnp.full casts the fill
-            return broadcast_to(to_array(value, "f32" if abs(value) < 2 ** 24 else "f64").astype(d), shape)
+            return broadcast_to(to_array(value, "f64").astype(d), shape)      # (truncated toward 0, as JAX's)
         return broadcast_to(weak_scalar("full", value, d), shape)
     if isinstance(value, (np.ndarray, np.generic)):          # numpy values keep their dtype unless one is given
         value = to_array(value)
