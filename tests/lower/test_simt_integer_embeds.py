@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import patches as pt
+from patches.lower.module import tool
 from patches.lower.plan import _error
 
 BIG = {"i32": [1, 2, 2 ** 31 - 100, 2 ** 30 + 1, -2 ** 31 + 3, 7, 2 ** 24 + 1, -5],
@@ -47,3 +48,18 @@ def test_lowered_keys_and_draws_match_the_interpreter():
         np.testing.assert_array_equal(np.asarray(sched.simulate_kernels(key, source=True)),
                                       np.asarray(pt.evaluate(prog, key)))
         sched.verify(args=[key])
+
+
+@pytest.mark.skipif(tool("cuobjdump") is None, reason="needs the nvidia-cuda-cuobjdump wheel")
+def test_integer_embeds_and_u32_hashing_compile_without_spills_or_float_conversions():
+    """The emitted kernels compile for sm_90a with 0 spills; an i32 concatenate converts no integer to a float
+    (the old f32 path: I2F then F2I), and the Threefry hash of a dropout mask does its u32 arithmetic in integer
+    registers."""
+    pytest.importorskip("cutlass")
+    cat = pt.lower(pt.stage(lambda x: pt.concatenate([x, x[::-1]]), pt.tensor("i32", 8))).compile()
+    assert cat.resources["spills"] == 0
+    assert cat.counts("I2F", "F2I") == {"I2F": 0, "F2I": 0}, cat.counts("I2F", "F2I")
+    drop = pt.lower(pt.stage(lambda k, x: pt.where(pt.random.bernoulli(k, 0.9, (256,)), x / 0.9, 0.0),
+                             pt.tensor("u32", 2), pt.tensor("f32", 256))).compile()
+    counts = drop.counts("LOP3", "SHF", "IADD3")
+    assert drop.resources["spills"] == 0 and counts["LOP3"] > 0 and counts["IADD3"] > 0, counts
