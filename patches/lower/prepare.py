@@ -13,6 +13,7 @@ import sympy
 from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
+from ..staging.core import abstract_eval
 from ..staging.primitives import add_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
 from ..staging.types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .analyze import _divisor, merged_view
@@ -182,8 +183,10 @@ def _view_of_affine(e: Eqn, scales: dict, b: Any) -> tuple | None:
     if name == "view":
         lay, off = p["layout"], p["offset"]
         shape, stride = (lay.shape, lay.stride) if type(lay.shape) is tuple else ((lay.shape,), (lay.stride,))
-        if len(n) != 1 or type(off) is not int or not all(type(v) is int for v in shape + stride):
+        if type(off) is not int or not all(type(v) is int for v in shape + stride):
             return None
+        if len(n) != 1:
+            return _affine_through_view(n, scales, b, shape, stride, off)
         a = scales.get(0, 0)
         return {k: a * st for k, st in enumerate(stride) if st}, b + a * off
     index = p["index"]
@@ -202,9 +205,34 @@ def _view_of_affine(e: Eqn, scales: dict, b: Any) -> tuple | None:
     return out, b
 
 
+def _affine_through_view(n: tuple, scales: dict, b: Any, shape: tuple, stride: tuple, off: int) -> tuple | None:
+    """A view (flat ``shape:stride`` from ``off`` into the colexicographic index of an operand of modes ``n``) of an
+    affine iota of several modes: affine again where each view mode walks within one operand mode (a reshape
+    splitting or keeping modes), found by unit steps and checked at every element; None otherwise."""
+    if any(type(m) is not int for m in n) or any(type(a) not in (int, float) for a in scales.values()) or \
+            type(b) not in (int, float) or int(np.prod(shape, dtype=np.int64)) > 1 << 20:
+        return None
+    place = np.cumprod((1,) + tuple(n[:-1]), dtype=np.int64)
+
+    def value(i: np.ndarray) -> np.ndarray:
+        return sum(a * (i // place[d] % n[d]) for d, a in scales.items()) + b
+
+    base = value(np.asarray(off))
+    steps = {k: value(np.asarray(off + st)) - base for k, (e, st) in enumerate(zip(shape, stride)) if e > 1}
+    coords = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
+    index = off + sum((c * st for c, st in zip(coords, stride)), np.zeros(coords.shape[1], np.int64))
+    want = base + sum((coords[k] * a for k, a in steps.items()), np.zeros(coords.shape[1], np.int64))
+    if not np.array_equal(value(index), want):
+        return None
+    return {k: a.item() for k, a in steps.items() if a != 0}, base.item()
+
+
 def _affine_iota(y: Var, scales: dict, b: Any) -> list:
     """Equations writing ``y = sum_d iota[d] * scales[d] + b`` (computed compact, then copied into ``y``'s layout
     where the view had another)."""
+    spread = _broadcast_of_iota(y, scales, b)
+    if spread is not None:
+        return spread
     if y.type.layout != compact(y.type.shape):
         z = Var(TensorType(y.type.dtype, compact(y.type.shape)))
         return _affine_iota(z, scales, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
@@ -231,6 +259,24 @@ def _affine_iota(y: Var, scales: dict, b: Any) -> list:
     if b != 0:
         eqns.append(Eqn(add_p, [total, lit(b)], {}, [y]))
     return eqns
+
+
+def _broadcast_of_iota(y: Var, scales: dict, b: Any) -> list | None:
+    """``y`` laid out with stride-0 modes (a view of a broadcast) holds one value per offset, so no copy can fill
+    it: the affine iota over its other modes, broadcast along the stride-0 ones (whose scales are 0). None where
+    ``y`` has no such mode or the broadcast would not give ``y``'s layout."""
+    lay = y.type.layout
+    shape, stride = (lay.shape, lay.stride) if type(lay.shape) is tuple else ((lay.shape,), (lay.stride,))
+    flat = [k for k, d in enumerate(stride) if d == 0 and shape[k] != 1]
+    if not flat or len(shape) != len(modes_of(y.type.shape)) or any(scales.get(k, 0) for k in flat):
+        return None
+    kept = [k for k in range(len(shape)) if k not in flat]
+    inner = make_layout(tuple(shape[k] for k in kept), tuple(stride[k] for k in kept)) if kept else SCALAR_LAYOUT
+    z = Var(TensorType(y.type.dtype, inner))
+    if abstract_eval(broadcast_p, [z.type], {"shape": y.type.shape, "dims": tuple(kept)})[0].layout != lay:
+        return None
+    return _affine_iota(z, {kept.index(d): a for d, a in scales.items() if d in kept}, b) + \
+        [Eqn(broadcast_p, [z], {"shape": y.type.shape, "dims": tuple(kept)}, [y])]
 
 
 def copied_reversals(eqns: list) -> list:

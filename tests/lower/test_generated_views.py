@@ -28,6 +28,14 @@ CASES = {
     .astype("f32"),
     "a broadcast arange, sliced and transposed": lambda x: x + pt.broadcast_to(pt.arange(6, dtype="f32"), (7, 6))
     [::-1, :].T[:, 1:6],
+    "a reshaped broadcast arange": lambda x: x.reshape(3, 2, 5) + pt.reshape(pt.broadcast_to(
+        pt.arange(5, dtype="f32"), (6, 5)), (3, 2, 5)),
+    "a transposed broadcast arange, reshaped": lambda x: x.reshape(2, 3, 5) * pt.reshape(pt.broadcast_to(
+        pt.arange(6), (5, 6)).T, (2, 3, 5)).astype("f32"),
+    "a broadcast column of an affine arange, reshaped": lambda x: x.reshape(3, 2, 5) - pt.reshape(pt.broadcast_to(
+        pt.arange(6)[:, None] * 3 + 1, (6, 5)), (3, 2, 5)).astype("f32"),
+    "a reshape of an iota of two modes": lambda x: x.reshape(2, 3, 5) + pt.iota("i32", (6, 5), 1).reshape(2, 3, 5)
+    .astype("f32"),
 }
 
 

@@ -169,10 +169,14 @@ def _epilogue(cute: Any, K: Any, spec: Any, report: Report, tiled_mma: Any, tma_
             regs = values(r2s.retile(cute.make_tensor(0, cute.make_layout(truth_shape(cute, tiled_mma, cC)))))
         frag = cute.size(frag_shape)
         src = r2s.get_slice(t).partition_S(sC_count)
+        by_buffer: dict = {}                  # buffer -> (its source offsets, its destination offsets) of this thread
         for e in range(n_sub):
             buf = K.epi_buffer(e)
-            dst = values(src[(None, None, None, buf)])                   # where this thread's values land
-            for o in values(tRS_sC[(None, None, None, buf)]).tolist():
+            if buf not in by_buffer:
+                by_buffer[buf] = (values(src[(None, None, None, buf)]),     # where this thread's values land
+                                  values(tRS_sC[(None, None, None, buf)]).tolist())
+            dst, dst_offsets = by_buffer[buf]
+            for o in dst_offsets:
                 dst_union[(e, o)] = dst_union.get((e, o), 0) + 1
             for v in range(frag):
                 r = int(regs[K.subtile_register(e, v, frag)])

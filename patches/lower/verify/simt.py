@@ -14,6 +14,14 @@ from .report import Report
 def check_simt(K: Any, spec: Any, report: Report) -> None:
     tv = K.tv_layout()
     cover = report.check("SIMT: rows and columns covered exactly once")
+    column_of: dict = {}              # the module's column(tv, chunk, lane, v): a pure function of ints, read once each
+
+    def column(chunk: int, lane: int, v: int) -> int:
+        key = (chunk, lane, v)
+        if key not in column_of:
+            column_of[key] = int(K.column(tv, chunk, lane, v))
+        return column_of[key]
+
     shapes = ((1, 1), (3, K.CHUNK - 1), (K.ROWS + 1, K.CHUNK), (2 * K.ROWS + 1, 3 * K.CHUNK + 5))
     for rows, cols in shapes:
         rows = 1 if spec.block_row else rows            # one CTA walks the single row
@@ -27,7 +35,7 @@ def check_simt(K: Any, spec: Any, report: Report) -> None:
                 lane = tid % K.THREADS
                 for chunk in range(chunks):
                     for v in range(K.VEC):
-                        col = int(K.column(tv, chunk, lane, v))
+                        col = column(chunk, lane, v)
                         if col < cols:
                             if col < 0:
                                 cover.fail(f"thread {tid} value {v} chunk {chunk}: column {col}")
