@@ -4,8 +4,8 @@ Modules: ``tangents`` (tangent types, symbolic Zero), ``jvp`` + ``jvp_rules`` (f
 ``partial_eval`` (known/unknown split into a linear Program), ``transpose`` + ``transpose_rules``
 (reverse mode), ``api`` (the user's functions), ``jacobians`` (jacfwd, jacrev, hessian),
 ``lax_control`` (scan, map, switch, while_loop; ``while_rules`` its jvp and vmap), ``custom`` (custom_jvp,
-custom_vjp; ``custom_gradient`` on custom_vjp), ``checkpoint`` (JAX's remat mark, the identity here), ``batching`` +
-``batching_rules`` (vmap), ``vectorize`` (numpy's, by vmap).
+custom_vjp; ``custom_gradient`` on custom_vjp), ``checkpoint`` (rematerialization: the backward pass recomputes
+the forward), ``batching`` + ``batching_rules`` (vmap), ``vectorize`` (numpy's, by vmap).
 Each rule table is keyed by the primitives of ``patches.staging``; autodiff imports staging, never the reverse.
 """
 

@@ -86,7 +86,7 @@ class PETrace(Trace):
     def process_primitive(self, prim: Any, tracers: list, params: dict) -> list:
         if all(t.known for t in tracers):
             return [PETracer(self, v, None, None) for v in bind_multi(prim, *(t.value for t in tracers), **params)]
-        if prim.is_call:
+        if prim.is_call and prim not in staged_calls:
             return eval_program(params["program"], tracers)
         rule = partial_eval_rules.get(prim)
         if rule is not None:
@@ -100,7 +100,8 @@ class PETrace(Trace):
         return outs
 
 
-partial_eval_rules: dict[Any, Any] = {}   # primitives whose unknown inputs need more than staging the equation
+partial_eval_rules: dict[Any, Any] = {}
+staged_calls: set = set()       # call primitives staged whole (not inlined) when an operand is unknown
 
 
 def _literal(value: Any) -> Literal | None:

@@ -308,9 +308,9 @@ def _fori(e: Eqn) -> list:
     return eqns
 
 
-CALLS = ("call", "custom_jvp_call", "custom_vjp_call")
-RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "call": _call, "matmul": _matmul,
-         "custom_jvp_call": _call, "custom_vjp_call": _call, "cond": _cond, "fori_loop": _fori,
+CALLS = ("call", "custom_jvp_call", "custom_vjp_call", "checkpoint", "remat_lin")
+RULES = {"argmax": _argmax, "argmin": _argmin, "concatenate": _concatenate, "matmul": _matmul, **{k: _call for k in CALLS},
+         "cond": _cond, "fori_loop": _fori,
          "reduce_sum": _two_pass, "reduce_max": _two_pass, "reduce_min": _two_pass}
 BODY_RULES: dict = {k: r for k, r in RULES.items() if k not in ("cond", "fori_loop")}   # a kernel body's own
 BODY_RULES.update({"matmul": _unbatch, **{k: (lambda e: _call(e, BODY_RULES)) for k in CALLS}})

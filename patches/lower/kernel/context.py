@@ -25,7 +25,8 @@ RULES: dict[str, Callable[..., list]] = {}
 # Rules that take a lazy (not yet moved) transposed block as is; every other use moves its elements first.
 TAKES_LAZY = {"matmul"}
 # rewritten first (patches.lower.expand: calls inlined, batched matmuls unrolled)
-EXPANDED = ("argmax", "argmin", "call", "concatenate", "custom_jvp_call", "custom_vjp_call", "matmul")
+EXPANDED = ("argmax", "argmin", "call", "concatenate", "custom_jvp_call", "custom_vjp_call", "checkpoint", "remat_lin",
+            "matmul")
 PREPASSES: list[Callable] = []     # (ctx, eqns, outputs) -> {id(eqn): rule}: rules for equations taken together (rules_mma)
 MATERIALIZE: list = []      # [fn(ctx, block) -> block], registered by rules_math
 
