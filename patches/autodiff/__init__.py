@@ -15,6 +15,7 @@ from . import (  # noqa: F401 (registers the rules)
     kernel_batching,
     kernel_jvp,
     kernel_transpose,
+    spectral_rules,
     transpose_rules,
     while_rules,
 )

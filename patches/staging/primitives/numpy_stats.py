@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..core import get_aval
+from ..core import bind_multi, get_aval
 from ..errors import fail, is_option
 from ..types import mode_size
+from .decompositions import svd_p
 from .einsum import einsum
 from .elementwise import abs, add, astype, div, eq, ge, gt, lt, mul, ne, pow, sqrt, sub, where
 from .gather import take
@@ -275,7 +276,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A002 (numpy's name)
     """numpy's ``linalg.norm``. Vectors: ``sqrt(sum(x * x))`` (None, 2), ``max``/``min`` of ``abs`` (+-inf), the
     nonzero count (0), ``sum(abs(x) ** p) ** (1/p)``. Matrices (two axes): Frobenius (None, ``'fro'``), the
-    largest or smallest column (1, -1) or row (inf, -inf) sum of ``abs``; 2, -2 and ``'nuc'`` are refused."""
+    largest or smallest column (1, -1) or row (inf, -inf) sum of ``abs``, the largest or smallest singular value (2,
+    -2), their sum (``'nuc'``)."""
     keepdims = _check_keepdims("norm", keepdims)
     if ord is not None and (isinstance(ord, (bool, np.bool_)) or not isinstance(ord, (str, int, float, np.number))):
         raise fail("norm", f"ord must be None, a number or a string, got {type(ord).__name__} {ord!r:.60}")
@@ -308,8 +310,14 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     elif ord in (1, -1, _INF, -_INF) and not isinstance(ord, bool):
         first, second = (row, col) if ord in (1, -1) else (col, row)
         r = (_max if ord > 0 else _min)(_sum(abs(v), first), second - (second > first))
+    elif ord in (2, -2, "nuc") and not isinstance(ord, bool):
+        rest = [k for k in range(t.rank) if k not in axes]
+        work = v if t.dtype in ("f32", "f64") else astype(v, "f32")
+        (s,) = bind_multi(svd_p, transpose(work, rest + [row, col]), full_matrices=False, compute_uv=False)
+        r = _sum(s, -1) if ord == "nuc" else (_max if ord == 2 else _min)(s, -1)
+        r = astype(r, t.dtype) if t.dtype != get_aval(r).dtype else r
     else:
-        raise fail("norm", f"matrix norm order {ord!r:.80} is not supported (2, -2 and 'nuc' need singular values)", t)
+        raise fail("norm", f"invalid matrix norm order {ord!r:.80}", t)
     return keep_dims(r, t, tuple(sorted(axes))) if keepdims else r
 
 
