@@ -96,3 +96,22 @@ def test_tma_boxes_spanning_the_contiguous_mode_verify_and_a_wrong_smem_layout_i
     assert bad != mod.source
     with pytest.raises(VerificationError, match="TMA boxes"):
         verify_kernel(KernelModule(mod.spec, bad, 0.0, kind="kernel"), kinds=("tma",)).raise_if_failed()
+
+
+def test_a_layout_builder_differing_from_its_patches_layout_is_caught():
+    """Each ``layout`` builder is read back from CuTe's object (its static shape and stride, CuTe's own evaluation
+    spot-checked): a stride changed in the emitted source is reported at the indices it moves."""
+    def kc(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+    t = pt.tensor("f32", (64, 64))
+    s = pt.BlockSpec((32, 32), lambda i, j: (i, j))
+    mod = pt.lower(pt.stage(pt.kernel(kc, t, grid=(2, 2), in_specs=[s], out_specs=s), t))
+    assert mod.verify().ok
+    good = "return cute.make_layout((64, 64), stride=(1, 64))"
+    assert good in mod.source
+    for bad in ("return cute.make_layout((64, 64), stride=(1, 65))", "return cute.make_layout((64, 64), stride=(64, 1))"):
+        report = verify_kernel(KernelModule(mod.spec, mod.source.replace(good, bad), 0.0, kind="kernel"),
+                               kinds=("layout",))
+        with pytest.raises(VerificationError, match="gview"):
+            report.raise_if_failed()
+        assert "CuTe evaluates" in str(report)
