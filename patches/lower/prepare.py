@@ -14,7 +14,7 @@ from ..layouts import Layout, LayoutError, coalesce, cosize, make_layout
 from ..layouts import inttuple as it
 from ..staging import Eqn, Literal, Program, Var, dtypes, evaluate
 from ..staging.core import abstract_eval
-from ..staging.primitives import add_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
+from ..staging.primitives import add_p, astype_p, broadcast_p, copy_p, iota_p, mul_p, ne_p, where_p
 from ..staging.types import SCALAR_LAYOUT, TensorType, compact, layout_of_modes, mode_layouts, mode_size, modes_of
 from .analyze import _divisor, merged_view
 from .elementwise_rules import UNARY_OPS
@@ -138,27 +138,33 @@ def generated_views(eqns: list) -> list:
     affine ``iota`` (a sum of iotas times literals plus a literal: ``arange(a, b, s)``) is an affine iota itself:
     ``arange(n)[::-1]`` is ``(n - 1) - iota``, ``arange(12).reshape(3, 4)`` is ``4 iota[0] + iota[1]``. Generated
     again where it is read, it costs no kernel (a view of a generated value has no storage to read)."""
-    affine: dict[int, tuple] = {}         # id(var) -> ({dimension: scale}, offset)
+    affine: dict[int, tuple] = {}         # id(var) -> ({dimension: scale}, offset, float steps after the index)
     out: list = []
     for e in eqns:
         name, y = e.prim.name, e.outputs[0]
         x = e.inputs[0] if e.inputs else None
         if name == "iota":
-            affine[id(y)] = ({e.params["dimension"]: 1}, 0)
+            affine[id(y)] = ({e.params["dimension"]: 1}, 0, ())
         elif name in ("mul", "add") and len(e.inputs) == 2 and y.type.rank:
             var = [v for v in e.inputs if isinstance(v, Var)]
             lit = [v for v in e.inputs if isinstance(v, Literal)]
             if len(var) == 1 and len(lit) == 1 and id(var[0]) in affine and var[0].type == y.type:
-                scales, b = affine[id(var[0])]
+                scales, b, after = affine[id(var[0])]
                 c = lit[0].value.item() if hasattr(lit[0].value, "item") else lit[0].value
-                affine[id(y)] = ({d: a * c for d, a in scales.items()}, b * c) if name == "mul" else (scales, b + c)
+                if dtypes.is_float(y.type.dtype):       # rounded: kept as a step on the converted index, in order
+                    affine[id(y)] = (scales, b, after + ((e.prim, lit[0]),))
+                elif name == "mul":                     # integers wrap alike folded or not
+                    affine[id(y)] = ({d: a * c for d, a in scales.items()}, b * c, after)
+                else:
+                    affine[id(y)] = (scales, b + c, after)
         elif name in _AFFINE_VIEWS and isinstance(x, Var) and id(x) in affine and \
                 all(type(m) is int for m in modes_of(x.type.shape)):
-            got = _view_of_affine(e, *affine[id(x)])
+            scales, b, after = affine[id(x)]
+            got = _view_of_affine(e, scales, b)
             if got is not None:
-                affine[id(y)] = got
+                affine[id(y)] = (*got, after)
                 if name != "broadcast":      # (a broadcast stays: its stride-0 layout holds no copy)
-                    out += _affine_iota(y, *got)
+                    out += _affine_iota(y, *got, after)
                     continue
         out.append(e)
     return out
@@ -227,15 +233,25 @@ def _affine_through_view(n: tuple, scales: dict, b: Any, shape: tuple, stride: t
     return {k: a.item() for k, a in steps.items() if a != 0}, base.item()
 
 
-def _affine_iota(y: Var, scales: dict, b: Any) -> list:
+def _affine_iota(y: Var, scales: dict, b: Any, after: tuple = ()) -> list:
     """Equations writing ``y = sum_d iota[d] * scales[d] + b`` (computed compact, then copied into ``y``'s layout
-    where the view had another)."""
-    spread = _broadcast_of_iota(y, scales, b)
+    where the view had another). A float ``y`` is that index computed in i32, converted, then the float steps
+    ``after`` ((primitive, literal), in order): each element rounds as the original computation rounded it."""
+    spread = _broadcast_of_iota(y, scales, b, after)
     if spread is not None:
         return spread
     if y.type.layout != compact(y.type.shape):
         z = Var(TensorType(y.type.dtype, compact(y.type.shape)))
-        return _affine_iota(z, scales, b) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
+        return _affine_iota(z, scales, b, after) + [Eqn(copy_p, [z], {"layout": y.type.layout}, [y])]
+    if dtypes.is_float(y.type.dtype):
+        k = Var(TensorType("i32", y.type.layout))
+        cur = Var(y.type) if after else y
+        eqns = _affine_iota(k, scales, b) + [Eqn(astype_p, [k], {"dtype": y.type.dtype}, [cur])]
+        for n, (prim, lit) in enumerate(after):
+            nxt = y if n == len(after) - 1 else Var(y.type)
+            eqns.append(Eqn(prim, [cur, lit], {}, [nxt]))
+            cur = nxt
+        return eqns
     t = y.type
     lit = (lambda v: scalar_literal(v, t.dtype))      # noqa: E731
     terms = [(d, a) for d, a in sorted(scales.items()) if a != 0]
@@ -261,7 +277,7 @@ def _affine_iota(y: Var, scales: dict, b: Any) -> list:
     return eqns
 
 
-def _broadcast_of_iota(y: Var, scales: dict, b: Any) -> list | None:
+def _broadcast_of_iota(y: Var, scales: dict, b: Any, after: tuple) -> list | None:
     """``y`` laid out with stride-0 modes (a view of a broadcast) holds one value per offset, so no copy can fill
     it: the affine iota over its other modes, broadcast along the stride-0 ones (whose scales are 0). None where
     ``y`` has no such mode or the broadcast would not give ``y``'s layout."""
@@ -275,7 +291,7 @@ def _broadcast_of_iota(y: Var, scales: dict, b: Any) -> list | None:
     z = Var(TensorType(y.type.dtype, inner))
     if abstract_eval(broadcast_p, [z.type], {"shape": y.type.shape, "dims": tuple(kept)})[0].layout != lay:
         return None
-    return _affine_iota(z, {kept.index(d): a for d, a in scales.items() if d in kept}, b) + \
+    return _affine_iota(z, {kept.index(d): a for d, a in scales.items() if d in kept}, b, after) + \
         [Eqn(broadcast_p, [z], {"shape": y.type.shape, "dims": tuple(kept)}, [y])]
 
 

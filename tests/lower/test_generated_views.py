@@ -55,3 +55,19 @@ def test_an_iota_coordinate_converted_to_float_runs_by_its_source():
     s = pt.lower(prog)
     assert "cutlass.Int32(d" in s.kernels[0].source
     assert_kernels_compute(prog, s, [X])
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_a_generated_float_view_rounds_as_the_original(dtype):
+    """A view of a float iota times and plus literals is regenerated as its integer index converted, then the same
+    float steps in the same order: bit-equal to the interpreter (folding the literals into the index's scales
+    rounded differently: arange(527) in bf16 holds 526 as 526, the folded 17*i + j sums did not)."""
+    f = lambda a: pt.matmul(a, pt.reshape(pt.arange(527, dtype=dtype), (31, 1, 17)) * 0.01 + 0.5)   # noqa: E731
+    x = np.random.default_rng(2).integers(-5, 10, size=(31, 7, 1)).astype(np.float32)
+    prog = pt.stage(f, pt.tensor(dtype, (31, 7, 1)))
+    s = pt.lower(prog)
+    np.testing.assert_array_equal(np.asarray(s.simulate(x), np.float64), np.asarray(prog(x), np.float64))
+    g = lambda v: v + pt.transpose(pt.reshape(pt.arange(300, dtype=dtype) * 1.5, (20, 15)))[::-1]   # noqa: E731
+    prog = pt.stage(g, pt.tensor(dtype, (15, 20)))
+    v = np.zeros((15, 20), np.float32)
+    np.testing.assert_array_equal(np.asarray(pt.lower(prog).simulate(v), np.float64), np.asarray(prog(v), np.float64))
