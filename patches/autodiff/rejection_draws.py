@@ -3,9 +3,9 @@
 ``split``, a ``while_loop`` drawing until acceptance around a ``while_loop`` for a positive ``v``, ``vmap``ped over
 the elements), so draws equal JAX's up to the float rounding of ``normal``; ``poisson`` is Knuth's product of
 uniforms below 10 and a transformed rejection above, each a ``while_loop`` over the whole draw. It lives with the
-transformations because it needs ``while_loop`` and ``vmap``. Reverse-mode derivatives with respect to the shape
-parameters are not provided (JAX has an implicit reparameterization rule; here ``grad`` meets the ``while_loop``
-and is refused)."""
+transformations because it needs ``while_loop`` and ``vmap``. A gamma draw's derivative with respect to its shape is
+the implicit reparameterization gradient (as JAX's): ``dx/da = -(dP(a, x)/da) / p(x; a)`` for the gamma CDF ``P``,
+from ``P``'s series (``_dlog_draw_da``), so ``grad`` reaches the shape parameters of every draw built on it."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from ..staging import primitives as P
 from ..staging.core import get_aval
 from ..staging.errors import fail
 from ..staging.primitives.distributions import _float, _normal, _uniform, rademacher
-from ..staging.primitives.special_functions import gammaln
+from ..staging.primitives.special_functions import digamma, gammaln
 from ..staging.primitives.threefry import _shape, split
 from ..staging.types import modes_of
 from .batching import vmap
+from .custom import custom_jvp
 from .lax_control import scan, while_loop
 
 
@@ -78,8 +79,53 @@ def _draws(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool 
         raise fail(name, f"a draw of shape {s} has no elements (empty tensors have no layout here)")
     keys = split(key, n)
     flat = P.reshape(x, (n,))
-    out = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, flat)
-    return P.reshape(out, s)
+    return P.reshape((_log_draws if log_space else _gamma_draws)(keys, flat), s)
+
+
+def _dlog_draw_da(a: Any, logx: Any) -> Any:
+    """``d log(x) / da`` of a unit-scale gamma draw ``x`` held fixed in its CDF ``P(a, x)``: with ``P = e^-x x^a S /
+    Gamma(a + 1)``, ``S = sum_n x^n / ((a+1)...(a+n))`` and ``S' = dS/da``, it is ``-(S (log x - digamma(a + 1)) +
+    S') / a``. Computed in f64 (the two terms cancel in the upper tail), the series until its terms are below
+    1e-17 of its sum."""
+    d = get_aval(a).dtype
+    a64, lx = P.astype(a, "f64"), P.astype(logx, "f64")
+    x = P.exp(lx)
+    one = a64 * 0 + 1
+
+    def more(c: tuple) -> Any:
+        n, t, _, total, _ = c
+        return P.logical_and(n < 20000, P.any(t > total * 1e-17))
+
+    def step(c: tuple) -> tuple:
+        n, t, h, total, dtotal = c
+        k = a64 + P.astype(n + 1, "f64")
+        h = h + 1 / k
+        t = t * x / k
+        return n + 1, t, h, total + t, dtotal - t * h
+    _, _, _, total, dtotal = while_loop(more, step, (0, one, a64 * 0, one, a64 * 0))
+    return P.astype(-(total * (lx - digamma(a64 + 1)) + dtotal) / a64, d)
+
+
+@custom_jvp
+def _gamma_draws(keys: Any, a: Any) -> Any:
+    return vmap(lambda k, al: _gamma_one(k, al, False))(keys, a)
+
+
+@custom_jvp
+def _log_draws(keys: Any, a: Any) -> Any:
+    return vmap(lambda k, al: _gamma_one(k, al, True))(keys, a)
+
+
+@_gamma_draws.defjvp
+def _gamma_draws_jvp(primals: tuple, tangents: tuple) -> tuple:
+    x = _gamma_draws(*primals)
+    return x, x * _dlog_draw_da(primals[1], P.log(x)) * tangents[1]
+
+
+@_log_draws.defjvp
+def _log_draws_jvp(primals: tuple, tangents: tuple) -> tuple:
+    z = _log_draws(*primals)
+    return z, _dlog_draw_da(primals[1], z) * tangents[1]
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = "f32") -> Any:
