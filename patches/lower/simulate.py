@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..staging import primitives as P
-from ..staging.dtypes import round_bf16, to_numpy
+from ..staging.dtypes import is_float, round_bf16, to_numpy
 from ..staging.primitives.elementwise import float_to_int
 from .config import NUM_SMS, TileConfig
 from .emit_common import RASTER_GROUP
@@ -145,6 +145,9 @@ def simulate_views(spec: GemmSpec, a: np.ndarray, b: np.ndarray, args: Any, ever
                 v = np.broadcast_to(round_to(v, eo.dtype), (tm, tn))[:rm, :rn]
                 kc = (m[:rm, :rn], n[:rm, :rn], np.full((rm, rn), bz))
                 x[tuple(np.zeros((rm, rn), int) if c is None else kc[c] for c in eo.coords)] = v
+    # bool and integer further outputs in their own numpy dtype (as the kernel's buffers hold them)
+    extras = [x if is_float(eo.dtype) else np.nan_to_num(x).astype(to_numpy(eo.dtype))
+              for eo, x in zip(spec.extra_outputs, extras)]
     return out, extras
 
 

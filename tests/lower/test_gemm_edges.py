@@ -201,3 +201,16 @@ def test_a_view_adding_a_size_one_mode_is_copied_before_the_gemm():
     x, w = (rng.standard_normal(sh).astype(np.float32) * 0.3 for sh in ((8, 16), (16, 16)))
     np.testing.assert_allclose(np.asarray(s.simulate(x, w)), np.asarray(prog(x, w)), rtol=1e-5, atol=1e-6)
     s.verify()
+
+
+def test_a_bool_further_output_of_a_gemm_reaches_the_next_kernel_as_bool():
+    """``all(a @ b > 0, axis=0)``: the GEMM stores the comparison from its epilogue, the SIMT kernel reduces it.
+    The GEMM's model held the stored bools as f32, which the next kernel's emitted source refused."""
+    prog = pt.stage(lambda a, b: pt.all(a @ b > 0.0, axis=0), pt.tensor("bf16", (16, 8)), pt.tensor("bf16", (8, 16)))
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, 8)).astype(np.float32), rng.standard_normal((8, 16)).astype(np.float32)
+    s = pt.lower(prog)
+    assert [k.kind for k in s.kernels] == ["gemm", "simt"]
+    want = np.asarray(prog(a, b))
+    for source in (False, True):
+        np.testing.assert_array_equal(np.asarray(s.simulate_kernels(a, b, source=source)), want)
