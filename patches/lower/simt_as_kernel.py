@@ -297,6 +297,8 @@ class _Body:
             y = P.astype(P.astype(xs[0], st.dtype), "i32" if st.kind == "i" else "f32")
         else:
             raise LoweringError(f"{st.note}: no pt op replays {op}")
+        if st.rounds in ("bf16", "f16"):                # a 16-bit step rounds back, as emit_simt's does
+            y = P.astype(P.astype(y, st.rounds), "f32")
         memo[("v", j)] = (_as(y, st.kind), modes)
 
     def compute(self, refs: list, memo: dict, k: Any = None) -> None:

@@ -74,7 +74,7 @@ class Step:
     kind: str = "f"            # "f": a float computed in the spec's float_dtype; "i": an integer exactly in its int_dtype
     arg_kinds: tuple = ()      # the kind each argument is converted to (empty: all "f")
     wrap: str = ""             # the integer dtype the Int32 result wraps to (i8 + i8 is i8, as numpy's; bitwise steps)
-    rounds: str = ""           # "f32": an f32 result of an f64 kernel, rounded to f32 as the program computes it
+    rounds: str = ""           # a narrower float result (f32 in an f64 kernel, bf16/f16 in any): rounded as the program
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,9 @@ def _extent_value(value: Any, cl: _Classes, domain: set, steps: list, note: str,
     if not coeff.is_Integer or out is None:
         raise LoweringError(f"equation extent[value={value}]: not an integer multiple of symbolic extents")
     return out if coeff == 1 else times(out, ("lit", float(coeff)))
+
+
+HALF = ("bf16", "f16")       # float dtypes a SIMT kernel computes in f32, rounding each step's result back
 
 
 def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
@@ -466,8 +469,8 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
             if narrow(dt) and kind_of(ref[id(out)], reads, steps, reductions) == "i":   # i8 sums wrap
                 steps.append(Step("copy", (ref[id(out)],), "", _note(e), kind="i", arg_kinds=("i",), wrap=dt))
                 ref[id(out)] = ("v", len(steps) - 1)
-            elif dt == "f32" and fdt == "f64":    # accumulated in f64, an f32 value as the program's
-                steps.append(Step("copy", (ref[id(out)],), "", _note(e), rounds="f32"))
+            elif dt == "f32" and fdt == "f64" or dt in HALF:    # accumulated wider, rounded as the program's
+                steps.append(Step("copy", (ref[id(out)],), "", _note(e), rounds=dt))
                 ref[id(out)] = ("v", len(steps) - 1)
             continue
         if nm == "astype" and e.params["dtype"] not in DTYPES:
@@ -477,7 +480,9 @@ def analyze_simt(prog: Program, name: str = "simt") -> SimtSpec:
         kind, arg_kinds = _kinds(e, [kind_of(a, reads, steps, reductions) for a in args])
         dt = out.type.dtype
         wrap = dt if kind == "i" and (narrow(dt) and nm in WRAPPING or nm in BITS) else ""
-        rounds = "f32" if fdt == "f64" and kind == "f" and dt == "f32" and nm not in ("astype", "copy") else ""
+        # each float step rounds to its own dtype, as the program computes (an f16 exp past 65504 is inf there too)
+        rounds = dt if kind == "f" and (dt in HALF or fdt == "f64" and dt == "f32") and nm not in ("astype", "copy") \
+            else ""
         steps.append(Step(nm, args, e.params.get("dtype", ""), _note(e), kind=kind, arg_kinds=arg_kinds, wrap=wrap,
                           rounds=rounds))
         ref[id(out)] = ("v", len(steps) - 1)

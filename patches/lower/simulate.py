@@ -79,7 +79,8 @@ def _round32(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype and dtype[0] in "iu":
         return _as_int(x, dtype).astype(np.float32)
     if dtype == "f16":
-        return x.astype(np.float16).astype(np.float32)
+        with np.errstate(over="ignore"):          # past 65504: inf, as the conversion gives
+            return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":
         b = x.view(np.uint32).astype(np.uint64)
         b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
@@ -103,6 +104,8 @@ def simulate(spec: GemmSpec, *args: Any, concrete: dict | None = None, every: bo
     main = np.transpose(out if spec.batched else out[..., 0], inv)
     if spec.c.groups:                                  # split back into the output's modes (a reshape)
         main = main.reshape(tuple(int(x) for g in spec.c.groups for x in g), order="F")
+    if spec.c_dtype == "f16":
+        main = main.astype(np.float16)                 # stored as f16 (bf16 stays in f32: numpy has none)
     if not every:
         return main
     rest = iter(extras)
@@ -146,8 +149,8 @@ def simulate_views(spec: GemmSpec, a: np.ndarray, b: np.ndarray, args: Any, ever
                 kc = (m[:rm, :rn], n[:rm, :rn], np.full((rm, rn), bz))
                 x[tuple(np.zeros((rm, rn), int) if c is None else kc[c] for c in eo.coords)] = v
     # bool and integer further outputs in their own numpy dtype (as the kernel's buffers hold them)
-    extras = [x if is_float(eo.dtype) else np.nan_to_num(x).astype(to_numpy(eo.dtype))
-              for eo, x in zip(spec.extra_outputs, extras)]
+    extras = [(x.astype(np.float16) if eo.dtype == "f16" else x) if is_float(eo.dtype) else
+              np.nan_to_num(x).astype(to_numpy(eo.dtype)) for eo, x in zip(spec.extra_outputs, extras)]
     return out, extras
 
 

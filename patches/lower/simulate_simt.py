@@ -259,7 +259,8 @@ def simulate_simt(spec: SimtSpec, *args: Any, sizes: dict | None = None, owners:
             out[idx], row[idx] = val, r
         if out.dtype.kind == "f" and (o.dtype in INT_DTYPES or o.dtype == "u32"):   # a float step stored to an integer
             out = float_to_int(out, o.dtype).astype(np.int64)
-        results.append(wrap(out, o.dtype) if out.dtype == np.int64 or o.dtype == "bool" else round_to(out, o.dtype))
+        stored = wrap(out, o.dtype) if out.dtype == np.int64 or o.dtype == "bool" else round_to(out, o.dtype)
+        results.append(stored.astype(np.float16) if o.dtype == "f16" else stored)     # (bf16 stays in f32)
         who.append(row)
     if owners:
         return results, who

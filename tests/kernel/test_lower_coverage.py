@@ -150,10 +150,23 @@ def test_user_kernel_lowers_and_computes_what_the_interpreter_does(name):
 
 def test_every_interpreted_primitive_a_body_can_hold_has_a_rule_or_an_expansion():
     """The primitives the interpreter runs, less the ones that cannot appear in a kernel body to lower (a nested
-    kernel; ``custom_lin``, a custom_vjp function's linear part, which only exists to be transposed)."""
+    kernel; ``custom_lin``, a custom_vjp function's linear part, which only exists to be transposed; ``eigh`` and
+    ``svd``, LAPACK's decompositions, which a body holding them is refused for by name)."""
     missing = sorted(p.name for p in impl_rules if p.name not in RULES and p.name not in EXPANDED
-                     and p.name not in ("kernel", "custom_lin"))
+                     and p.name not in ("kernel", "custom_lin", "eigh", "svd"))
     assert missing == [], missing
+
+
+def test_a_decomposition_in_a_body_is_refused_by_name():
+    def k(x_ref, o_ref):
+        o_ref[...] = pt.linalg.eigvalsh(x_ref[...])
+    kk = pt.kernel(k, pt.tensor("f32", (2, 8)), grid=(2,), in_specs=[pt.BlockSpec((None, 8, 8), lambda i: (i, 0, 0))],
+                   out_specs=pt.BlockSpec((None, 8), lambda i: (i, 0)))
+    x = np.random.default_rng(0).standard_normal((2, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kk(x)), np.linalg.eigvalsh((x + x.transpose(0, 2, 1)) / 2), rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(pt.LoweringError, match="eigh"):
+        pt.lower(pt.stage(kk, pt.tensor("f32", (2, 8, 8))))
 
 
 def test_embed_that_sums_is_refused_by_name():

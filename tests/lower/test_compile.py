@@ -98,4 +98,4 @@ def test_nan_and_inf_literals_compile(which):
         assert "cutlass.Float32(float('nan'))" in mod.source
     exe = mod.compile()
     if which == "simt nan":                  # relu keeps NaN (IEEE maximum), as the numpy interpreter does
-        assert "max.NaN.f32" in exe.ptx
+        assert "max.NaN.f16" in exe.ptx       # (each f16 step rounds to f16, so the compiler keeps it in f16)

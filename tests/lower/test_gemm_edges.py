@@ -214,3 +214,14 @@ def test_a_bool_further_output_of_a_gemm_reaches_the_next_kernel_as_bool():
     want = np.asarray(prog(a, b))
     for source in (False, True):
         np.testing.assert_array_equal(np.asarray(s.simulate_kernels(a, b, source=source)), want)
+
+
+def test_f16_results_of_the_kernel_models_are_f16_as_the_interpreters():
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float16)
+    for f in (lambda a, b: a @ b, lambda a, b: a * 2.0 + b):
+        prog = pt.stage(f, x, x)
+        s = pt.lower(prog)
+        want = np.asarray(prog(x, x))
+        for got in (s.simulate(x, x), s.simulate_kernels(x, x)):
+            assert np.asarray(got).dtype == want.dtype == np.float16
+            np.testing.assert_allclose(np.asarray(got, np.float64), want.astype(np.float64), rtol=2e-2, atol=2e-2)
