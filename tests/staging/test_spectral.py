@@ -8,19 +8,12 @@ import pytest
 import patches as pt
 from patches.lower import LoweringError
 
+from .helpers import central_difference
+
 RNG = np.random.default_rng(0)
 SYM = RNG.standard_normal((5, 5))
 SYM = SYM + SYM.T
 TALL = RNG.standard_normal((6, 4))
-
-
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
 
 
 def test_values_are_lapacks():
@@ -91,7 +84,7 @@ def test_derivatives_equal_finite_differences(name):
         "lstsq": (lambda b: pt.sum(pt.linalg.lstsq(b, c64[:, 0])[0] ** 2), TALL),
     }
     f, x = cases[name]
-    np.testing.assert_allclose(np.asarray(pt.grad(f)(x)), _fd(f, x), atol=1e-6, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(pt.grad(f)(x)), central_difference(f, x), atol=1e-6, rtol=1e-6)
 
 
 def test_vmap_and_stacks_decompose_each_matrix():
@@ -106,7 +99,7 @@ def test_vmap_and_stacks_decompose_each_matrix():
         np.testing.assert_allclose(np.asarray(v), want[1], atol=1e-12)
     g = pt.vmap(pt.grad(lambda a: pt.linalg.eigvalsh(a)[-1]))(stack)
     for k in range(3):
-        np.testing.assert_allclose(np.asarray(g[k]), _fd(lambda a: np.linalg.eigvalsh((a + a.T) / 2)[-1], stack[k]),
+        np.testing.assert_allclose(np.asarray(g[k]), central_difference(lambda a: np.linalg.eigvalsh((a + a.T) / 2)[-1], stack[k]),
                                    atol=1e-6)
 
 
