@@ -2,9 +2,9 @@
 as a full reduction or a rank-1 chain, the whole CTA on it), a thread-value layout from
 patches.layouts.make_layout_tv giving each thread VEC consecutive columns per chunk, one pass per reduction (warp
 shuffle reduce, then across warps through shared memory for a CTA row) and a last pass computing and storing the
-output; floats computed in f32 (f64 where the program has f64 values), each bf16/f16 step rounded back to its dtype. Row and column indices
-are split into the domain modes' coordinates (colexicographic), and every argument is indexed through its own
-layout at those coordinates.
+output; floats computed in f32 (f64 where the program has f64 values), each bf16/f16 step rounded back to its
+dtype. Row and column indices are split into the domain modes' coordinates (colexicographic), and every argument is
+indexed through its own layout at those coordinates.
 """
 
 from __future__ import annotations
