@@ -1,6 +1,7 @@
 """The acceptance programs in bf16 (CPU): each lowers in one call with bf16 wgmma, the schedule simulated kernel by
 kernel equals the interpreter, and -- the stronger check -- the chain of the kernels' own tile-level models (f32
-accumulation and arithmetic, one rounding per store) agrees with the program at bf16 tolerance; every kernel
+accumulation and arithmetic; SIMT steps rounded as the program's, GEMM epilogues once per store) agrees with the
+program at bf16 tolerance; every kernel
 compiles for sm_90a with no spills (a representative pair here, all of them under ``-m slow``)."""
 
 import numpy as np
@@ -49,11 +50,15 @@ def test_bf16_program_lowers_with_bf16_wgmma_and_simulates(lowered, name):
 
 @pytest.mark.parametrize("name", list(ACCEPTANCE_BF16))
 def test_bf16_kernel_models_agree_with_the_program(lowered, name):
-    """The kernels' models against the f32 program on the same bf16 inputs: the fused kernels round once per
-    store, the bf16 interpreter at every step (on softmax's backward that alone is 1.6e-2 from the f32 result)."""
+    """The kernels' models against the bf16 program, and against the f32 program on the same bf16 inputs within
+    the bf16 program's own distance from it: the SIMT kernels round each bf16 step as the program does, the GEMM
+    epilogues once per store (on softmax's backward the bf16 program is 1.6e-2 from the f32 result)."""
     prog, mod = lowered[name]
     args = _args(name, prog)
-    assert _rel(mod.simulate_kernels(*args), pt.evaluate(ACCEPTANCE[name](), *args)) < TOL
+    got, bf16 = mod.simulate_kernels(*args), pt.evaluate(prog, *args)
+    f32 = pt.evaluate(ACCEPTANCE[name](), *args)
+    assert _rel(got, bf16) < TOL
+    assert _rel(got, f32) < max(TOL, 1.25 * _rel(bf16, f32))
 
 
 @pytest.mark.parametrize("name", list(ACCEPTANCE))
