@@ -119,3 +119,22 @@ def test_dtypes_and_refusals():
         pt.linalg.lstsq(TALL, TALL[:, 0], numpy_resid=True)
     with pytest.raises(LoweringError, match="eigh has no"):
         pt.lower(pt.stage(lambda a: pt.linalg.eigh(a)[0] + 1, SYM.astype(np.float32)))
+
+
+def test_a_matrix_lapack_cannot_decompose_gives_nans_as_jaxs():
+    """NaN entries make LAPACK report no convergence (numpy raises LinAlgError); the results are NaN, the other
+    matrices of the stack decomposed."""
+    bad = np.full((3, 3), np.nan)
+    stack = np.stack([np.eye(3), bad])
+    w = np.asarray(pt.linalg.eigvalsh(stack))
+    np.testing.assert_array_equal(w[0], [1.0, 1.0, 1.0])
+    assert np.isnan(w[1]).all()
+    for got in (pt.linalg.svd(bad)[1], pt.linalg.svdvals(stack)[1], pt.linalg.pinv(bad)):
+        assert np.isnan(np.asarray(got)).all()
+    np.testing.assert_allclose(np.asarray(pt.linalg.svdvals(stack)[0]), [1.0, 1.0, 1.0])
+
+
+def test_cond_of_other_orders_is_numpys():
+    a = RNG.standard_normal((4, 4))
+    for p in ("fro", 1, -1, np.inf):
+        np.testing.assert_allclose(float(pt.linalg.cond(a, p)), np.linalg.cond(a, p), rtol=1e-10)

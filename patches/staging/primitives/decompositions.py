@@ -8,6 +8,8 @@ stacks them, and they have no kernel form: ``pt.lower`` refuses them by name.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..array import Array
@@ -40,10 +42,30 @@ def _eigh_abstract(a: TensorType, *, lower: bool) -> list:
     return [TensorType(a.dtype, compact((*batch, n))), TensorType(a.dtype, compact((*batch, n, n)))]
 
 
+def _lapack(fn: Any, x: np.ndarray, types: list) -> list:
+    """``fn`` (a numpy LAPACK call giving one array per type) on a stack of matrices; a matrix LAPACK cannot
+    decompose (NaN or inf entries: "did not converge") gives NaN results, as JAX's do."""
+    try:
+        got = fn(x)
+        return [np.asarray(g) for g in (got if isinstance(got, tuple) else (got,))]
+    except np.linalg.LinAlgError:
+        pass
+    batch = x.shape[:-2]
+    outs = [np.full(tuple(int(mode_size(m)) for m in modes_of(t.shape)), np.nan, x.dtype) for t in types]
+    for i in np.ndindex(batch):
+        try:
+            got = fn(x[i])
+        except np.linalg.LinAlgError:
+            continue
+        for o, g in zip(outs, got if isinstance(got, tuple) else (got,)):
+            o[i] = g
+    return outs
+
+
 def _eigh_impl(a: Array, *, lower: bool) -> list:
-    w, v = np.linalg.eigh(a.logical(), UPLO="L" if lower else "U")
-    wt, vt = _eigh_abstract(a.type, lower=lower)
-    return [Array.from_logical(w, wt.layout, a.dtype), Array.from_logical(v, vt.layout, a.dtype)]
+    types = _eigh_abstract(a.type, lower=lower)
+    got = _lapack(lambda x: tuple(np.linalg.eigh(x, UPLO="L" if lower else "U")), a.logical(), types)
+    return [Array.from_logical(g, t.layout, a.dtype) for g, t in zip(got, types)]
 
 
 eigh_p = primitive("eigh", _eigh_abstract, checked_impl(_eigh_abstract, _eigh_impl), multiple_results=True)
@@ -63,9 +85,9 @@ def _svd_abstract(a: TensorType, *, full_matrices: bool, compute_uv: bool) -> li
 
 def _svd_impl(a: Array, *, full_matrices: bool, compute_uv: bool) -> list:
     types = _svd_abstract(a.type, full_matrices=full_matrices, compute_uv=compute_uv)
-    got = np.linalg.svd(a.logical(), full_matrices=full_matrices, compute_uv=compute_uv)
-    got = got if compute_uv else (got,)
-    return [Array.from_logical(np.asarray(x), t.layout, a.dtype) for x, t in zip(got, types)]
+    got = _lapack(lambda x: np.linalg.svd(x, full_matrices=full_matrices, compute_uv=compute_uv) if not compute_uv
+                  else tuple(np.linalg.svd(x, full_matrices=full_matrices)), a.logical(), types)
+    return [Array.from_logical(g, t.layout, a.dtype) for g, t in zip(got, types)]
 
 
 svd_p = primitive("svd", _svd_abstract, checked_impl(_svd_abstract, _svd_impl), multiple_results=True)

@@ -17,6 +17,7 @@ from ..core import bind_multi, get_aval, is_tensor_like
 from ..errors import fail, flag
 from ..types import mode_size, modes_of
 from .decompositions import eigh_p, svd_p
+from .linalg import inv
 from .reductions import tensor_arg
 
 
@@ -128,8 +129,9 @@ def pinv(a: Any, rtol: Any = None, hermitian: Any = False) -> Any:
 def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: Any = False) -> tuple:
     """``jnp.linalg.lstsq``: ``(x, residuals, rank, s)``, ``x`` minimizing ``|a @ x - b|`` through the SVD of ``a``
     (singular values below ``rcond * S[0]`` dropped; ``rcond`` defaults to ``eps * max(m, n)``). Residuals are the
-    squared norms of ``b - a @ x``'s columns (with ``numpy_resid``, empty unless ``a`` has full column rank and more
-    rows than columns, as numpy's)."""
+    squared norms of ``b - a @ x``'s columns (``numpy_resid=True``, whose size depends on the rank, is refused)."""
+    if flag("lstsq", numpy_resid, "numpy_resid"):
+        raise fail("lstsq", "numpy_resid=True gives residuals whose size depends on the rank (a value); not supported")
     x, d = _float("lstsq", a)
     y = tensor_arg("lstsq", b)
     ta, tb = get_aval(x), get_aval(y)
@@ -142,7 +144,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: Any = False) -> tup
     vec = tb.rank == 1
     if vec:
         y = P.expand_dims(y, -1)
-    rcond = _eps(ta.dtype if ta.dtype in ("f32", "f64") else get_aval(x).dtype) * max(m, n) if rcond is None else rcond
+    rcond = _eps(ta.dtype) * max(m, n) if rcond is None else rcond
     u, s, vh = bind_multi(svd_p, x, full_matrices=False, compute_uv=True)
     keep = P.ge(s, P.mul(rcond, P.getitem(s, 0)))
     rank = P.sum(P.astype(keep, "i32"))
@@ -152,8 +154,6 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: Any = False) -> tup
     resid = P.sum(P.mul(r, r), axis=0)
     if vec:
         sol = P.getitem(sol, (slice(None), 0))                  # (residuals keep their one column, as JAX's)
-    if flag("lstsq", numpy_resid, "numpy_resid"):
-        raise fail("lstsq", "numpy_resid=True gives residuals whose size depends on the rank (a value); not supported")
     return _back(sol, d), _back(resid, d), rank, _back(s, d)
 
 
@@ -177,8 +177,7 @@ def cond(x: Any, p: Any = None) -> Any:
         (s,) = bind_multi(svd_p, v, full_matrices=False, compute_uv=False)
         hi, lo = P.getitem(s, (Ellipsis, 0)), P.getitem(s, (Ellipsis, -1))
         return _back(P.div(hi, lo) if p != -2 else P.div(lo, hi), d)
-    from .linalg import inv
-    return P.mul(P.norm(v, p, (-2, -1)), P.norm(inv(v), p, (-2, -1)))
+    return _back(P.mul(P.norm(v, p, (-2, -1)), P.norm(inv(v), p, (-2, -1))), d)
 
 
 __all__ = ["EighResult", "SVDResult", "cond", "eigh", "eigvalsh", "lstsq", "matrix_rank", "pinv", "svd", "svdvals"]
