@@ -3,6 +3,7 @@ XLA keeps each op's type): an f16 exp past 65504 is inf in the kernel too, and a
 ``minimum`` takes the tie where the interpreter does. Both were differences verify() reported on valid programs."""
 
 import numpy as np
+import pytest
 
 import patches as pt
 from patches.staging.dtypes import cast
@@ -30,3 +31,14 @@ def test_a_bf16_tie_is_the_programs_tie():
     prog = pt.stage(pt.grad(lambda x: pt.sum(pt.minimum(x + 1.0, 1.0).astype("f32"))), pt.tensor("bf16", (64, 64)))
     s = _check(prog, x)
     assert (np.asarray(s.simulate(x)) == 0.5).sum() > 0
+
+
+def test_the_rounded_steps_compile_without_spills():
+    """sm_90a, 0 spills; an f16 product rounded to f16 is an f16 multiply in the SASS (HMUL2; fl16(a*b) in f32 is
+    the correctly rounded f16 product), where the unrounded chain multiplied in f32."""
+    pytest.importorskip("cutlass")
+    a = pt.lower(pt.stage(lambda x: pt.exp(x * 20.0).astype("f32"), pt.tensor("f16", (64, 64)))).compile()
+    assert a.resources["spills"] == 0 and a.counts("HMUL2")["HMUL2"] > 0, a.counts("HMUL2", "FMUL")
+    b = pt.lower(pt.stage(pt.grad(lambda x: pt.sum(pt.minimum(x + 1.0, 1.0).astype("f32"))),
+                          pt.tensor("bf16", (64, 64)))).compile()
+    assert b.resources["spills"] == 0
